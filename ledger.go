@@ -1,0 +1,70 @@
+package groundhog
+
+import (
+	"context"
+	"time"
+)
+
+// Outcome says how the pipeline answered a call.
+type Outcome string
+
+const (
+	OutcomeUpstream  Outcome = "upstream"  // the provider was called for this request
+	OutcomeCacheHit  Outcome = "cache_hit" // served from the exact cache
+	OutcomeCoalesced Outcome = "coalesced" // shared an identical in-flight call's result
+	OutcomeReplayed  Outcome = "replayed"  // idempotency replay of a stored result
+	OutcomeRejected  Outcome = "rejected"  // refused before the provider (409, 422, 400 after parse…)
+	OutcomeError     Outcome = "error"     // the provider or the gateway failed
+)
+
+// LedgerEntry is one row of the duplicate-work ledger: one per call that
+// reached the fingerprint stage, whatever its outcome. ID is unique (a random
+// 128-bit hex string); appending the same ID twice stores it once.
+type LedgerEntry struct {
+	ID          string
+	Time        time.Time // arrival time, UTC
+	Tenant      string
+	Operation   string
+	RequestHash string
+	Shape       Shape
+	Model       string
+	Provider    string // "openai", "anthropic", "sim"
+	Outcome     Outcome
+	Status      int // HTTP status returned to the client
+	Usage       Usage
+	// Cost is what this call cost at the provider (0 for hits, coalesced and
+	// replays; CostUnknown when the model has no price).
+	Cost Money
+	// Saved is the cost this call avoided (the original cost of the cached or
+	// shared response), 0 when nothing was avoided.
+	Saved Money
+	// FullCost is what the call would have cost had it gone upstream: Cost for
+	// upstream calls, Saved for avoided ones. Repeat cost and shadow savings
+	// are sums of FullCost.
+	FullCost   Money
+	Latency    time.Duration
+	Attempt    int  // 1 for the first upstream attempt of an idempotent operation, n for the n-th
+	InFlight   bool // an identical call (same tenant and hash) was in flight when this one arrived
+	CacheOn    bool // the cache policy for this call was on (use/refresh)
+	Idempotent bool // the call carried an Idempotency-Key
+	Stream     bool
+}
+
+// LedgerFilter selects ledger rows: From inclusive, To exclusive; empty
+// Tenant or Operation match all.
+type LedgerFilter struct {
+	Tenant    string
+	Operation string
+	From, To  time.Time
+}
+
+// LedgerStore keeps ledger rows.
+//
+// AppendLedger stores rows in one transaction; rows whose ID is already
+// stored are skipped, so a journal can be replayed after a crash.
+// ScanLedger calls fn for every row matching f in (Time, ID) order and stops
+// at fn's first error, returning it.
+type LedgerStore interface {
+	AppendLedger(ctx context.Context, rows []LedgerEntry) error
+	ScanLedger(ctx context.Context, f LedgerFilter, fn func(*LedgerEntry) error) error
+}

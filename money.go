@@ -1,0 +1,134 @@
+package groundhog
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Money is an amount of US dollars in picodollars (1e-12 USD). Prices are
+// kept in microdollars per million tokens, so tokens × price is an exact
+// picodollar amount: no float ever touches money. int64 holds up to about
+// 9.2 million dollars, more than a day of any single report row.
+type Money int64
+
+// CostUnknown marks a cost that could not be computed (model missing from the
+// price table). It is never added into sums; reports show it as unknown.
+const CostUnknown Money = -1
+
+const (
+	Picodollar  Money = 1
+	Microdollar Money = 1_000_000
+	Dollar      Money = 1_000_000_000_000
+)
+
+// Known reports whether m is a real amount (not CostUnknown).
+func (m Money) Known() bool { return m >= 0 }
+
+// String renders m as a decimal dollar string with six decimals, rounded half
+// up at the microdollar ("0.004000"). CostUnknown renders as "unknown".
+func (m Money) String() string { return m.Format(6) }
+
+// Format renders m with the given number of decimals (0–12), rounding half
+// away from zero.
+func (m Money) Format(decimals int) string {
+	if m == CostUnknown {
+		return "unknown"
+	}
+	if decimals < 0 {
+		decimals = 0
+	}
+	if decimals > 12 {
+		decimals = 12
+	}
+	neg := m < 0
+	v := int64(m)
+	if neg {
+		v = -v
+	}
+	unit := int64(1)
+	for i := 0; i < 12-decimals; i++ {
+		unit *= 10
+	}
+	q := (v + unit/2) / unit // rounded count of 10^-decimals dollars
+	scale := int64(1)
+	for i := 0; i < decimals; i++ {
+		scale *= 10
+	}
+	s := strconv.FormatInt(q/scale, 10)
+	if decimals > 0 {
+		frac := strconv.FormatInt(q%scale, 10)
+		s += "." + strings.Repeat("0", decimals-len(frac)) + frac
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// ParseMoney parses a decimal dollar string ("0.004", "24", "1.5e-3" is not
+// accepted) into picodollars exactly. More than 12 decimals is an error.
+func ParseMoney(s string) (Money, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty amount")
+	}
+	neg := false
+	if s[0] == '-' || s[0] == '+' {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" && frac == "" {
+		return 0, fmt.Errorf("invalid amount %q", s)
+	}
+	if len(frac) > 12 {
+		return 0, fmt.Errorf("amount %q has more than 12 decimals", s)
+	}
+	for _, c := range whole + frac {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("invalid amount %q", s)
+		}
+	}
+	var w int64
+	if whole != "" {
+		var err error
+		w, err = strconv.ParseInt(whole, 10, 64)
+		if err != nil || w > int64(9_000_000) {
+			return 0, fmt.Errorf("amount %q out of range", s)
+		}
+	}
+	f := int64(0)
+	if frac != "" {
+		fv, err := strconv.ParseInt(frac+strings.Repeat("0", 12-len(frac)), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("invalid amount %q", s)
+		}
+		f = fv
+	}
+	m := Money(w)*Dollar + Money(f)
+	if neg {
+		m = -m
+	}
+	return m, nil
+}
+
+// Price is what a model costs, in microdollars per million tokens, so that
+// tokens × price is picodollars.
+type Price struct {
+	Input       int64 `json:"input" yaml:"input"`
+	CachedInput int64 `json:"cached_input" yaml:"cached_input"`
+	CacheWrite  int64 `json:"cache_write" yaml:"cache_write"`
+	Output      int64 `json:"output" yaml:"output"`
+}
+
+// Cost prices u. InputTokens includes the cached and cache-write tokens; the
+// uncached remainder is charged at Input.
+func (p Price) Cost(u Usage) Money {
+	uncached := u.InputTokens - u.CachedInputTokens - u.CacheWriteTokens
+	if uncached < 0 {
+		uncached = 0
+	}
+	return Money(uncached*p.Input + u.CachedInputTokens*p.CachedInput +
+		u.CacheWriteTokens*p.CacheWrite + u.OutputTokens*p.Output)
+}

@@ -1,0 +1,179 @@
+// Package pricing holds the price table: what each model costs per million
+// tokens, as exact integers, loaded from YAML.
+package pricing
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// Table maps a model name to its price. Lookups try the exact name first,
+// then the longest configured prefix ending in "*" ("gpt-4o-mini*").
+type Table map[string]groundhog.Price
+
+// Default is the built-in table: the simulated provider's models and a few
+// common provider models. Prices are USD per million tokens.
+func Default() Table {
+	t := Table{}
+	for model, p := range map[string][4]string{
+		//            input     cached    write     output
+		"sim-small":              {"1.00", "0.10", "1.25", "3.00"},
+		"sim-large":              {"10.00", "1.00", "12.50", "30.00"},
+		"sim-embed":              {"0.02", "0.02", "0.02", "0"},
+		"gpt-4o-mini":            {"0.15", "0.075", "0.15", "0.60"},
+		"gpt-4o":                 {"2.50", "1.25", "2.50", "10.00"},
+		"gpt-4.1":                {"2.00", "0.50", "2.00", "8.00"},
+		"gpt-4.1-mini":           {"0.40", "0.10", "0.40", "1.60"},
+		"text-embedding-3-small": {"0.02", "0.02", "0.02", "0"},
+		"claude-sonnet-4-5":      {"3.00", "0.30", "3.75", "15.00"},
+		"claude-haiku-4-5":       {"1.00", "0.10", "1.25", "5.00"},
+		"claude-opus-4-1":        {"15.00", "1.50", "18.75", "75.00"},
+	} {
+		pr, err := parsePrice(p[0], p[1], p[2], p[3])
+		if err != nil {
+			panic(err)
+		}
+		t[model] = pr
+	}
+	return t
+}
+
+// Lookup returns the price of model and whether it is known.
+func (t Table) Lookup(model string) (groundhog.Price, bool) {
+	if p, ok := t[model]; ok {
+		return p, true
+	}
+	best, bestLen := groundhog.Price{}, -1
+	for name, p := range t {
+		if prefix, ok := strings.CutSuffix(name, "*"); ok && strings.HasPrefix(model, prefix) && len(prefix) > bestLen {
+			best, bestLen = p, len(prefix)
+		}
+	}
+	return best, bestLen >= 0
+}
+
+// Cost prices usage for model, or returns groundhog.CostUnknown when the
+// model is not in the table (never a silent zero).
+func (t Table) Cost(model string, u groundhog.Usage) groundhog.Money {
+	p, ok := t.Lookup(model)
+	if !ok {
+		return groundhog.CostUnknown
+	}
+	return p.Cost(u)
+}
+
+// Models returns the table's model names, sorted.
+func (t Table) Models() []string {
+	names := make([]string, 0, len(t))
+	for n := range t {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// yamlPrice is a price as written in YAML: decimal dollars per million
+// tokens, as strings or numbers.
+type yamlPrice struct {
+	Input       string `yaml:"input"`
+	CachedInput string `yaml:"cached_input"`
+	CacheWrite  string `yaml:"cache_write"`
+	Output      string `yaml:"output"`
+}
+
+// Parse reads a YAML mapping of model → {input, cached_input, cache_write,
+// output} in USD per million tokens. A missing cached_input defaults to
+// input; a missing cache_write defaults to 1.25 × input.
+func Parse(r io.Reader) (Table, error) {
+	var raw map[string]yamlPrice
+	dec := yaml.NewDecoder(r)
+	dec.KnownFields(true)
+	if err := dec.Decode(&raw); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("price table: %w", err)
+	}
+	return FromStrings(raw)
+}
+
+// FromStrings converts decimal-string prices (as in YAML) to a Table.
+func FromStrings(raw map[string]yamlPrice) (Table, error) {
+	t := Table{}
+	for model, p := range raw {
+		pr, err := parsePrice(p.Input, p.CachedInput, p.CacheWrite, p.Output)
+		if err != nil {
+			return nil, fmt.Errorf("price table: model %q: %w", model, err)
+		}
+		t[model] = pr
+	}
+	return t, nil
+}
+
+// Load reads a price table file; see Parse.
+func Load(path string) (Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Parse(f)
+}
+
+// Merge returns a copy of t with every entry of over replacing t's.
+func (t Table) Merge(over Table) Table {
+	out := Table{}
+	for k, v := range t {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}
+
+// perMillion parses decimal dollars per million tokens into microdollars per
+// million tokens (= picodollars per token).
+func perMillion(s string) (int64, error) {
+	m, err := groundhog.ParseMoney(s)
+	if err != nil {
+		return 0, err
+	}
+	if m < 0 {
+		return 0, fmt.Errorf("negative price %q", s)
+	}
+	if m%groundhog.Microdollar != 0 {
+		return 0, fmt.Errorf("price %q is finer than a microdollar per million tokens", s)
+	}
+	return int64(m / groundhog.Microdollar), nil
+}
+
+func parsePrice(input, cached, write, output string) (groundhog.Price, error) {
+	var p groundhog.Price
+	var err error
+	if input == "" || output == "" {
+		return p, fmt.Errorf("input and output prices are required")
+	}
+	if p.Input, err = perMillion(input); err != nil {
+		return p, err
+	}
+	if p.Output, err = perMillion(output); err != nil {
+		return p, err
+	}
+	p.CachedInput, p.CacheWrite = p.Input, p.Input*5/4
+	if cached != "" {
+		if p.CachedInput, err = perMillion(cached); err != nil {
+			return p, err
+		}
+	}
+	if write != "" {
+		if p.CacheWrite, err = perMillion(write); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
