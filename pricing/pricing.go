@@ -79,9 +79,9 @@ func (t Table) Models() []string {
 	return names
 }
 
-// yamlPrice is a price as written in YAML: decimal dollars per million
+// YAMLPrice is a price as written in YAML: decimal dollars per million
 // tokens, as strings or numbers.
-type yamlPrice struct {
+type YAMLPrice struct {
 	Input       string `yaml:"input"`
 	CachedInput string `yaml:"cached_input"`
 	CacheWrite  string `yaml:"cache_write"`
@@ -92,7 +92,7 @@ type yamlPrice struct {
 // output} in USD per million tokens. A missing cached_input defaults to
 // input; a missing cache_write defaults to 1.25 × input.
 func Parse(r io.Reader) (Table, error) {
-	var raw map[string]yamlPrice
+	var raw map[string]YAMLPrice
 	dec := yaml.NewDecoder(r)
 	dec.KnownFields(true)
 	if err := dec.Decode(&raw); err != nil && err != io.EOF {
@@ -102,7 +102,7 @@ func Parse(r io.Reader) (Table, error) {
 }
 
 // FromStrings converts decimal-string prices (as in YAML) to a Table.
-func FromStrings(raw map[string]yamlPrice) (Table, error) {
+func FromStrings(raw map[string]YAMLPrice) (Table, error) {
 	t := Table{}
 	for model, p := range raw {
 		pr, err := parsePrice(p.Input, p.CachedInput, p.CacheWrite, p.Output)

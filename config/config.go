@@ -1,0 +1,283 @@
+// Package config loads groundhog's configuration: defaults, then an optional
+// YAML file, then GROUNDHOG_* environment variables, then command-line flags
+// (each later source overrides the earlier ones).
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/groundhog-ai/groundhog/pricing"
+)
+
+// Config is the whole gateway configuration.
+type Config struct {
+	Addr              string        `yaml:"addr"`
+	DB                string        `yaml:"db"`
+	Upstream          string        `yaml:"upstream"`           // OpenAI-compatible base URL ending in /v1, or "sim"
+	AnthropicUpstream string        `yaml:"anthropic_upstream"` // Anthropic base URL; "" = same as Upstream when that is "sim", else https://api.anthropic.com/v1
+	OpenAIAPIKey      string        `yaml:"openai_api_key"`     // provider key; never logged
+	AnthropicAPIKey   string        `yaml:"anthropic_api_key"`  // provider key; never logged
+	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
+	UpstreamTimeout   time.Duration `yaml:"upstream_timeout"`
+	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
+	LogLevel          string        `yaml:"log_level"`
+	Cache             CacheConfig   `yaml:"cache"`
+	Idempotency       IdemConfig    `yaml:"idempotency"`
+	Ledger            LedgerConfig  `yaml:"ledger"`
+	// Operations configures per-operation policy by operation name.
+	Operations map[string]Operation `yaml:"operations"`
+	// Rules name the operation of a call that carries no Groundhog-Operation
+	// header; the first matching rule wins, else "default".
+	Rules      []Rule                       `yaml:"rules"`
+	PricesFile string                       `yaml:"prices_file"`
+	Prices     map[string]pricing.YAMLPrice `yaml:"prices"`
+	Sim        SimConfig                    `yaml:"sim"`
+
+	// PriceTable is the effective price table (built-in defaults merged with
+	// PricesFile and Prices); filled by Load.
+	PriceTable pricing.Table `yaml:"-"`
+}
+
+// CacheConfig configures the exact response cache.
+type CacheConfig struct {
+	MemoryBytes int64         `yaml:"memory_bytes"` // in-memory tier budget
+	DefaultTTL  time.Duration `yaml:"default_ttl"`  // TTL when neither the operation nor Groundhog-Cache-TTL sets one
+	MaxTTL      time.Duration `yaml:"max_ttl"`      // upper bound for Groundhog-Cache-TTL
+}
+
+// IdemConfig configures operation records.
+type IdemConfig struct {
+	Lease     time.Duration `yaml:"lease"`
+	Retention time.Duration `yaml:"retention"`
+}
+
+// LedgerConfig configures the ledger writer.
+type LedgerConfig struct {
+	JournalDir string `yaml:"journal_dir"` // default: <db>.journal beside the database
+}
+
+// SimConfig configures the in-process simulated provider.
+type SimConfig struct {
+	FirstToken     time.Duration `yaml:"first_token"`
+	PerPromptToken time.Duration `yaml:"per_prompt_token"`
+	PerOutputToken time.Duration `yaml:"per_output_token"`
+	Fault          string        `yaml:"fault"`
+}
+
+// Operation is the policy of one named operation.
+type Operation struct {
+	Cache    bool          `yaml:"cache"`    // exact cache on for this operation
+	TTL      time.Duration `yaml:"ttl"`      // entry TTL (0: the cache default)
+	Versions string        `yaml:"versions"` // declared config versions joining the key, e.g. "prompt=4"
+}
+
+// Rule maps calls without a Groundhog-Operation header to an operation.
+// Route and Model are path.Match patterns ("" matches all).
+type Rule struct {
+	Route     string `yaml:"route"`
+	Model     string `yaml:"model"`
+	Operation string `yaml:"operation"`
+}
+
+// Default returns the built-in configuration: loopback, a SQLite file in the
+// working directory, the simulated provider.
+func Default() Config {
+	return Config{
+		Addr:            "127.0.0.1:8080",
+		DB:              "./groundhog.db",
+		Upstream:        "sim",
+		MaxBodyBytes:    32 << 20,
+		UpstreamTimeout: 10 * time.Minute,
+		ShutdownTimeout: 30 * time.Second,
+		LogLevel:        "info",
+		Cache:           CacheConfig{MemoryBytes: 256 << 20, DefaultTTL: time.Hour, MaxTTL: 30 * 24 * time.Hour},
+		Idempotency:     IdemConfig{Lease: 30 * time.Second, Retention: 24 * time.Hour},
+		PriceTable:      pricing.Default(),
+	}
+}
+
+// LoadFile overlays the YAML file at path on c. Unknown keys are errors.
+func (c *Config) LoadFile(p string) error {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("config %s: %w", p, err)
+	}
+	return nil
+}
+
+// envVars maps GROUNDHOG_* variables to setters.
+var envVars = map[string]func(c *Config, v string) error{
+	"GROUNDHOG_ADDR":               func(c *Config, v string) error { c.Addr = v; return nil },
+	"GROUNDHOG_DB":                 func(c *Config, v string) error { c.DB = v; return nil },
+	"GROUNDHOG_UPSTREAM":           func(c *Config, v string) error { c.Upstream = v; return nil },
+	"GROUNDHOG_ANTHROPIC_UPSTREAM": func(c *Config, v string) error { c.AnthropicUpstream = v; return nil },
+	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
+	"GROUNDHOG_MAX_BODY_BYTES": func(c *Config, v string) (err error) {
+		c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64)
+		return err
+	},
+	"GROUNDHOG_UPSTREAM_TIMEOUT": func(c *Config, v string) (err error) {
+		c.UpstreamTimeout, err = time.ParseDuration(v)
+		return err
+	},
+}
+
+// LoadEnv overlays GROUNDHOG_* variables, and the provider keys from
+// OPENAI_API_KEY / ANTHROPIC_API_KEY when the file did not set them.
+func (c *Config) LoadEnv(getenv func(string) string) error {
+	for name, set := range envVars {
+		if v := getenv(name); v != "" {
+			if err := set(c, v); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	if c.OpenAIAPIKey == "" {
+		c.OpenAIAPIKey = getenv("OPENAI_API_KEY")
+	}
+	if c.AnthropicAPIKey == "" {
+		c.AnthropicAPIKey = getenv("ANTHROPIC_API_KEY")
+	}
+	return nil
+}
+
+// Finish validates c and computes derived fields (the price table, the
+// Anthropic upstream default). Call it after every source is applied.
+func (c *Config) Finish() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("addr %q: %w", c.Addr, err)
+	}
+	if c.DB == "" {
+		return fmt.Errorf("db: a database path is required")
+	}
+	if c.MaxBodyBytes <= 0 {
+		return fmt.Errorf("max_body_bytes must be positive")
+	}
+	if c.UpstreamTimeout <= 0 {
+		return fmt.Errorf("upstream_timeout must be positive")
+	}
+	if c.Idempotency.Lease <= 0 || c.Idempotency.Retention <= 0 {
+		return fmt.Errorf("idempotency lease and retention must be positive")
+	}
+	if c.Upstream == "" {
+		c.Upstream = "sim"
+	}
+	if c.Upstream != "sim" {
+		if err := checkURL(c.Upstream); err != nil {
+			return fmt.Errorf("upstream: %w", err)
+		}
+	}
+	if c.AnthropicUpstream == "" {
+		if c.Upstream == "sim" {
+			c.AnthropicUpstream = "sim"
+		} else {
+			c.AnthropicUpstream = "https://api.anthropic.com/v1"
+		}
+	}
+	if c.AnthropicUpstream != "sim" {
+		if err := checkURL(c.AnthropicUpstream); err != nil {
+			return fmt.Errorf("anthropic upstream: %w", err)
+		}
+	}
+	for name := range c.Operations {
+		if !ValidOperationName(name) {
+			return fmt.Errorf("operations: invalid operation name %q (1–128 of A-Z a-z 0-9 . _ - : /)", name)
+		}
+	}
+	for i, r := range c.Rules {
+		if !ValidOperationName(r.Operation) {
+			return fmt.Errorf("rules[%d]: invalid operation %q", i, r.Operation)
+		}
+		for _, pat := range []string{r.Route, r.Model} {
+			if _, err := path.Match(pat, ""); err != nil {
+				return fmt.Errorf("rules[%d]: bad pattern %q", i, pat)
+			}
+		}
+	}
+	t := pricing.Default()
+	if c.PricesFile != "" {
+		ft, err := pricing.Load(c.PricesFile)
+		if err != nil {
+			return err
+		}
+		t = t.Merge(ft)
+	}
+	if len(c.Prices) > 0 {
+		pt, err := pricing.FromStrings(c.Prices)
+		if err != nil {
+			return err
+		}
+		t = t.Merge(pt)
+	}
+	c.PriceTable = t
+	return nil
+}
+
+func checkURL(u string) error {
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return fmt.Errorf("%q is not an http(s) URL or \"sim\"", u)
+	}
+	return nil
+}
+
+// ValidOperationName reports whether s can name an operation: 1–128 bytes of
+// letters, digits and . _ - : /.
+func ValidOperationName(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._-:/", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// OperationFor names the operation of a call without a header: the first
+// matching rule, else "default".
+func (c *Config) OperationFor(route, model string) string {
+	for _, r := range c.Rules {
+		if match(r.Route, route) && match(r.Model, model) {
+			return r.Operation
+		}
+	}
+	return "default"
+}
+
+func match(pattern, s string) bool {
+	if pattern == "" {
+		return true
+	}
+	ok, _ := path.Match(pattern, s)
+	return ok
+}
+
+// IsLoopback reports whether addr's host is a loopback address or
+// "localhost". An empty host (all interfaces) is not loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
