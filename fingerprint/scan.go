@@ -1,0 +1,700 @@
+package fingerprint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// maxDepth bounds the nesting of arrays and objects. The scanner is
+// recursive; the bound keeps a hostile body from costing more than a few
+// kilobytes of stack, and no real request comes close to it.
+const maxDepth = 256
+
+// Error kinds: each becomes its own client message (see clientError).
+const (
+	kindSyntax    = iota // not valid JSON
+	kindDuplicate        // an object repeats a key
+	kindDepth            // nested deeper than maxDepth
+	kindModel            // top-level "model" is not a string
+	kindStream           // top-level "stream" is not a boolean
+	kindNotObject        // valid JSON, but the body must be an object
+)
+
+// scanError is what the scanner reports: a kind, a short description and
+// the byte offset in the input where the problem was found.
+type scanError struct {
+	kind int
+	msg  string
+	off  int
+}
+
+func (e *scanError) Error() string { return fmt.Sprintf("%s at offset %d", e.msg, e.off) }
+
+// member is one "key":value pair of the object being scanned. The decoded
+// key lives in scanner.keys; the canonical bytes of the pair in scanner.out.
+type member struct {
+	keyOff, keyLen int // decoded key: scanner.keys[keyOff : keyOff+keyLen]
+	start, end     int // canonical `"key":value` in scanner.out (empty when dropped)
+	inOff          int // offset of the key in the input, for error messages
+	dropped        bool
+}
+
+// scanner makes one pass over a JSON text and appends its canonical form to
+// out. Scalars are written as they are read; an object whose keys do not
+// arrive in canonical order is reordered once it is complete, by copying its
+// members through scratch. scanners are pooled: every slice is reused.
+type scanner struct {
+	in    []byte
+	pos   int
+	depth int
+
+	out     []byte
+	scratch []byte
+	keys    []byte   // decoded keys of the objects currently open
+	members []member // members of the objects currently open (a stack)
+
+	// Filled by the top-level object when scanning for Compute.
+	model    string
+	hasModel bool
+	stream   bool
+}
+
+func (s *scanner) reset(in []byte) {
+	s.in, s.pos, s.depth = in, 0, 0
+	s.out, s.scratch, s.keys, s.members = s.out[:0], s.scratch[:0], s.keys[:0], s.members[:0]
+	s.model, s.hasModel, s.stream = "", false, false
+}
+
+func (s *scanner) fail(kind int, off int, format string, args ...any) *scanError {
+	return &scanError{kind: kind, msg: fmt.Sprintf(format, args...), off: off}
+}
+
+func (s *scanner) syntax(off int, format string, args ...any) *scanError {
+	return s.fail(kindSyntax, off, format, args...)
+}
+
+// unexpected describes the byte at off (or the end of input) as a syntax error.
+func (s *scanner) unexpected(off int, context string) *scanError {
+	if off >= len(s.in) {
+		return s.syntax(off, "unexpected end of input")
+	}
+	c := s.in[off]
+	if c < 0x20 || c >= 0x7f {
+		return s.syntax(off, "unexpected byte 0x%02x %s", c, context)
+	}
+	return s.syntax(off, "unexpected character %q %s", rune(c), context)
+}
+
+func (s *scanner) skipWS() {
+	for s.pos < len(s.in) {
+		switch s.in[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// document scans one complete JSON text: a value surrounded by optional
+// whitespace and nothing else. With top set, the value must be an object
+// and it is scanned as the request body (rules apply, model and stream are
+// recorded); n holds the exclusion rules of the top level.
+func (s *scanner) document(n *node, top bool) error {
+	s.skipWS()
+	start := s.pos
+	var err error
+	if top && start < len(s.in) && s.in[start] == '{' {
+		err = s.object(n, true)
+	} else {
+		err = s.value(nil)
+	}
+	if err != nil {
+		return err
+	}
+	s.skipWS()
+	if s.pos != len(s.in) {
+		return s.unexpected(s.pos, "after top-level value")
+	}
+	if top && s.in[start] != '{' {
+		// Reported only once the whole text proved valid, so malformed input
+		// always says "not valid JSON".
+		return s.fail(kindNotObject, start, "not an object")
+	}
+	return nil
+}
+
+// value scans any JSON value at s.pos (after whitespace).
+func (s *scanner) value(n *node) error {
+	s.skipWS()
+	if s.pos >= len(s.in) {
+		return s.unexpected(s.pos, "")
+	}
+	switch c := s.in[s.pos]; c {
+	case '{':
+		return s.object(n, false)
+	case '[':
+		return s.array(n)
+	case '"':
+		return s.str()
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return s.number()
+		}
+		return s.unexpected(s.pos, "looking for a value")
+	}
+}
+
+func (s *scanner) literal(lit string) error {
+	for i := 0; i < len(lit); i++ {
+		if s.pos+i >= len(s.in) || s.in[s.pos+i] != lit[i] {
+			return s.unexpected(s.pos+i, "in literal "+lit)
+		}
+	}
+	s.pos += len(lit)
+	s.out = append(s.out, lit...)
+	return nil
+}
+
+func (s *scanner) array(n *node) error {
+	if s.depth++; s.depth > maxDepth {
+		return s.fail(kindDepth, s.pos, "nested deeper than %d levels", maxDepth)
+	}
+	s.pos++
+	s.out = append(s.out, '[')
+	var elem *node
+	if n != nil {
+		elem = n.elem
+	}
+	s.skipWS()
+	if s.pos < len(s.in) && s.in[s.pos] == ']' {
+		s.pos++
+		s.out = append(s.out, ']')
+		s.depth--
+		return nil
+	}
+	for {
+		if err := s.value(elem); err != nil {
+			return err
+		}
+		s.skipWS()
+		if s.pos >= len(s.in) {
+			return s.unexpected(s.pos, "")
+		}
+		switch s.in[s.pos] {
+		case ',':
+			s.pos++
+			s.out = append(s.out, ',')
+		case ']':
+			s.pos++
+			s.out = append(s.out, ']')
+			s.depth--
+			return nil
+		default:
+			return s.unexpected(s.pos, "after array element")
+		}
+	}
+}
+
+// object scans an object, dropping the members n marks as excluded and
+// sorting the rest. With top set it also records "model" and "stream".
+func (s *scanner) object(n *node, top bool) error {
+	if s.depth++; s.depth > maxDepth {
+		return s.fail(kindDepth, s.pos, "nested deeper than %d levels", maxDepth)
+	}
+	s.pos++
+	objStart := len(s.out)
+	s.out = append(s.out, '{')
+	mark, keyMark := len(s.members), len(s.keys)
+	sorted, emitted := true, 0
+
+	s.skipWS()
+	if s.pos < len(s.in) && s.in[s.pos] == '}' {
+		s.pos++
+		s.out = append(s.out, '}')
+		s.depth--
+		return nil
+	}
+	for {
+		s.skipWS()
+		if s.pos >= len(s.in) || s.in[s.pos] != '"' {
+			return s.unexpected(s.pos, "looking for an object key")
+		}
+		keyIn := s.pos
+		commaAt := len(s.out)
+		if emitted > 0 {
+			s.out = append(s.out, ',')
+		}
+		memStart := len(s.out)
+		if err := s.str(); err != nil {
+			return err
+		}
+		keyOff := len(s.keys)
+		s.keys = unescapeCanonical(s.keys, s.out[memStart+1:len(s.out)-1])
+		key := s.keys[keyOff:]
+
+		s.skipWS()
+		if s.pos >= len(s.in) || s.in[s.pos] != ':' {
+			return s.unexpected(s.pos, "after object key")
+		}
+		s.pos++
+		s.out = append(s.out, ':')
+
+		var child *node
+		if n != nil {
+			child = n.fields[string(key)]
+		}
+		s.skipWS()
+		valIn, valOut := s.pos, len(s.out)
+		if top {
+			if err := s.checkTop(key, valIn); err != nil {
+				return err
+			}
+		}
+		if err := s.value(child); err != nil {
+			return err
+		}
+		if top && string(key) == "model" {
+			s.model = string(unescapeCanonical(nil, s.out[valOut+1:len(s.out)-1]))
+			s.hasModel = true
+		}
+		if top && string(key) == "stream" {
+			s.stream = s.in[valIn] == 't'
+		}
+
+		if len(s.members) > mark {
+			prev := &s.members[len(s.members)-1]
+			if compareKeys(s.keys[prev.keyOff:prev.keyOff+prev.keyLen], key) >= 0 {
+				sorted = false
+			}
+		}
+		m := member{keyOff: keyOff, keyLen: len(key), inOff: keyIn}
+		if child != nil && child.drop {
+			s.out = s.out[:commaAt]
+			m.dropped = true
+		} else {
+			m.start, m.end = memStart, len(s.out)
+			emitted++
+		}
+		s.members = append(s.members, m)
+
+		s.skipWS()
+		if s.pos >= len(s.in) {
+			return s.unexpected(s.pos, "")
+		}
+		if c := s.in[s.pos]; c == ',' {
+			s.pos++
+			continue
+		} else if c != '}' {
+			return s.unexpected(s.pos, "after object member")
+		}
+		s.pos++
+		break
+	}
+	if !sorted {
+		if err := s.reorder(objStart, mark); err != nil {
+			return err
+		}
+	}
+	s.out = append(s.out, '}')
+	s.members, s.keys = s.members[:mark], s.keys[:keyMark]
+	s.depth--
+	return nil
+}
+
+// checkTop validates the value types of the top-level fields Compute reports.
+func (s *scanner) checkTop(key []byte, valIn int) error {
+	switch string(key) {
+	case "model":
+		if valIn >= len(s.in) || s.in[valIn] != '"' {
+			if err := s.value(nil); err != nil {
+				return err // malformed beats mistyped
+			}
+			return s.fail(kindModel, valIn, `"model" must be a string`)
+		}
+	case "stream":
+		// null is what some clients send for "not set"; anything else that
+		// is not a boolean cannot say how to answer.
+		if valIn >= len(s.in) || (s.in[valIn] != 't' && s.in[valIn] != 'f' && s.in[valIn] != 'n') {
+			if err := s.value(nil); err != nil {
+				return err
+			}
+			return s.fail(kindStream, valIn, `"stream" must be a boolean`)
+		}
+	}
+	return nil
+}
+
+// reorder rewrites the members of the object that starts at objStart in
+// s.out in canonical key order, skipping dropped ones, and rejects
+// duplicate keys. The object's closing brace is not written yet.
+func (s *scanner) reorder(objStart, mark int) error {
+	ms := s.members[mark:]
+	keys := s.keys
+	slices.SortStableFunc(ms, func(a, b member) int {
+		return compareKeys(keys[a.keyOff:a.keyOff+a.keyLen], keys[b.keyOff:b.keyOff+b.keyLen])
+	})
+	for i := 1; i < len(ms); i++ {
+		a, b := ms[i-1], ms[i]
+		if bytes.Equal(keys[a.keyOff:a.keyOff+a.keyLen], keys[b.keyOff:b.keyOff+b.keyLen]) {
+			return s.fail(kindDuplicate, max(a.inOff, b.inOff), "duplicate key %s", quoteKey(keys[b.keyOff:b.keyOff+b.keyLen]))
+		}
+	}
+	base := objStart + 1
+	s.scratch = append(s.scratch[:0], s.out[base:]...)
+	s.out = s.out[:base]
+	first := true
+	for _, m := range ms {
+		if m.dropped {
+			continue
+		}
+		if !first {
+			s.out = append(s.out, ',')
+		}
+		first = false
+		s.out = append(s.out, s.scratch[m.start-base:m.end-base]...)
+	}
+	return nil
+}
+
+// quoteKey quotes a key for an error message, shortened so a hostile key
+// cannot blow up the response.
+func quoteKey(k []byte) string {
+	const limit = 64
+	if len(k) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(k[cut]) {
+			cut--
+		}
+		return strconv.Quote(string(k[:cut])) + "…"
+	}
+	return strconv.Quote(string(k))
+}
+
+// compareKeys orders decoded keys as RFC 8785 §3.2.3 says: by their UTF-16
+// code units. Byte order of UTF-8 is code point order, which agrees with
+// UTF-16 order except between supplementary characters (surrogate pairs,
+// 0xD800–0xDBFF first unit) and U+E000–U+FFFF; only the first differing
+// rune needs that correction.
+func compareKeys(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i == n {
+		return len(a) - len(b)
+	}
+	if a[i] < utf8.RuneSelf && b[i] < utf8.RuneSelf {
+		return int(a[i]) - int(b[i])
+	}
+	for i > 0 && !utf8.RuneStart(a[i]) {
+		i--
+	}
+	ra, _ := utf8.DecodeRune(a[i:])
+	rb, _ := utf8.DecodeRune(b[i:])
+	return int(utf16Key(ra)) - int(utf16Key(rb))
+}
+
+// utf16Key maps r to a value that orders like its UTF-16 encoding: the first
+// code unit decides, and two supplementary runes with the same high
+// surrogate are ordered by their low ones, which code point order already
+// does.
+func utf16Key(r rune) rune {
+	if r >= 0x10000 {
+		return 0xD800<<11 + (r - 0x10000) // above every BMP unit below 0xD800, below 0xE000<<11
+	}
+	if r >= 0xE000 {
+		return r << 11
+	}
+	return r
+}
+
+// SWAR constants: bytes that end the fast string scan are '"', '\\' and
+// control characters.
+const (
+	lsb   = 0x0101010101010101
+	msb   = 0x8080808080808080
+	quote = '"' * lsb
+	bslsh = '\\' * lsb
+	ctl   = 0x20 * lsb
+)
+
+// special returns a mask whose lowest set bit lies in the first byte of w
+// (little-endian) that is '"', '\\' or < 0x20, or 0 when there is none.
+// Higher bits may be spurious (borrows), so only the lowest one is used.
+func special(w uint64) uint64 {
+	q := w ^ quote
+	b := w ^ bslsh
+	return (((q - lsb) &^ q) | ((b - lsb) &^ b) | ((w - ctl) &^ w)) & msb
+}
+
+// strSafe marks the bytes the byte-at-a-time string loop may copy as they
+// are: everything except '"', '\\' and control characters.
+var strSafe = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str scans a string at s.pos and appends its canonical form: escapes
+// decoded, then only '"', '\\' and control characters re-escaped. Runs
+// without escapes are copied as spans; UTF-8 is validated per run, only when
+// the run has a byte >= 0x80.
+func (s *scanner) str() error {
+	in := s.in
+	i := s.pos + 1
+	s.out = append(s.out, '"')
+	for {
+		start := i
+		var hi uint64
+		for i+8 <= len(in) {
+			w := binary.LittleEndian.Uint64(in[i:])
+			if m := special(w); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				hi |= w // may include bytes past i: only makes validation run
+				goto found
+			}
+			hi |= w
+			i += 8
+		}
+		for i < len(in) && strSafe[in[i]] {
+			hi |= uint64(in[i])
+			i++
+		}
+		if i >= len(in) {
+			return s.syntax(len(in), "unterminated string")
+		}
+	found:
+		if hi&msb != 0 && !utf8.Valid(in[start:i]) {
+			return s.syntax(start+invalidUTF8At(in[start:i]), "invalid UTF-8 in string")
+		}
+		s.out = append(s.out, in[start:i]...)
+		switch c := in[i]; {
+		case c == '"':
+			s.out = append(s.out, '"')
+			s.pos = i + 1
+			return nil
+		case c < 0x20:
+			return s.syntax(i, "control character 0x%02x in string", c)
+		}
+		var err error
+		if i, err = s.escape(i); err != nil {
+			return err
+		}
+	}
+}
+
+// invalidUTF8At returns the offset of the first invalid sequence in b.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
+// escape decodes the escape sequence at in[i] ('\\') and appends the
+// canonical form of the character; it returns the offset after it.
+func (s *scanner) escape(i int) (int, error) {
+	in := s.in
+	if i+1 >= len(in) {
+		return 0, s.syntax(len(in), "unterminated string")
+	}
+	switch c := in[i+1]; c {
+	case '"', '\\':
+		s.out = append(s.out, '\\', c)
+	case '/':
+		s.out = append(s.out, '/')
+	case 'b':
+		s.out = append(s.out, '\\', 'b')
+	case 'f':
+		s.out = append(s.out, '\\', 'f')
+	case 'n':
+		s.out = append(s.out, '\\', 'n')
+	case 'r':
+		s.out = append(s.out, '\\', 'r')
+	case 't':
+		s.out = append(s.out, '\\', 't')
+	case 'u':
+		r, ok := hex4(in, i+2)
+		if !ok {
+			return 0, s.syntax(i, "invalid \\u escape")
+		}
+		next := i + 6
+		if utf16.IsSurrogate(r) {
+			if r >= 0xDC00 {
+				return 0, s.syntax(i, "lone surrogate \\u%04x", r)
+			}
+			r2, ok := rune(0), false
+			if next+1 < len(in) && in[next] == '\\' && in[next+1] == 'u' {
+				r2, ok = hex4(in, next+2)
+			}
+			if !ok || r2 < 0xDC00 || r2 > 0xDFFF {
+				return 0, s.syntax(i, "lone surrogate \\u%04x", r)
+			}
+			r = utf16.DecodeRune(r, r2)
+			next += 6
+		}
+		s.out = appendRune(s.out, r)
+		return next, nil
+	default:
+		return 0, s.syntax(i, "invalid escape \\%c", rune(c))
+	}
+	return i + 2, nil
+}
+
+func hex4(in []byte, i int) (rune, bool) {
+	if i+4 > len(in) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range in[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// appendRune appends r in canonical string form (RFC 8785 §3.2.2.2).
+func appendRune(out []byte, r rune) []byte {
+	switch {
+	case r == '"' || r == '\\':
+		return append(out, '\\', byte(r))
+	case r < 0x20:
+		switch r {
+		case '\b':
+			return append(out, '\\', 'b')
+		case '\f':
+			return append(out, '\\', 'f')
+		case '\n':
+			return append(out, '\\', 'n')
+		case '\r':
+			return append(out, '\\', 'r')
+		case '\t':
+			return append(out, '\\', 't')
+		}
+		const hexDigits = "0123456789abcdef"
+		return append(out, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xF])
+	}
+	return utf8.AppendRune(out, r)
+}
+
+// unescapeCanonical appends the characters of canonical string content c
+// (as written by str, without the quotes) to dst. Canonical content only
+// holds the escapes appendRune writes.
+func unescapeCanonical(dst, c []byte) []byte {
+	for {
+		i := bytes.IndexByte(c, '\\')
+		if i < 0 {
+			return append(dst, c...)
+		}
+		dst = append(dst, c[:i]...)
+		switch e := c[i+1]; e {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, _ := hex4(c, i+2)
+			dst = append(dst, byte(r))
+			c = c[i+6:]
+			continue
+		default: // '"' or '\\'
+			dst = append(dst, e)
+		}
+		c = c[i+2:]
+	}
+}
+
+// number scans a number (RFC 8259 grammar, strictly: no leading zeros, no
+// '+', digits on both sides of '.') and appends its canonical form.
+func (s *scanner) number() error {
+	in := s.in
+	start, i := s.pos, s.pos
+	if in[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		j := i
+		for i < len(in) && in[i] >= '0' && in[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	switch {
+	case i < len(in) && in[i] == '0':
+		i++
+	case i < len(in) && in[i] >= '1' && in[i] <= '9':
+		digits()
+	default:
+		return s.unexpected(i, "in number")
+	}
+	isInt := true
+	if i < len(in) && in[i] == '.' {
+		i++
+		if !digits() {
+			return s.unexpected(i, "after decimal point")
+		}
+		isInt = false
+	}
+	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
+		i++
+		if i < len(in) && (in[i] == '+' || in[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return s.unexpected(i, "in exponent")
+		}
+		isInt = false
+	}
+	tok := in[start:i]
+	s.pos = i
+	if isInt {
+		// An integer token is kept as written: up to 2^53 that is exactly
+		// what ECMAScript prints for its double, and beyond 2^53 a double
+		// would merge distinct ids (see the package doc). Only -0 changes.
+		if len(tok) == 2 && tok[0] == '-' && tok[1] == '0' {
+			tok = tok[1:]
+		}
+		s.out = append(s.out, tok...)
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil {
+		return s.syntax(start, "number %s out of range", tok)
+	}
+	s.out = appendNumber(s.out, f)
+	return nil
+}
