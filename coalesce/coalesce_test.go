@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"weak"
 
 	"golang.org/x/sync/singleflight"
 
@@ -655,4 +656,40 @@ func BenchmarkDoUncontended(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestFlightReleased: once fn has returned and every subscription is closed,
+// nothing keeps the flight and its log alive: not the Group, not fn's
+// goroutine, not the closed subscriptions themselves (still referenced).
+func TestFlightReleased(t *testing.T) {
+	var g Group
+	ctx := context.Background()
+	subs := make([]*Subscription, 3)
+	release := make(chan struct{})
+	for i := range subs {
+		subs[i], _ = g.Do(ctx, "k", func(ctx context.Context, pub *Publisher) (*groundhog.Response, error) {
+			pub.Head(200, "text/event-stream", true)
+			pub.Event(groundhog.Event{Data: make([]byte, 1<<20)})
+			<-release
+			return &groundhog.Response{Status: 200, Streamed: true, Events: pub.Events()}, nil
+		})
+	}
+	wf := weak.Make(subs[0].f)
+	close(release)
+	for _, s := range subs {
+		if _, err := s.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	// fn's goroutine may still be unwinding after Wait returned; give it a
+	// bounded number of chances to exit.
+	for i := 0; wf.Value() != nil; i++ {
+		if i == 1000 {
+			t.Fatal("flight still reachable after it ended and every subscription closed")
+		}
+		runtime.Gosched()
+		runtime.GC()
+	}
+	runtime.KeepAlive(subs)
 }
