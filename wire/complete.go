@@ -1,0 +1,170 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+
+	groundhog "github.com/groundhog-ai/groundhog"
+)
+
+// StreamComplete reports whether events form a complete, successful stream
+// of shape, one that may be cached and replayed. It is strict, because a
+// truncated stream must never be cached:
+//
+//   - chat: the last event is "[DONE]" (and no other is), every other event
+//     is a JSON chunk without an "error" member, and every choice that
+//     appeared received a finish_reason (at least one did);
+//   - responses: every event is a JSON object, the last one is
+//     response.completed (whose response status, if given, is "completed"),
+//     and no event is an error, response.failed or response.incomplete;
+//   - messages: every event is a JSON object; the first one that is not a
+//     ping is message_start, the last is message_stop, a message_delta with
+//     a stop_reason came before it, every started content block was stopped,
+//     and there is no error event.
+//
+// Embeddings and unknown shapes have no stream: false.
+func StreamComplete(shape groundhog.Shape, events []groundhog.Event) bool {
+	switch shape {
+	case groundhog.ShapeChat:
+		return chatComplete(events)
+	case groundhog.ShapeResponses:
+		return responsesComplete(events)
+	case groundhog.ShapeMessages:
+		return messagesComplete(events)
+	}
+	return false
+}
+
+func chatComplete(events []groundhog.Event) bool {
+	n := len(events)
+	if n < 2 || !bytes.Equal(bytes.TrimSpace(events[n-1].Data), doneData) {
+		return false
+	}
+	finished := map[int64]bool{}
+	sawFinish := false
+	for _, ev := range events[:n-1] {
+		if ev.Name == "error" {
+			return false
+		}
+		var c struct {
+			Error   json.RawMessage `json:"error"`
+			Choices []struct {
+				Index        *int64  `json:"index"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if unmarshalObject(ev.Data, &c) != nil || (c.Error != nil && !isNull(c.Error)) {
+			return false // includes a "[DONE]" before the end
+		}
+		for _, ch := range c.Choices {
+			if ch.Index == nil {
+				return false
+			}
+			if ch.FinishReason != nil {
+				finished[*ch.Index] = true
+				sawFinish = true
+			} else if !finished[*ch.Index] {
+				finished[*ch.Index] = false
+			}
+		}
+	}
+	for _, done := range finished {
+		if !done {
+			return false
+		}
+	}
+	return sawFinish
+}
+
+func responsesComplete(events []groundhog.Event) bool {
+	if len(events) == 0 {
+		return false
+	}
+	for i, ev := range events {
+		var e struct {
+			Type     string `json:"type"`
+			Response struct {
+				Status *string `json:"status"`
+			} `json:"response"`
+		}
+		if unmarshalObject(ev.Data, &e) != nil {
+			return false
+		}
+		typ := e.Type
+		if typ == "" {
+			typ = ev.Name
+		}
+		last := i == len(events)-1
+		switch typ {
+		case "error", "response.failed", "response.incomplete":
+			return false
+		case "response.completed":
+			if !last || (e.Response.Status != nil && *e.Response.Status != "completed") {
+				return false
+			}
+		default:
+			if last {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func messagesComplete(events []groundhog.Event) bool {
+	var (
+		started, stopReason bool
+		open                = map[int64]bool{}
+	)
+	for i, ev := range events {
+		if ev.Name == "error" {
+			return false
+		}
+		var e struct {
+			Type  string `json:"type"`
+			Index *int64 `json:"index"`
+			Delta struct {
+				StopReason json.RawMessage `json:"stop_reason"`
+			} `json:"delta"`
+		}
+		if unmarshalObject(ev.Data, &e) != nil {
+			return false
+		}
+		typ := e.Type
+		if typ == "" {
+			typ = ev.Name
+		}
+		if typ == "ping" {
+			continue
+		}
+		if !started && typ != "message_start" {
+			return false
+		}
+		switch typ {
+		case "error":
+			return false
+		case "message_start":
+			if started {
+				return false
+			}
+			started = true
+		case "content_block_start":
+			if e.Index == nil || open[*e.Index] {
+				return false
+			}
+			open[*e.Index] = true
+		case "content_block_stop":
+			if e.Index == nil || !open[*e.Index] {
+				return false
+			}
+			delete(open, *e.Index)
+		case "message_delta":
+			if e.Delta.StopReason != nil && !isNull(e.Delta.StopReason) {
+				stopReason = true
+			}
+		case "message_stop":
+			return i == len(events)-1 && stopReason && len(open) == 0
+		}
+	}
+	return false
+}

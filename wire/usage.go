@@ -1,0 +1,294 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	groundhog "github.com/groundhog-ai/groundhog"
+)
+
+// UsageFromBody reads the model and the token usage of a non-stream success
+// body of shape:
+//
+//   - chat: usage.prompt_tokens, usage.completion_tokens,
+//     usage.prompt_tokens_details.cached_tokens and .cache_write_tokens;
+//   - responses: usage.input_tokens, usage.output_tokens,
+//     usage.input_tokens_details.cached_tokens and .cache_write_tokens;
+//   - embeddings: usage.prompt_tokens;
+//   - messages: usage.input_tokens + cache_read_input_tokens +
+//     cache_creation_input_tokens (groundhog.Usage.InputTokens is the sum,
+//     OpenAI semantics), the two cache counts, and output_tokens.
+//
+// A usage object in Bedrock's style (inputTokens, outputTokens,
+// cacheReadInputTokens, cacheWriteInputTokens, where inputTokens excludes
+// the cache counts) is read on any shape; Bedrock's two cache fields also
+// fill in for missing OpenAI cache details.
+//
+// A missing or null usage gives a zero Usage and no error. The error wraps
+// ErrMalformed when the body is not a JSON object or a count is not a
+// non-negative integer, and ErrUnknownShape for an unknown shape.
+func UsageFromBody(shape groundhog.Shape, body []byte) (model string, u groundhog.Usage, err error) {
+	if !shape.Valid() {
+		return "", u, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
+	}
+	var b struct {
+		Model json.RawMessage `json:"model"`
+		Usage json.RawMessage `json:"usage"`
+	}
+	if err := unmarshalObject(body, &b); err != nil {
+		return "", u, fmt.Errorf("wire: %s body: %w", shape, err)
+	}
+	model, _ = rawString(b.Model)
+	u, err = parseUsage(shape, b.Usage)
+	if err != nil {
+		return model, groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
+	}
+	return model, u, nil
+}
+
+// UsageFromEvents reads the model and usage of a stream of shape: for chat
+// the last chunk with a non-null usage (present only when the request set
+// stream_options.include_usage; otherwise the usage is zero); for responses
+// the usage of the terminal event's response (response.completed, or
+// response.incomplete / response.failed, which are billed too); for
+// messages message_start's message.usage overlaid with the non-null counts
+// of the last message_delta usage (Anthropic's counts there are cumulative).
+// Counts are read as UsageFromBody reads them.
+//
+// Events that are not JSON objects are skipped, so a truncated or failed
+// stream still yields whatever usage it reported. The error wraps
+// ErrMalformed for a malformed usage object, ErrNotStreamable for
+// embeddings and ErrUnknownShape for an unknown shape.
+func UsageFromEvents(shape groundhog.Shape, events []groundhog.Event) (model string, u groundhog.Usage, err error) {
+	var raw json.RawMessage
+	switch shape {
+	case groundhog.ShapeChat:
+		model, raw = chatStreamUsage(events)
+	case groundhog.ShapeResponses:
+		model, raw = responsesStreamUsage(events)
+	case groundhog.ShapeMessages:
+		model, raw, err = messagesStreamUsage(events)
+		if err != nil {
+			return model, u, fmt.Errorf("wire: messages stream: %w", err)
+		}
+	case groundhog.ShapeEmbeddings:
+		return "", u, fmt.Errorf("wire: %s: %w", shape, ErrNotStreamable)
+	default:
+		return "", u, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
+	}
+	u, err = parseUsage(shape, raw)
+	if err != nil {
+		return model, groundhog.Usage{}, fmt.Errorf("wire: %s stream: %w", shape, err)
+	}
+	return model, u, nil
+}
+
+// unmarshalObject decodes b, which must be a JSON object, into v.
+func unmarshalObject(b []byte, v any) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return fmt.Errorf("%w: not a JSON object", ErrMalformed)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return nil
+}
+
+func chatStreamUsage(events []groundhog.Event) (model string, usage json.RawMessage) {
+	var c struct {
+		Model string          `json:"model"`
+		Usage json.RawMessage `json:"usage"`
+	}
+	// The usage chunk is at the end; scan backwards and decode only events
+	// that mention a usage at all.
+	for i := len(events) - 1; i >= 0; i-- {
+		d := events[i].Data
+		if !bytes.Contains(d, []byte(`"usage"`)) {
+			continue
+		}
+		c.Model, c.Usage = "", nil
+		if unmarshalObject(d, &c) != nil || c.Usage == nil || isNull(c.Usage) {
+			continue
+		}
+		model, usage = c.Model, c.Usage
+		break
+	}
+	for i := 0; i < len(events) && model == ""; i++ {
+		c.Model = ""
+		if unmarshalObject(events[i].Data, &c) == nil {
+			model = c.Model
+		}
+	}
+	return model, usage
+}
+
+func responsesStreamUsage(events []groundhog.Event) (model string, usage json.RawMessage) {
+	var e struct {
+		Type     string `json:"type"`
+		Response struct {
+			Model string          `json:"model"`
+			Usage json.RawMessage `json:"usage"`
+		} `json:"response"`
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		e.Type, e.Response.Model, e.Response.Usage = "", "", nil
+		if unmarshalObject(events[i].Data, &e) != nil {
+			continue
+		}
+		typ := e.Type
+		if typ == "" {
+			typ = events[i].Name
+		}
+		switch typ {
+		case "response.completed", "response.incomplete", "response.failed":
+			return e.Response.Model, e.Response.Usage
+		case "response.created", "response.in_progress":
+			if model == "" {
+				model = e.Response.Model
+			}
+		}
+	}
+	return model, nil
+}
+
+func messagesStreamUsage(events []groundhog.Event) (model string, usage json.RawMessage, err error) {
+	var (
+		start json.RawMessage
+		delta json.RawMessage
+	)
+	for _, ev := range events {
+		d := ev.Data
+		// Decode only the two event types that carry usage.
+		if ev.Name != "message_start" && ev.Name != "message_delta" &&
+			!bytes.Contains(d, []byte("message_start")) && !bytes.Contains(d, []byte("message_delta")) {
+			continue
+		}
+		var e struct {
+			Type    string `json:"type"`
+			Message struct {
+				Model string          `json:"model"`
+				Usage json.RawMessage `json:"usage"`
+			} `json:"message"`
+			Usage json.RawMessage `json:"usage"`
+		}
+		if unmarshalObject(d, &e) != nil {
+			continue
+		}
+		typ := e.Type
+		if typ == "" {
+			typ = ev.Name
+		}
+		switch typ {
+		case "message_start":
+			model, start = e.Message.Model, e.Message.Usage
+		case "message_delta":
+			if e.Usage != nil && !isNull(e.Usage) {
+				delta = e.Usage
+			}
+		}
+	}
+	if delta == nil {
+		return model, start, nil
+	}
+	var merged object
+	if start != nil && !isNull(start) {
+		if merged, err = parseObject(start); err != nil {
+			return model, nil, err
+		}
+	}
+	d, err := parseObject(delta)
+	if err != nil {
+		return model, nil, err
+	}
+	for _, m := range d {
+		if !isNull(m.val) {
+			merged.set(m.key, m.val)
+		}
+	}
+	return model, merged.raw(), nil
+}
+
+// usageFields holds every token count groundhog reads, in all providers'
+// spellings.
+type usageFields struct {
+	// OpenAI chat and embeddings
+	PromptTokens        json.RawMessage `json:"prompt_tokens"`
+	CompletionTokens    json.RawMessage `json:"completion_tokens"`
+	PromptTokensDetails *cacheDetails   `json:"prompt_tokens_details"`
+	// OpenAI responses and Anthropic
+	InputTokens        json.RawMessage `json:"input_tokens"`
+	OutputTokens       json.RawMessage `json:"output_tokens"`
+	InputTokensDetails *cacheDetails   `json:"input_tokens_details"`
+	// Anthropic
+	CacheReadInputTokens     json.RawMessage `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens json.RawMessage `json:"cache_creation_input_tokens"`
+	// Bedrock
+	BedrockInput      json.RawMessage `json:"inputTokens"`
+	BedrockOutput     json.RawMessage `json:"outputTokens"`
+	BedrockCacheRead  json.RawMessage `json:"cacheReadInputTokens"`
+	BedrockCacheWrite json.RawMessage `json:"cacheWriteInputTokens"`
+}
+
+type cacheDetails struct {
+	CachedTokens     json.RawMessage `json:"cached_tokens"`
+	CacheWriteTokens json.RawMessage `json:"cache_write_tokens"`
+}
+
+// parseUsage normalizes a provider usage object; nil or null is zero.
+func parseUsage(shape groundhog.Shape, raw json.RawMessage) (groundhog.Usage, error) {
+	var u groundhog.Usage
+	if len(raw) == 0 || isNull(raw) {
+		return u, nil
+	}
+	var f usageFields
+	if err := unmarshalObject(raw, &f); err != nil {
+		return u, fmt.Errorf("usage: %w", err)
+	}
+	var bad bool
+	count := func(v json.RawMessage) int64 {
+		n, ok := rawInt(v)
+		bad = bad || !ok
+		return n
+	}
+	bedrockRead, bedrockWrite := count(f.BedrockCacheRead), count(f.BedrockCacheWrite)
+	switch {
+	case f.BedrockInput != nil || f.BedrockOutput != nil:
+		u.CachedInputTokens, u.CacheWriteTokens = bedrockRead, bedrockWrite
+		u.InputTokens = count(f.BedrockInput) + bedrockRead + bedrockWrite
+		u.OutputTokens = count(f.BedrockOutput)
+	case shape == groundhog.ShapeMessages:
+		u.CachedInputTokens = count(f.CacheReadInputTokens)
+		u.CacheWriteTokens = count(f.CacheCreationInputTokens)
+		if f.CacheReadInputTokens == nil {
+			u.CachedInputTokens = bedrockRead
+		}
+		if f.CacheCreationInputTokens == nil {
+			u.CacheWriteTokens = bedrockWrite
+		}
+		u.InputTokens = count(f.InputTokens) + u.CachedInputTokens + u.CacheWriteTokens
+		u.OutputTokens = count(f.OutputTokens)
+	default:
+		details := f.PromptTokensDetails
+		if shape == groundhog.ShapeResponses {
+			u.InputTokens, u.OutputTokens = count(f.InputTokens), count(f.OutputTokens)
+			details = f.InputTokensDetails
+		} else {
+			u.InputTokens, u.OutputTokens = count(f.PromptTokens), count(f.CompletionTokens)
+		}
+		u.CachedInputTokens, u.CacheWriteTokens = bedrockRead, bedrockWrite
+		if details != nil {
+			if details.CachedTokens != nil && !isNull(details.CachedTokens) {
+				u.CachedInputTokens = count(details.CachedTokens)
+			}
+			if details.CacheWriteTokens != nil && !isNull(details.CacheWriteTokens) {
+				u.CacheWriteTokens = count(details.CacheWriteTokens)
+			}
+		}
+	}
+	if bad {
+		return groundhog.Usage{}, fmt.Errorf("usage: %w: a token count is not a non-negative integer", ErrMalformed)
+	}
+	return u, nil
+}
