@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/groundhog-ai/groundhog/config"
+)
+
+// configFlags are the flags every subcommand that reads the configuration
+// shares. Precedence: defaults < --config file < GROUNDHOG_* env < flags.
+type configFlags struct {
+	file string
+	cfg  config.Config // flag targets; only flags the user set are applied
+}
+
+func addConfigFlags(fs *pflag.FlagSet, cf *configFlags) {
+	d := config.Default()
+	fs.StringVar(&cf.file, "config", "", "YAML configuration file (optional)")
+	fs.StringVar(&cf.cfg.DB, "db", d.DB, "SQLite database file")
+}
+
+// load builds the effective configuration of cmd.
+func (cf *configFlags) load(cmd *cobra.Command) (*config.Config, error) {
+	c := config.Default()
+	if cf.file != "" {
+		if err := c.LoadFile(cf.file); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.LoadEnv(os.Getenv); err != nil {
+		return nil, err
+	}
+	fs := cmd.Flags()
+	set := func(name string, apply func()) {
+		if fs.Changed(name) {
+			apply()
+		}
+	}
+	set("db", func() { c.DB = cf.cfg.DB })
+	set("addr", func() { c.Addr = cf.cfg.Addr })
+	set("upstream", func() { c.Upstream = cf.cfg.Upstream })
+	set("anthropic-upstream", func() { c.AnthropicUpstream = cf.cfg.AnthropicUpstream })
+	set("max-body-bytes", func() { c.MaxBodyBytes = cf.cfg.MaxBodyBytes })
+	set("upstream-timeout", func() { c.UpstreamTimeout = cf.cfg.UpstreamTimeout })
+	set("log-level", func() { c.LogLevel = cf.cfg.LogLevel })
+	set("cache-memory-bytes", func() { c.Cache.MemoryBytes = cf.cfg.Cache.MemoryBytes })
+	set("journal-dir", func() { c.Ledger.JournalDir = cf.cfg.Ledger.JournalDir })
+	set("lease", func() { c.Idempotency.Lease = cf.cfg.Idempotency.Lease })
+	set("retention", func() { c.Idempotency.Retention = cf.cfg.Idempotency.Retention })
+	if err := c.Finish(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}

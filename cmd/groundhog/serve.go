@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/cache"
+	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/gateway"
+	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/sim"
+	"github.com/groundhog-ai/groundhog/sqlite"
+)
+
+func init() {
+	var cf configFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the gateway (OpenAI and Anthropic compatible)",
+		Long: `Run the groundhog gateway. With no upstream configured it serves from the
+built-in simulated provider, on one SQLite file, listening on loopback.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.load(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, cfg, cmd.OutOrStdout())
+		},
+	}
+	d := config.Default()
+	fs := cmd.Flags()
+	addConfigFlags(fs, &cf)
+	fs.StringVar(&cf.cfg.Addr, "addr", d.Addr, "listen address (a non-loopback address requires gateway keys)")
+	fs.StringVar(&cf.cfg.Upstream, "upstream", d.Upstream, `OpenAI-compatible base URL ending in /v1, or "sim" for the built-in simulated provider`)
+	fs.StringVar(&cf.cfg.AnthropicUpstream, "anthropic-upstream", "", `Anthropic base URL (default: "sim" when --upstream is sim, else https://api.anthropic.com/v1)`)
+	fs.Int64Var(&cf.cfg.MaxBodyBytes, "max-body-bytes", d.MaxBodyBytes, "largest request body accepted (bytes)")
+	fs.DurationVar(&cf.cfg.UpstreamTimeout, "upstream-timeout", d.UpstreamTimeout, "deadline of one upstream call, streaming included")
+	fs.StringVar(&cf.cfg.LogLevel, "log-level", d.LogLevel, "debug, info, warn or error")
+	fs.Int64Var(&cf.cfg.Cache.MemoryBytes, "cache-memory-bytes", d.Cache.MemoryBytes, "in-memory cache tier budget (bytes)")
+	fs.StringVar(&cf.cfg.Ledger.JournalDir, "journal-dir", "", "ledger journal directory (default: <db>.journal)")
+	fs.DurationVar(&cf.cfg.Idempotency.Lease, "lease", d.Idempotency.Lease, "idempotency lease length")
+	fs.DurationVar(&cf.cfg.Idempotency.Retention, "retention", d.Idempotency.Retention, "idempotency record retention")
+	rootCmd.AddCommand(cmd)
+}
+
+// serve runs the gateway until ctx ends, then drains: in-flight requests
+// finish, the ledger journal is flushed into the store, the store closes.
+func serve(ctx context.Context, cfg *config.Config, out interface{ Write([]byte) (int, error) }) error {
+	log, err := newLogger(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	db, err := sqlite.Open(ctx, cfg.DB)
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", cfg.DB, err)
+	}
+	defer db.Close()
+	nkeys, err := db.CountKeys(ctx)
+	if err != nil {
+		return err
+	}
+	if nkeys == 0 && !config.IsLoopback(cfg.Addr) {
+		return fmt.Errorf("refusing to listen on %s without gateway keys: anyone who can reach it would use your provider account. Create a key with `groundhog keys create --tenant NAME --db %s`, or listen on 127.0.0.1", cfg.Addr, cfg.DB)
+	}
+
+	openai := gateway.Upstream{BaseURL: cfg.Upstream, APIKey: cfg.OpenAIAPIKey, Provider: "openai"}
+	anthropic := gateway.Upstream{BaseURL: cfg.AnthropicUpstream, APIKey: cfg.AnthropicAPIKey, Provider: "anthropic"}
+	if cfg.Upstream == "sim" || cfg.AnthropicUpstream == "sim" {
+		s := sim.New(sim.Config{Prices: cfg.PriceTable, FirstToken: cfg.Sim.FirstToken,
+			PerPromptToken: cfg.Sim.PerPromptToken, PerOutputToken: cfg.Sim.PerOutputToken, Fault: cfg.Sim.Fault})
+		base, shutdown, err := s.Listen("127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("start simulated provider: %w", err)
+		}
+		defer shutdown(context.Background())
+		simUp := gateway.Upstream{BaseURL: base + "/v1", Provider: "sim"}
+		if cfg.Upstream == "sim" {
+			openai = simUp
+		}
+		if cfg.AnthropicUpstream == "sim" {
+			anthropic = simUp
+		}
+		fmt.Fprintf(out, "groundhog: no upstream configured: serving from the built-in simulated provider (%s; bill at %s/sim/v1/bill)\n", base, base)
+	}
+
+	c, err := cache.New(cache.Options{Store: db, MaxBytes: cfg.Cache.MemoryBytes})
+	if err != nil {
+		return err
+	}
+	journal := cfg.Ledger.JournalDir
+	if journal == "" {
+		journal = cfg.DB + ".journal"
+	}
+	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: journal, Logger: log})
+	if err != nil {
+		return fmt.Errorf("open ledger: %w", err)
+	}
+	gw := gateway.New(gateway.Options{
+		Config: cfg, Keys: db, Cache: c, Ledger: lw, OpenAI: openai, Anthropic: anthropic,
+		Logger: log, Ready: db.Ping, Extra: extraRoutes(cfg, db, log),
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		_ = lw.Close(context.Background())
+		return err
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	mode := "keyless: single tenant \"local\""
+	if nkeys > 0 {
+		mode = fmt.Sprintf("%d gateway key(s)", nkeys)
+	}
+	fmt.Fprintf(out, "groundhog: listening on http://%s (database %s, %s)\n", ln.Addr(), cfg.DB, mode)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		_ = lw.Close(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining requests and the ledger")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	serr := srv.Shutdown(sctx)
+	if err := lw.Close(sctx); err != nil {
+		log.Error("ledger drain failed; the journal keeps the rows for the next start", "err", err)
+	}
+	if serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return nil
+}
+
+var _ groundhog.KeyStore = (*sqlite.DB)(nil)

@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire"
+)
+
+// statusFor is the one place where an error code becomes an HTTP status.
+func statusFor(code string) int {
+	switch code {
+	case groundhog.EINVALID:
+		return http.StatusBadRequest
+	case groundhog.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case groundhog.ENOTFOUND:
+		return http.StatusNotFound
+	case groundhog.ECONFLICT, groundhog.ESTALE:
+		return http.StatusConflict
+	case groundhog.EPRECONDITION:
+		return http.StatusPreconditionFailed
+	case groundhog.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case groundhog.EMEDIATYPE:
+		return http.StatusUnsupportedMediaType
+	case groundhog.EMISMATCH:
+		return http.StatusUnprocessableEntity
+	case groundhog.EUPSTREAM:
+		return http.StatusBadGateway
+	case groundhog.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	case groundhog.ETIMEOUT:
+		return http.StatusGatewayTimeout
+	case codeMethod:
+		return http.StatusMethodNotAllowed
+	}
+	return http.StatusInternalServerError
+}
+
+// codeMethod is the gateway-local code for a wrong HTTP method.
+const codeMethod = "method_not_allowed"
+
+// writeError answers err as a JSON error in the provider's shape for shape
+// (OpenAI's for every non-Anthropic route). Internal detail is logged, never
+// sent.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, shape groundhog.Shape, err error) {
+	code := groundhog.ErrorCode(err)
+	status := statusFor(code)
+	if status >= 500 {
+		s.log.Warn("request failed", "path", r.URL.Path, "status", status, "err", err)
+	}
+	var e *groundhog.Error
+	msg := groundhog.ErrorMessage(err)
+	if errors.As(err, &e) && e.Code == groundhog.EINTERNAL && e.Message == "" {
+		msg = "internal error"
+	}
+	if shape == "" {
+		shape = groundhog.ShapeChat
+	}
+	body := wire.ErrorBody(shape, code, msg)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// logAttrs is a helper so handlers log with a consistent shape.
+func logAttrs(c *call) []any {
+	return []any{slog.String("tenant", c.tenant), slog.String("operation", c.op), slog.String("hash", c.fp.Hash)}
+}

@@ -1,0 +1,217 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/cache"
+	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/fingerprint"
+	"github.com/groundhog-ai/groundhog/gateway"
+	"github.com/groundhog-ai/groundhog/idempotency"
+	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/sim"
+	"github.com/groundhog-ai/groundhog/sqlite"
+)
+
+// harness is a real gateway on loopback HTTP in front of a real simulated
+// provider on loopback HTTP, over a real SQLite file.
+type harness struct {
+	t      *testing.T
+	URL    string // gateway base, e.g. http://127.0.0.1:PORT
+	Sim    *sim.Server
+	SimURL string
+	DB     *sqlite.DB
+	Ledger *ledger.Writer
+	GW     *gateway.Server
+	Cfg    *config.Config
+	gate   *gate
+}
+
+type harnessOpt func(*config.Config, *sim.Config)
+
+// gate holds the simulated provider's first token until released, so tests
+// can make calls overlap without sleeping.
+type gate struct {
+	mu      sync.Mutex
+	ch      chan struct{}
+	waiting int
+	arrived chan struct{} // gets a value each time a call blocks on the gate
+}
+
+func newGate() *gate {
+	return &gate{ch: make(chan struct{}), arrived: make(chan struct{}, 10000)}
+}
+
+func (g *gate) sleep(ctx context.Context, d time.Duration) error {
+	g.mu.Lock()
+	ch := g.ch
+	g.waiting++
+	g.mu.Unlock()
+	g.arrived <- struct{}{}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// open lets every call held now and later through.
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.ch:
+	default:
+		close(g.ch)
+	}
+}
+
+func withGate(g *gate) harnessOpt {
+	return func(_ *config.Config, sc *sim.Config) {
+		sc.FirstToken = time.Millisecond // a non-zero latency makes the sim call Sleep
+		sc.Sleep = g.sleep
+	}
+}
+
+func newHarness(t *testing.T, opts ...harnessOpt) *harness {
+	t.Helper()
+	ctx := context.Background()
+	cfg := config.Default()
+	sc := sim.Config{}
+	for _, o := range opts {
+		o(&cfg, &sc)
+	}
+	dir := t.TempDir()
+	cfg.DB = filepath.Join(dir, "groundhog.db")
+	if err := cfg.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	sc.Prices = cfg.PriceTable
+	s := sim.New(sc)
+	simURL, shutdown, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shutdown(context.Background()) })
+	db, err := sqlite.Open(ctx, cfg.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.New(cache.Options{Store: db, MaxBytes: cfg.Cache.MemoryBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: filepath.Join(dir, "journal")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
+	up := gateway.Upstream{BaseURL: simURL + "/v1", Provider: "sim"}
+	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem,
+		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping})
+	srv := httptest.NewServer(gw)
+	t.Cleanup(func() {
+		srv.Close()
+		_ = lw.Close(context.Background())
+		_ = db.Close()
+	})
+	return &harness{t: t, URL: srv.URL, Sim: s, SimURL: simURL, DB: db, Ledger: lw, GW: gw, Cfg: &cfg}
+}
+
+// bill reads the simulated provider's bill over HTTP, as a user would.
+func (h *harness) bill() sim.Bill {
+	h.t.Helper()
+	res, err := http.Get(h.SimURL + "/sim/v1/bill")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var b struct {
+		Calls int64 `json:"calls"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&b); err != nil {
+		h.t.Fatal(err)
+	}
+	return sim.Bill{Calls: b.Calls}
+}
+
+// post sends body to path with headers; it returns the response and its
+// whole body.
+func (h *harness) post(path, body string, hdr map[string]string) (*http.Response, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, b
+}
+
+// ledgerRows flushes the ledger and returns every row.
+func (h *harness) ledgerRows() []groundhog.LedgerEntry {
+	h.t.Helper()
+	ctx := context.Background()
+	if err := h.Ledger.Flush(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	var rows []groundhog.LedgerEntry
+	err := h.DB.ScanLedger(ctx, groundhog.LedgerFilter{From: time.Unix(0, 0), To: time.Now().Add(time.Hour)}, func(e *groundhog.LedgerEntry) error {
+		rows = append(rows, *e)
+		return nil
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rows
+}
+
+// errorType extracts error.type from an OpenAI- or Anthropic-shaped error
+// body, failing the test if the body is not one.
+func errorType(t *testing.T, body []byte) string {
+	t.Helper()
+	var e struct {
+		Error *struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == nil || e.Error.Message == "" {
+		t.Fatalf("not a JSON error body: %q", body)
+	}
+	return e.Error.Type
+}
+
+var _ = bytes.Compare
+
+// hashOf fingerprints body as the gateway does for the keyless tenant.
+func hashOf(t *testing.T, shape, body string) string {
+	t.Helper()
+	r, err := fingerprint.Compute(fingerprint.Params{Shape: groundhog.Shape(shape), Tenant: groundhog.LocalTenant}, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Hash
+}

@@ -1,0 +1,552 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/coalesce"
+	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/fingerprint"
+	"github.com/groundhog-ai/groundhog/idempotency"
+	"github.com/groundhog-ai/groundhog/wire"
+)
+
+// Response and request header names of the wire contract (DESIGN.md §7).
+const (
+	hdrRequestHash  = "Groundhog-Request-Hash"
+	hdrCache        = "Groundhog-Cache"
+	hdrCacheTTL     = "Groundhog-Cache-TTL"
+	hdrCacheVersion = "Groundhog-Cache-Version"
+	hdrOperation    = "Groundhog-Operation"
+	hdrCost         = "Groundhog-Cost-USD"
+	hdrSaved        = "Groundhog-Saved-USD"
+	hdrIdemKey      = "Idempotency-Key"
+	hdrReplayed     = "Idempotent-Replayed"
+)
+
+// cachePolicy is what the cache stage does for one call.
+type cachePolicy int
+
+const (
+	policyOff     cachePolicy = iota // cache not enabled for this call
+	policyUse                        // read, and write on a miss
+	policyRefresh                    // do not read; compute anew and overwrite
+	policyBypass                     // neither read nor write (explicit)
+)
+
+func (p cachePolicy) on() bool { return p == policyUse || p == policyRefresh }
+
+// call is one provider request as it moves through the pipeline.
+type call struct {
+	shape        groundhog.Shape
+	route        string
+	tenant       string
+	op           string
+	body         []byte
+	fp           fingerprint.Result
+	policy       cachePolicy
+	ttl          time.Duration
+	noStore      bool // Cache-Control: no-store: never write the cache
+	includeUsage bool // chat stream_options.include_usage (for synthesized streams)
+	idemKey      string
+	claim        *idempotency.Claim // held while this call runs an idempotent operation
+	header       http.Header        // the client's request headers
+	start        time.Time
+	inFlight     bool
+}
+
+// provider returns the handler of one provider route.
+func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		c, err := s.admit(w, r, shape)
+		if err != nil {
+			s.writeError(w, r, shape, err)
+			return
+		}
+		key := c.tenant + "\x00" + c.fp.Hash
+		var leave func()
+		c.inFlight, leave = s.tracker.Enter(key)
+		defer leave()
+		s.serveCall(w, r, c, key)
+	}
+}
+
+// admit runs authentication, parsing, validation and the fingerprint. Every
+// failure here is the client's and is answered before anything is stored.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.Shape) (*call, error) {
+	tenant, err := s.authenticate(r)
+	if err != nil {
+		return nil, err
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return nil, groundhog.Errorf(codeMethod, "method %s not allowed on %s (use POST)", r.Method, r.URL.Path)
+	}
+	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	c := &call{shape: shape, route: r.URL.Path, tenant: tenant, body: body, header: r.Header, start: s.clock.Now()}
+	if err := s.readHeaders(c, r.Header); err != nil {
+		return nil, err
+	}
+	opCfg := s.cfg.Operations[c.op]
+	versions := opCfg.Versions
+	if v := r.Header.Get(hdrCacheVersion); v != "" {
+		versions += "|" + v
+	}
+	c.fp, err = fingerprint.Compute(fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versions}, body)
+	if err != nil {
+		return nil, err
+	}
+	if c.fp.Model == "" {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "missing required field \"model\"")
+	}
+	if shape == groundhog.ShapeEmbeddings && c.fp.Stream {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "embeddings cannot be streamed")
+	}
+	if c.op == "" {
+		c.op = s.cfg.OperationFor(c.route, c.fp.Model)
+		opCfg = s.cfg.Operations[c.op]
+	}
+	if c.policy == policyOff && opCfg.Cache {
+		c.policy = policyUse
+	}
+	if c.ttl == 0 {
+		c.ttl = opCfg.TTL
+	}
+	if c.ttl == 0 {
+		c.ttl = s.cfg.Cache.DefaultTTL
+	}
+	if c.fp.Stream && shape == groundhog.ShapeChat && bytes.Contains(body, []byte("include_usage")) {
+		var so struct {
+			StreamOptions struct {
+				IncludeUsage bool `json:"include_usage"`
+			} `json:"stream_options"`
+		}
+		_ = json.Unmarshal(body, &so)
+		c.includeUsage = so.StreamOptions.IncludeUsage
+	}
+	return c, nil
+}
+
+// readHeaders validates the groundhog request headers.
+func (s *Server) readHeaders(c *call, h http.Header) error {
+	if op := h.Get(hdrOperation); op != "" {
+		if !config.ValidOperationName(op) {
+			return groundhog.Errorf(groundhog.EINVALID, "%s must be 1–128 characters of letters, digits and . _ - : /", hdrOperation)
+		}
+		c.op = op
+	}
+	switch v := strings.ToLower(strings.TrimSpace(h.Get(hdrCache))); v {
+	case "":
+	case "use":
+		c.policy = policyUse
+	case "refresh":
+		c.policy = policyRefresh
+	case "bypass":
+		c.policy = policyBypass
+	default:
+		return groundhog.Errorf(groundhog.EINVALID, "%s must be use, refresh or bypass, not %q", hdrCache, v)
+	}
+	if v := h.Get(hdrCacheTTL); v != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n <= 0 || time.Duration(n)*time.Second > s.cfg.Cache.MaxTTL {
+			return groundhog.Errorf(groundhog.EINVALID, "%s must be a whole number of seconds from 1 to %d", hdrCacheTTL, int64(s.cfg.Cache.MaxTTL/time.Second))
+		}
+		c.ttl = time.Duration(n) * time.Second
+	}
+	if v := h.Get(hdrCacheVersion); v != "" && (len(v) > 256 || !visibleASCII(v, true)) {
+		return groundhog.Errorf(groundhog.EINVALID, "%s must be at most 256 printable ASCII characters", hdrCacheVersion)
+	}
+	for _, cc := range h.Values("Cache-Control") {
+		for _, d := range strings.Split(cc, ",") {
+			if strings.EqualFold(strings.TrimSpace(d), "no-store") {
+				c.noStore = true
+			}
+		}
+	}
+	if vals := h.Values(hdrIdemKey); len(vals) > 0 {
+		if len(vals) > 1 || len(vals[0]) < 1 || len(vals[0]) > 255 || !visibleASCII(vals[0], false) {
+			return groundhog.Errorf(groundhog.EINVALID, "%s must be one value of 1–255 visible ASCII characters", hdrIdemKey)
+		}
+		c.idemKey = vals[0]
+	}
+	return nil
+}
+
+// visibleASCII reports whether s has only visible ASCII (0x21–0x7e), plus
+// spaces when space is true.
+func visibleASCII(s string, space bool) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; (b < 0x21 || b > 0x7e) && !(space && b == ' ') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkJSONContentType(ct string) error {
+	if ct == "" {
+		return groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Type must be application/json")
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Type must be application/json, not %q", ct)
+	}
+	return nil
+}
+
+// readBody reads at most limit bytes; one byte more is a 413.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, groundhog.Errorf(groundhog.ETOOLARGE, "request body is %d bytes; the limit is %d", r.ContentLength, limit)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, groundhog.Errorf(groundhog.ETOOLARGE, "request body is over the limit of %d bytes", limit)
+		}
+		return nil, groundhog.WrapError(groundhog.EINVALID, "could not read the request body", err)
+	}
+	if len(body) == 0 {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "request body is empty; a JSON object is required")
+	}
+	return body, nil
+}
+
+// serveCall runs the stages after admission: idempotency, then cache,
+// coalescing and upstream.
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *call, key string) {
+	if c.idemKey != "" && s.opts.Idem != nil {
+		s.serveIdempotent(w, r, c, key)
+		return
+	}
+	s.serveCached(w, r, c, key)
+}
+
+// serveCached runs the cache, coalescing and upstream stages.
+func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, key string) {
+	ctx := r.Context()
+	if c.policy == policyUse {
+		e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)
+		if err == nil {
+			s.serveHit(w, r, c, e)
+			return
+		}
+		if !groundhog.IsNotFound(err) {
+			s.log.Warn("cache read failed; serving as a miss", append(logAttrs(c), "err", err)...)
+		}
+	}
+	var sub *coalesce.Subscription
+	leader := true
+	fn := func(ctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
+		return s.upstreamCall(ctx, c, pub)
+	}
+	if c.policy.on() {
+		sub, leader = s.flights.Do(ctx, key, fn)
+	} else {
+		var solo coalesce.Group // a private flight: same delivery code, no sharing
+		sub, _ = solo.Do(ctx, key, fn)
+	}
+	defer sub.Close()
+	state := "off"
+	switch {
+	case !leader:
+		state = "coalesced"
+	case c.policy == policyUse:
+		state = "miss"
+	case c.policy == policyRefresh:
+		state = "refresh"
+	case c.policy == policyBypass:
+		state = "bypass"
+	}
+	s.deliver(w, r, c, sub, leader, state)
+}
+
+// serveHit replays a cache entry.
+func (s *Server) serveHit(w http.ResponseWriter, r *http.Request, c *call, e *groundhog.CacheEntry) {
+	resp := &e.Response
+	row := s.row(c, groundhog.OutcomeCacheHit, resp.Status)
+	if resp.Cost.Known() {
+		row.Saved, row.FullCost = resp.Cost, resp.Cost
+	} else {
+		row.FullCost = groundhog.CostUnknown
+	}
+	row.Model = firstNonEmpty(resp.Model, c.fp.Model)
+	s.writeStored(w, r, c, resp, "hit", 0, row.Saved, row)
+}
+
+// deliver answers the client from a flight's subscription: live events when
+// both the client and the flight stream, the final response otherwise.
+func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *coalesce.Subscription, leader bool, state string) {
+	ctx := r.Context()
+	status, ct, streamed, err := sub.Head(ctx)
+	if err != nil {
+		s.fail(w, r, c, err, leader)
+		return
+	}
+	if c.fp.Stream && streamed && status/100 == 2 {
+		s.relay(w, r, c, sub, leader, state, ct)
+		return
+	}
+	resp, err := sub.Wait(ctx)
+	if err != nil {
+		s.fail(w, r, c, err, leader)
+		return
+	}
+	outcome, cost, saved := s.accounting(resp, leader)
+	row := s.row(c, outcome, resp.Status)
+	row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader, resp), cost, saved, resp.Cost
+	row.Model = firstNonEmpty(resp.Model, c.fp.Model)
+	if !resp.OK() {
+		row.Outcome = groundhog.OutcomeError
+	}
+	s.writeStored(w, r, c, resp, state, cost, saved, row)
+}
+
+// accounting returns the ledger outcome, cost and saving of a call that got
+// resp from a flight it led or followed.
+func (s *Server) accounting(resp *groundhog.Response, leader bool) (groundhog.Outcome, groundhog.Money, groundhog.Money) {
+	if leader {
+		return groundhog.OutcomeUpstream, resp.Cost, 0
+	}
+	if !resp.Cost.Known() {
+		return groundhog.OutcomeCoalesced, 0, 0
+	}
+	return groundhog.OutcomeCoalesced, 0, resp.Cost
+}
+
+func usageIf(leader bool, resp *groundhog.Response) groundhog.Usage {
+	if leader {
+		return resp.Usage
+	}
+	return groundhog.Usage{}
+}
+
+// writeStored writes a complete response in the client's mode, converting
+// between a stored stream and a stored body when they differ, and records
+// the ledger row before the response is complete.
+func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, resp *groundhog.Response, state string, cost, saved groundhog.Money, row groundhog.LedgerEntry) {
+	h := w.Header()
+	s.setHeaders(h, c, state)
+	if winner := s.finish(c, row, resp, nil); winner != nil && winner.Result != nil {
+		// This attempt lost its lease to another one that committed first:
+		// answer with the committed result, as every later retry will.
+		resp, cost, saved = winner.Result, 0, 0
+		h.Set(hdrReplayed, "true")
+	}
+	if !resp.OK() {
+		// Upstream errors pass through with their status and body.
+		h.Set("Content-Type", firstNonEmpty(resp.ContentType, "application/json"))
+		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+		w.WriteHeader(resp.Status)
+		_, _ = w.Write(resp.Body)
+		return
+	}
+	h.Set(hdrCost, costString(cost))
+	h.Set(hdrSaved, saved.String())
+	if c.fp.Stream {
+		events := resp.Events
+		if !resp.Streamed {
+			var err error
+			if events, err = wire.EventsFromBody(c.shape, resp.Body, c.includeUsage); err != nil {
+				s.writeError(w, r, c.shape, groundhog.WrapError(groundhog.EINTERNAL, "", err))
+				return
+			}
+		}
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		w.WriteHeader(resp.Status)
+		buf := make([]byte, 0, 4096)
+		for _, ev := range events {
+			buf = wire.AppendEvent(buf, ev)
+		}
+		_, _ = w.Write(buf)
+		return
+	}
+	body := resp.Body
+	if resp.Streamed {
+		var err error
+		if body, err = wire.BodyFromEvents(c.shape, resp.Events); err != nil {
+			s.writeError(w, r, c.shape, groundhog.WrapError(groundhog.EINTERNAL, "", err))
+			return
+		}
+	}
+	h.Set("Content-Type", firstNonEmpty(resp.ContentType, "application/json"))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(body)
+}
+
+// relay streams a flight's events to the client as they arrive. The ledger
+// row is recorded before the terminal event is written, so a client that
+// received a complete stream always has its row.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coalesce.Subscription, leader bool, state, ct string) {
+	ctx := r.Context()
+	h := w.Header()
+	s.setHeaders(h, c, state)
+	h.Set("Content-Type", firstNonEmpty(ct, "text/event-stream"))
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Trailer", hdrCost+", "+hdrSaved)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	buf := make([]byte, 0, 4096)
+	for {
+		ev, err := sub.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			s.breakStream(w, r, c, err, leader, buf)
+			return
+		}
+		if isTerminal(c.shape, ev) {
+			// Hold the terminal event until the row is durable.
+			resp, err := sub.Wait(ctx)
+			if err != nil {
+				s.breakStream(w, r, c, err, leader, buf)
+				return
+			}
+			outcome, cost, saved := s.accounting(resp, leader)
+			row := s.row(c, outcome, http.StatusOK)
+			row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader, resp), cost, saved, resp.Cost
+			row.Model = firstNonEmpty(resp.Model, c.fp.Model)
+			s.finish(c, row, resp, nil)
+			h.Set(hdrCost, costString(cost))
+			h.Set(hdrSaved, saved.String())
+		}
+		buf = wire.AppendEvent(buf[:0], ev)
+		if _, err := w.Write(buf); err != nil {
+			return // the client went away; the flight goes on for the others
+		}
+		_ = rc.Flush()
+	}
+}
+
+// breakStream ends a stream whose flight failed after the head was sent: an
+// error event in the provider's format, then the connection is aborted so
+// the client cannot take the truncated stream for a complete one.
+func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, err error, leader bool, buf []byte) {
+	code := groundhog.ErrorCode(err)
+	row := s.row(c, groundhog.OutcomeError, statusFor(code))
+	if ctxErr := r.Context().Err(); ctxErr != nil {
+		row.Status = 499
+	}
+	s.finish(c, row, nil, err)
+	buf = wire.AppendEvent(buf[:0], wire.ErrorEvent(c.shape, code, groundhog.ErrorMessage(err)))
+	_, _ = w.Write(buf)
+	_ = http.NewResponseController(w).Flush()
+	panic(http.ErrAbortHandler)
+}
+
+// fail answers a call whose flight failed before any response was sent.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error, leader bool) {
+	code := groundhog.ErrorCode(err)
+	row := s.row(c, groundhog.OutcomeError, statusFor(code))
+	if r.Context().Err() != nil {
+		row.Status = 499 // the client went away
+	}
+	s.finish(c, row, nil, err)
+	s.setHeaders(w.Header(), c, "")
+	s.writeError(w, r, c.shape, err)
+}
+
+func (s *Server) setHeaders(h http.Header, c *call, state string) {
+	h.Set(hdrRequestHash, c.fp.Hash)
+	if state != "" {
+		h.Set(hdrCache, state)
+	}
+}
+
+// row starts the ledger row of c.
+func (s *Server) row(c *call, outcome groundhog.Outcome, status int) groundhog.LedgerEntry {
+	return groundhog.LedgerEntry{
+		ID:          groundhog.NewID(),
+		Time:        c.start.UTC(),
+		Tenant:      c.tenant,
+		Operation:   c.op,
+		RequestHash: c.fp.Hash,
+		Shape:       c.shape,
+		Model:       c.fp.Model,
+		Provider:    s.upstreamFor(c.shape).Provider,
+		Outcome:     outcome,
+		Status:      status,
+		InFlight:    c.inFlight,
+		CacheOn:     c.policy.on(),
+		Idempotent:  c.idemKey != "",
+		Stream:      c.fp.Stream,
+		Attempt:     attemptFor(outcome),
+	}
+}
+
+func attemptFor(o groundhog.Outcome) int {
+	if o == groundhog.OutcomeUpstream {
+		return 1
+	}
+	return 0
+}
+
+// finish ends a call that may hold an operation claim: the ledger row is
+// recorded first (so an attempt that paid the provider is in the ledger even
+// if the process dies before the commit), then the claim is settled. It
+// returns the winning record when the claim was stale.
+func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Response, err error) *groundhog.Operation {
+	if c.claim != nil {
+		row.Attempt = c.claim.Attempt()
+	}
+	s.record(c, row)
+	return s.settle(c, resp, err)
+}
+
+// record completes the row's latency and hands it to the ledger.
+func (s *Server) record(c *call, row groundhog.LedgerEntry) {
+	row.Latency = s.clock.Now().Sub(c.start)
+	if s.opts.Ledger == nil {
+		return
+	}
+	if err := s.opts.Ledger.Record(row); err != nil {
+		s.log.Error("ledger record failed", append(logAttrs(c), "err", err)...)
+	}
+}
+
+func costString(m groundhog.Money) string {
+	if !m.Known() {
+		return "unknown"
+	}
+	return m.String()
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"type":"server_error","message":"internal error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

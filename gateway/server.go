@@ -1,0 +1,240 @@
+// Package gateway is groundhog's HTTP layer: the OpenAI/Anthropic-compatible
+// provider routes running the pipeline of DESIGN.md §1 (authenticate → parse
+// → fingerprint → ledger → idempotency → cache → coalesce → upstream → store
+// → respond) and the /groundhog/v1 management endpoints.
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/cache"
+	"github.com/groundhog-ai/groundhog/coalesce"
+	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/idempotency"
+)
+
+// Recorder takes ledger rows. Record must make the row durable against a
+// process crash before it returns (the gateway calls it before the response
+// is complete), and must be safe for concurrent use.
+type Recorder interface {
+	Record(e groundhog.LedgerEntry) error
+}
+
+// Upstream is one provider endpoint.
+type Upstream struct {
+	// BaseURL replaces the gateway's "/v1" prefix: a request to
+	// /v1/chat/completions goes to BaseURL + "/chat/completions".
+	BaseURL string
+	// APIKey is the provider key sent upstream (never logged, never stored).
+	APIKey string
+	// Provider names the provider in the ledger: "openai", "anthropic" or
+	// "sim".
+	Provider string
+}
+
+// Options wires a Server. Config, Keys, Cache and Ledger are required.
+type Options struct {
+	Config *config.Config
+	Keys   groundhog.KeyStore
+	Cache  *cache.Cache
+	Ledger Recorder
+	// Idem runs the idempotency stage; nil disables Idempotency-Key handling.
+	Idem      *idempotency.Service
+	OpenAI    Upstream
+	Anthropic Upstream
+	Clock     groundhog.Clock
+	Logger    *slog.Logger
+	// Ready reports whether the stores answer (for /readyz); nil means ready.
+	Ready func(ctx context.Context) error
+	// Transport for upstream calls; nil uses a tuned http.Transport.
+	Transport http.RoundTripper
+	// Extra registers more routes (report, dashboard, operations, metrics)
+	// on the server's mux; called once by New.
+	Extra func(mux *http.ServeMux, auth func(*http.Request) (string, error))
+}
+
+// Server is the gateway. Create it with New; it is an http.Handler.
+type Server struct {
+	opts   Options
+	cfg    *config.Config
+	clock  groundhog.Clock
+	log    *slog.Logger
+	mux    *http.ServeMux
+	client *http.Client
+
+	flights  coalesce.Group   // identical cacheable calls in flight
+	tracker  coalesce.Tracker // every call in flight, for the ledger's in-flight flag
+	inflight atomic.Int64
+
+	keyMu     sync.RWMutex
+	keyCache  map[string]keyCacheEntry // key hash → tenant, positive lookups only
+	localMode atomic.Int64             // unix nanos until which "no keys exist" is trusted; 0 = unknown
+}
+
+type keyCacheEntry struct {
+	tenant string
+	until  time.Time
+}
+
+// New returns a Server ready to serve.
+func New(o Options) *Server {
+	if o.Clock == nil {
+		o.Clock = groundhog.SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	tr := o.Transport
+	if tr == nil {
+		tr = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			ForceAttemptHTTP2:     true,
+		}
+	}
+	s := &Server{
+		opts:     o,
+		cfg:      o.Config,
+		clock:    o.Clock,
+		log:      o.Logger,
+		mux:      http.NewServeMux(),
+		client:   &http.Client{Transport: tr},
+		keyCache: map[string]keyCacheEntry{},
+	}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("/v1/chat/completions", s.provider(groundhog.ShapeChat))
+	m.HandleFunc("/v1/responses", s.provider(groundhog.ShapeResponses))
+	m.HandleFunc("/v1/embeddings", s.provider(groundhog.ShapeEmbeddings))
+	m.HandleFunc("/v1/messages", s.provider(groundhog.ShapeMessages))
+	m.HandleFunc("/v1/models", s.models)
+	m.HandleFunc("/v1/models/{id}", s.models)
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	m.HandleFunc("GET /readyz", s.readyz)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, "", groundhog.Errorf(groundhog.ENOTFOUND, "unknown route %s %s", r.Method, r.URL.Path))
+	})
+	if s.opts.Extra != nil {
+		s.opts.Extra(m, s.authenticate)
+	}
+}
+
+// ServeHTTP runs the request through the mux.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// InFlight returns how many provider calls are being served now.
+func (s *Server) InFlight() int64 { return s.inflight.Load() }
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(r.Context()); err != nil {
+			s.writeError(w, r, "", groundhog.WrapError(groundhog.EUNAVAILABLE, "store unavailable", err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// authenticate maps the request's gateway key to a tenant. It runs before
+// anything else reads the request: a cache key never grants access.
+//
+// With no gateway keys stored the gateway serves the single tenant "local"
+// (and `serve` refuses a non-loopback address in that mode). Keys are read
+// from "Authorization: Bearer <key>" or, as the Anthropic SDK sends them,
+// "x-api-key".
+func (s *Server) authenticate(r *http.Request) (string, error) {
+	secret := ""
+	if a := r.Header.Get("Authorization"); a != "" {
+		scheme, tok, ok := strings.Cut(a, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "Authorization header must be \"Bearer <gateway key>\"")
+		}
+		secret = strings.TrimSpace(tok)
+	} else if k := r.Header.Get("X-Api-Key"); k != "" {
+		secret = strings.TrimSpace(k)
+	}
+	local, err := s.noKeys(r.Context())
+	if err != nil {
+		return "", err
+	}
+	if local {
+		return groundhog.LocalTenant, nil
+	}
+	if secret == "" {
+		return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "missing gateway key: send \"Authorization: Bearer <key>\"")
+	}
+	hash := groundhog.HashAPIKey(secret)
+	now := s.clock.Now()
+	s.keyMu.RLock()
+	e, ok := s.keyCache[hash]
+	s.keyMu.RUnlock()
+	if ok && now.Before(e.until) {
+		return e.tenant, nil
+	}
+	tenant, err := s.opts.Keys.TenantForKey(r.Context(), hash)
+	if err != nil {
+		if groundhog.IsNotFound(err) {
+			return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "unknown gateway key")
+		}
+		return "", groundhog.WrapError(groundhog.EUNAVAILABLE, "key store unavailable", err)
+	}
+	s.keyMu.Lock()
+	if len(s.keyCache) > 100_000 {
+		clear(s.keyCache)
+	}
+	s.keyCache[hash] = keyCacheEntry{tenant: tenant, until: now.Add(time.Minute)}
+	s.keyMu.Unlock()
+	return tenant, nil
+}
+
+// noKeys reports whether the gateway runs keyless (single tenant "local").
+// The answer is re-read from the store at most every two seconds, so a key
+// created with `groundhog keys create` while serving takes effect quickly.
+func (s *Server) noKeys(ctx context.Context) (bool, error) {
+	now := s.clock.Now().UnixNano()
+	v := s.localMode.Load()
+	if v > 0 && now < v {
+		return true, nil
+	}
+	if v < 0 && now < -v {
+		return false, nil
+	}
+	n, err := s.opts.Keys.CountKeys(ctx)
+	if err != nil {
+		return false, groundhog.WrapError(groundhog.EUNAVAILABLE, "key store unavailable", err)
+	}
+	until := now + int64(2*time.Second)
+	if n == 0 {
+		s.localMode.Store(until)
+		return true, nil
+	}
+	s.localMode.Store(-until)
+	return false, nil
+}
+
+// Followers returns how many calls have joined the in-flight call of
+// (tenant, hash) beyond its leader.
+func (s *Server) Followers(tenant, hash string) int {
+	return s.flights.Followers(tenant + "\x00" + hash)
+}

@@ -1,0 +1,173 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/coalesce"
+	"github.com/groundhog-ai/groundhog/wire"
+)
+
+// maxUpstreamBody bounds a non-streamed upstream body held in memory.
+const maxUpstreamBody = 256 << 20
+
+// upstreamFor returns the provider endpoint that serves shape.
+func (s *Server) upstreamFor(shape groundhog.Shape) *Upstream {
+	if shape == groundhog.ShapeMessages {
+		return &s.opts.Anthropic
+	}
+	return &s.opts.OpenAI
+}
+
+// hopHeaders are never forwarded upstream: hop-by-hop headers, the client's
+// gateway credentials, and groundhog's own headers.
+var dropHeaders = map[string]bool{
+	"Authorization": true, "X-Api-Key": true, "Connection": true, "Keep-Alive": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Host": true,
+	"Accept-Encoding": true, "Cookie": true, "Idempotency-Key": true, "Prefer": true,
+	"Cache-Control": true,
+}
+
+// upstreamCall is the work of a flight: one provider call. It publishes the
+// head and, for streams, every event as it arrives, then stores a complete
+// success in the cache (before returning, so a request that arrives after
+// the flight ends finds the entry) and returns the response.
+func (s *Server) upstreamCall(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, error) {
+	// A flight that just ended may have filled the cache between this call's
+	// lookup and its becoming leader: look once more before paying.
+	if c.policy == policyUse {
+		if e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash); err == nil {
+			resp := e.Response
+			pub.Head(resp.Status, resp.ContentType, resp.Streamed)
+			for _, ev := range resp.Events {
+				pub.Event(ev)
+			}
+			return &resp, nil
+		}
+	}
+	up := s.upstreamFor(c.shape)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
+	defer cancel()
+	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(c.body))
+	if err != nil {
+		return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
+	}
+	for k, vs := range c.header {
+		if dropHeaders[k] || strings.HasPrefix(k, "Groundhog-") {
+			continue
+		}
+		req.Header[k] = vs
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if up.APIKey != "" {
+		if c.shape == groundhog.ShapeMessages {
+			req.Header.Set("X-Api-Key", up.APIKey)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+up.APIKey)
+		}
+	}
+	if c.shape == groundhog.ShapeMessages && req.Header.Get("Anthropic-Version") == "" {
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	res, err := s.client.Do(req)
+	if err != nil {
+		return nil, upstreamError(ctx, err)
+	}
+	defer res.Body.Close()
+	ct := res.Header.Get("Content-Type")
+	if res.StatusCode/100 != 2 {
+		body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		if err != nil {
+			return nil, upstreamError(ctx, err)
+		}
+		pub.Head(res.StatusCode, ct, false)
+		return &groundhog.Response{Status: res.StatusCode, ContentType: ct, Body: body, Model: c.fp.Model}, nil
+	}
+	resp := &groundhog.Response{Status: res.StatusCode, ContentType: ct}
+	if isEventStream(ct) {
+		pub.Head(res.StatusCode, ct, true)
+		rd := wire.NewSSEReader(res.Body)
+		for {
+			ev, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, upstreamError(ctx, err)
+			}
+			resp.Events = append(resp.Events, ev)
+			pub.Event(ev)
+		}
+		if !wire.StreamComplete(c.shape, resp.Events) {
+			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream ended before completion")
+		}
+		resp.Streamed = true
+		resp.Model, resp.Usage, _ = wire.UsageFromEvents(c.shape, resp.Events)
+	} else {
+		body, err := io.ReadAll(io.LimitReader(res.Body, maxUpstreamBody))
+		if err != nil {
+			return nil, upstreamError(ctx, err)
+		}
+		resp.Body = body
+		resp.Model, resp.Usage, _ = wire.UsageFromBody(c.shape, body)
+		pub.Head(res.StatusCode, ct, false)
+	}
+	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
+	resp.Cost = s.cfg.PriceTable.Cost(resp.Model, resp.Usage)
+	if c.policy.on() && !c.noStore {
+		s.store(ctx, c, resp)
+	}
+	return resp, nil
+}
+
+// store writes a successful response to the cache. A failed write is
+// logged: the client still gets its answer.
+func (s *Server) store(ctx context.Context, c *call, resp *groundhog.Response) {
+	now := s.clock.Now()
+	e := &groundhog.CacheEntry{Tenant: c.tenant, RequestHash: c.fp.Hash, Shape: c.shape, Response: *resp, CreatedAt: now}
+	if c.ttl > 0 {
+		e.ExpiresAt = now.Add(c.ttl)
+	}
+	if err := s.opts.Cache.Put(context.WithoutCancel(ctx), e); err != nil {
+		s.log.Warn("cache write failed", append(logAttrs(c), "err", err)...)
+	}
+}
+
+// upstreamError classifies a transport failure: the upstream deadline is a
+// timeout (504), anything else a bad gateway (502).
+func upstreamError(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return groundhog.WrapError(groundhog.ETIMEOUT, "upstream timed out", err)
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return groundhog.WrapError(groundhog.EUPSTREAM, "upstream call cancelled", err)
+	}
+	return groundhog.WrapError(groundhog.EUPSTREAM, "upstream connection failed", err)
+}
+
+func isEventStream(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "text/event-stream"
+}
+
+// isTerminal reports whether ev is the last event of a successful stream of
+// shape: the one the ledger row must precede.
+func isTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
+	switch shape {
+	case groundhog.ShapeChat:
+		return string(ev.Data) == "[DONE]"
+	case groundhog.ShapeResponses:
+		return ev.Name == "response.completed" || (ev.Name == "" && bytes.Contains(ev.Data, []byte(`"type":"response.completed"`)))
+	case groundhog.ShapeMessages:
+		return ev.Name == "message_stop"
+	}
+	return false
+}
