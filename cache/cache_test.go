@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 // fakeClock is a groundhog.Clock that moves only when told.
@@ -33,53 +35,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
-}
-
-// fakeStore is a test-only in-memory groundhog.CacheStore (a map under a
-// mutex) with the interface's contract: expired entries are ENOTFOUND.
-// GetCache returns a copy, as a real store decodes a fresh entry per read.
-type fakeStore struct {
-	mu sync.Mutex
-	m  map[key]groundhog.CacheEntry
-}
-
-func newFakeStore() *fakeStore { return &fakeStore{m: map[key]groundhog.CacheEntry{}} }
-
-func (s *fakeStore) GetCache(_ context.Context, tenant, hash string, now time.Time) (*groundhog.CacheEntry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.m[key{tenant, hash}]
-	if !ok || e.Expired(now) {
-		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found")
-	}
-	return &e, nil
-}
-
-func (s *fakeStore) PutCache(_ context.Context, e *groundhog.CacheEntry) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m[key{e.Tenant, e.RequestHash}] = *e
-	return nil
-}
-
-func (s *fakeStore) DeleteCache(_ context.Context, tenant, hash string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, key{tenant, hash})
-	return nil
-}
-
-func (s *fakeStore) PurgeCache(_ context.Context, now time.Time) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for k, e := range s.m {
-		if e.Expired(now) {
-			delete(s.m, k)
-			n++
-		}
-	}
-	return n, nil
 }
 
 // spyStore wraps the durable store under test to count reads, inject
@@ -110,10 +65,16 @@ func (s *spyStore) PutCache(ctx context.Context, e *groundhog.CacheEntry) error 
 	return s.CacheStore.PutCache(ctx, e)
 }
 
-// newTestStore returns the durable store the tests run against.
+// newTestStore returns the durable store the tests run against: a real
+// SQLite file, wrapped in a spyStore.
 func newTestStore(t testing.TB) *spyStore {
 	t.Helper()
-	return &spyStore{CacheStore: newFakeStore()}
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "groundhog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &spyStore{CacheStore: db}
 }
 
 func newTestCache(t testing.TB, maxBytes int64, clock groundhog.Clock) (*Cache, *spyStore) {
@@ -390,7 +351,7 @@ func TestPutRefuses(t *testing.T) {
 			if groundhog.ErrorCode(err) != groundhog.EINVALID {
 				t.Fatalf("Put = %v, want EINVALID", err)
 			}
-			if _, err := st.GetCache(ctx, ok.Tenant, ok.RequestHash, time.Time{}); !groundhog.IsNotFound(err) {
+			if _, err := st.GetCache(ctx, ok.Tenant, ok.RequestHash, time.Now()); !groundhog.IsNotFound(err) {
 				t.Fatalf("refused entry reached the store: %v", err)
 			}
 			mustMiss(t, c, ok.Tenant, ok.RequestHash)
@@ -413,7 +374,7 @@ func TestPutReplaces(t *testing.T) {
 		}
 	}
 	mustGet(t, c, "t1", "sha256:a", "two")
-	e, err := st.GetCache(ctx, "t1", "sha256:a", time.Time{})
+	e, err := st.GetCache(ctx, "t1", "sha256:a", time.Now())
 	if err != nil || string(e.Response.Body) != "two" {
 		t.Fatalf("store holds %v, %v; want two", e, err)
 	}
@@ -537,7 +498,7 @@ func TestConcurrent(t *testing.T) {
 	// so only the deleted case is a hard failure).
 	for k := range keys {
 		got, err := c.Get(ctx, "t1", hash(k))
-		_, serr := st.CacheStore.GetCache(ctx, "t1", hash(k), time.Time{})
+		_, serr := st.CacheStore.GetCache(ctx, "t1", hash(k), time.Now())
 		if groundhog.IsNotFound(serr) && err == nil {
 			t.Errorf("%s: memory serves %.20q, store has none", hash(k), got.Response.Body)
 		}
