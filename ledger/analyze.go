@@ -1,0 +1,640 @@
+package ledger
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/fingerprint"
+	"github.com/groundhog-ai/groundhog/pricing"
+)
+
+// AnalyzeOptions configure Analyze.
+type AnalyzeOptions struct {
+	// Location sets the day boundaries; nil means UTC.
+	Location *time.Location
+	// Prices prices lines that carry usage but no cost_usd; nil means
+	// pricing.Default().
+	Prices pricing.Table
+	// SkipBad counts bad lines in AnalyzeStats and goes on, instead of
+	// stopping at the first one with a *LineError.
+	SkipBad bool
+	// Progress, if set, is called with the number of input bytes consumed
+	// since its previous call, about every megabyte and once at the end
+	// (for a progress bar).
+	Progress func(bytes int64)
+	// Shape is the API shape of lines that name none (no "shape" or "path"
+	// field). Empty infers it from the request body; see Analyze.
+	Shape groundhog.Shape
+	// ReorderWindow is how far back in time a line may be relative to the
+	// latest line before it (logs written at completion are out of order by
+	// up to a call's duration). Lines are re-sorted within this window;
+	// memory holds the lines of one window. Zero means 5 minutes; a negative
+	// value requires a sorted file.
+	ReorderWindow time.Duration
+}
+
+// DefaultReorderWindow is the ReorderWindow used when none is given.
+const DefaultReorderWindow = 5 * time.Minute
+
+// AnalyzeStats describes what Analyze read.
+type AnalyzeStats struct {
+	Lines   int64 // lines read, blank and bad ones included
+	Bytes   int64 // bytes read
+	Calls   int64 // lines counted as calls
+	Skipped int64 // bad lines skipped (SkipBad)
+	// FirstSkipped is the error of the first skipped line, nil if none.
+	FirstSkipped *LineError
+}
+
+// LineError is a bad input line: which one, and what is wrong with it.
+type LineError struct {
+	Line int64 // 1-based
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// maxLineSize bounds one input line, so a file without newlines cannot
+// exhaust memory. Requests carrying images can be tens of megabytes.
+const maxLineSize = 256 << 20
+
+// Analyze computes the duplicate-work report of a request log that never
+// went through groundhog, so a team can measure before routing anything. It
+// returns one report per calendar day (in o.Location) that has calls, in
+// day order.
+//
+// The input is JSON Lines, one call a line:
+//
+//		{"timestamp": "2025-03-14T09:26:53.589Z", "operation": "summarize", "tenant": "acme",
+//		 "request": {...provider request body...}, "usage": {...}, "cost_usd": 0.004, "duration_ms": 812}
+//
+//	  - timestamp (required): an RFC 3339 string, or a number of unix seconds
+//	    (milliseconds if above 1e11).
+//	  - operation: the report row (empty if missing); tenant: the tenant scope
+//	    of the hash (groundhog.LocalTenant if missing, as in the gateway's
+//	    single-tenant mode).
+//	  - request (required): the provider request body, fingerprinted with
+//	    fingerprint.Compute exactly as the gateway does (no declared versions).
+//	    Its shape comes from a "shape" field (chat, responses, embeddings,
+//	    messages) or a "path" field ending in /chat/completions, /responses,
+//	    /embeddings or /messages, else from o.Shape, else it is inferred:
+//	    "messages" with a top-level "system" or a claude model is messages,
+//	    other "messages" chat; "input" with an embedding model (name contains
+//	    "embed") or "encoding_format"/"dimensions" is embeddings, other
+//	    "input" responses.
+//	  - usage: OpenAI chat (prompt_tokens, completion_tokens,
+//	    prompt_tokens_details.cached_tokens), OpenAI responses (input_tokens,
+//	    output_tokens, input_tokens_details.cached_tokens), Anthropic
+//	    (input_tokens, output_tokens, cache_read_input_tokens,
+//	    cache_creation_input_tokens; input is then the sum) or groundhog's own
+//	    Usage fields.
+//	  - cost_usd: the call's cost in dollars, exact (decimal, no float).
+//	  - duration_ms: how long the call took.
+//
+// Each line becomes a ledger row — outcome upstream, CacheOn false (a call
+// made without groundhog: repeats count as shadow savings), Cost = FullCost
+// = cost_usd if present, else the price of the request's model for usage if
+// usage is present, else unknown; InFlight when the line's timestamp is
+// before an earlier identical call's timestamp plus its duration_ms — and is
+// counted by the same Accumulator as BuildReport.
+//
+// Lines are ordered by (timestamp, line number). The file need not be
+// sorted, but no line may be more than o.ReorderWindow earlier than a line
+// before it. Memory is bounded by the lines in one reorder window plus the
+// distinct request hashes of one day, not by the size of the file.
+//
+// A bad line (invalid JSON, missing timestamp or request, a request the
+// fingerprint rejects, a line too far out of order) stops Analyze with a
+// *LineError naming the line, unless o.SkipBad is set; blank lines are
+// ignored. ctx is checked between lines.
+func Analyze(ctx context.Context, r io.Reader, o AnalyzeOptions) ([]*Report, AnalyzeStats, error) {
+	an := newAnalyzer(o)
+	err := an.run(ctx, r)
+	if err == nil {
+		an.flush()
+	}
+	return an.reports, an.stats, err
+}
+
+// pendingCall is a parsed line waiting in the reorder buffer.
+type pendingCall struct {
+	t         int64 // unix nanoseconds
+	line      int64
+	tenant    string
+	operation string
+	hash      string
+	model     string
+	cost      groundhog.Money
+	duration  int64 // nanoseconds
+}
+
+type callHeap []pendingCall
+
+func (h callHeap) Len() int { return len(h) }
+func (h callHeap) Less(i, j int) bool {
+	return h[i].t < h[j].t || (h[i].t == h[j].t && h[i].line < h[j].line)
+}
+func (h callHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *callHeap) Push(x any)   { *h = append(*h, x.(pendingCall)) }
+func (h *callHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+type analyzer struct {
+	o       AnalyzeOptions
+	loc     *time.Location
+	prices  pricing.Table
+	window  int64
+	stats   AnalyzeStats
+	reports []*Report
+
+	buf      callHeap
+	maxSeen  int64 // latest timestamp read (MinInt64 before the first)
+	released int64 // timestamp of the last call handed to the accumulator
+	anyOut   bool
+
+	acc              *Accumulator
+	dayStart, dayEnd int64
+	day              string
+	inFlight         map[hashKey]int64 // identical call's latest end, unix ns
+	entry            groundhog.LedgerEntry
+
+	intern map[string]string // operation and tenant names
+}
+
+func newAnalyzer(o AnalyzeOptions) *analyzer {
+	an := &analyzer{o: o, loc: o.Location, prices: o.Prices, intern: map[string]string{}, inFlight: map[hashKey]int64{}, maxSeen: math.MinInt64}
+	if an.loc == nil {
+		an.loc = time.UTC
+	}
+	if an.prices == nil {
+		an.prices = pricing.Default()
+	}
+	switch {
+	case o.ReorderWindow == 0:
+		an.window = int64(DefaultReorderWindow)
+	case o.ReorderWindow > 0:
+		an.window = int64(o.ReorderWindow)
+	}
+	return an
+}
+
+func (an *analyzer) str(b []byte) string {
+	if s, ok := an.intern[string(b)]; ok {
+		return s
+	}
+	if len(an.intern) > 1<<16 {
+		return string(b) // unbounded cardinality: stop interning
+	}
+	s := string(b)
+	an.intern[s] = s
+	return s
+}
+
+func (an *analyzer) run(ctx context.Context, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var long []byte // a line longer than the reader's buffer
+	var sinceProgress int64
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) > maxLineSize {
+				return &LineError{Line: an.stats.Lines + 1, Err: fmt.Errorf("line longer than %d bytes", maxLineSize)}
+			}
+			long = append(long, chunk...)
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("ledger: analyze: read: %w", err)
+		}
+		line := chunk
+		if long != nil {
+			long = append(long, chunk...)
+			line = long
+		}
+		if len(line) > 0 {
+			an.stats.Lines++
+			an.stats.Bytes += int64(len(line))
+			sinceProgress += int64(len(line))
+			if perr := an.line(line); perr != nil {
+				le := &LineError{Line: an.stats.Lines, Err: perr}
+				if !an.o.SkipBad {
+					return le
+				}
+				an.stats.Skipped++
+				if an.stats.FirstSkipped == nil {
+					an.stats.FirstSkipped = le
+				}
+			}
+		}
+		if long != nil {
+			long = long[:0]
+			if cap(long) > 4<<20 {
+				long = nil
+			}
+		}
+		if sinceProgress >= 1<<20 || (err == io.EOF && sinceProgress > 0) {
+			if an.o.Progress != nil {
+				an.o.Progress(sinceProgress)
+			}
+			sinceProgress = 0
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+// line parses one input line and queues its call.
+func (an *analyzer) line(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	var (
+		ts, op, tenant, req, usage, cost, dur, shape, path []byte
+	)
+	err := scanObject(b, func(key, val []byte) error {
+		switch string(key) {
+		case "timestamp":
+			ts = val
+		case "operation":
+			op = val
+		case "tenant":
+			tenant = val
+		case "request":
+			req = val
+		case "usage":
+			usage = val
+		case "cost_usd":
+			cost = val
+		case "duration_ms":
+			dur = val
+		case "shape":
+			shape = val
+		case "path":
+			path = val
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c := pendingCall{line: an.stats.Lines}
+	if ts == nil || isNull(ts) {
+		return errors.New(`missing "timestamp"`)
+	}
+	t, err := parseTimestamp(ts)
+	if err != nil {
+		return err
+	}
+	c.t = t.UnixNano()
+	if c.operation, err = an.optString("operation", op); err != nil {
+		return err
+	}
+	if c.tenant, err = an.optString("tenant", tenant); err != nil {
+		return err
+	}
+	if c.tenant == "" {
+		c.tenant = groundhog.LocalTenant
+	}
+	if req == nil || isNull(req) {
+		return errors.New(`missing "request"`)
+	}
+	sh, err := an.shapeOf(shape, path, req)
+	if err != nil {
+		return err
+	}
+	fp, err := fingerprint.Compute(fingerprint.Params{Shape: sh, Tenant: c.tenant}, req)
+	if err != nil {
+		return fmt.Errorf("request: %s", groundhog.ErrorMessage(err))
+	}
+	c.hash, c.model = fp.Hash, fp.Model
+	if dur != nil && !isNull(dur) {
+		var ms float64
+		if err := json.Unmarshal(dur, &ms); err != nil || ms < 0 || math.IsInf(ms, 0) || ms > 1e12 {
+			return fmt.Errorf(`"duration_ms" must be a non-negative number of milliseconds`)
+		}
+		c.duration = int64(math.Round(ms * 1e6))
+	}
+	switch {
+	case cost != nil && !isNull(cost):
+		if c.cost, err = parseUSD(cost); err != nil {
+			return err
+		}
+	case usage != nil && !isNull(usage):
+		u, err := parseUsage(usage)
+		if err != nil {
+			return err
+		}
+		c.cost = an.prices.Cost(c.model, u)
+	default:
+		c.cost = groundhog.CostUnknown
+	}
+	return an.push(c)
+}
+
+func (an *analyzer) optString(name string, v []byte) (string, error) {
+	if v == nil || isNull(v) {
+		return "", nil
+	}
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return an.str(v[1 : len(v)-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", fmt.Errorf("%q must be a string", name)
+	}
+	return an.str([]byte(s)), nil
+}
+
+// push puts c in the reorder buffer and releases every call that no later
+// line can precede any more.
+func (an *analyzer) push(c pendingCall) error {
+	if an.anyOut && c.t < an.released {
+		return fmt.Errorf("timestamp %s is more than the reorder window (%s) before an earlier line's; sort the file by timestamp or widen the window",
+			time.Unix(0, c.t).UTC().Format(time.RFC3339Nano), time.Duration(an.window))
+	}
+	an.stats.Calls++
+	heap.Push(&an.buf, c)
+	an.maxSeen = max(an.maxSeen, c.t)
+	for an.buf.Len() > 0 && an.buf[0].t <= an.maxSeen-an.window {
+		an.release(heap.Pop(&an.buf).(pendingCall))
+	}
+	return nil
+}
+
+// flush releases the whole buffer and closes the last day.
+func (an *analyzer) flush() {
+	for an.buf.Len() > 0 {
+		an.release(heap.Pop(&an.buf).(pendingCall))
+	}
+	an.closeDay()
+}
+
+func (an *analyzer) closeDay() {
+	if an.acc != nil {
+		an.reports = append(an.reports, an.acc.Report(an.day))
+		an.acc = nil
+	}
+}
+
+// release hands the next call, in (time, line) order, to the day's
+// accumulator.
+func (an *analyzer) release(c pendingCall) {
+	an.released, an.anyOut = c.t, true
+	if an.acc == nil || c.t < an.dayStart || c.t >= an.dayEnd {
+		an.closeDay()
+		start, end := DayBounds(time.Unix(0, c.t), an.loc)
+		an.dayStart, an.dayEnd = start.UnixNano(), end.UnixNano()
+		an.day = start.Format("2006-01-02")
+		an.acc = NewAccumulator("")
+		// A call still running at midnight can make the first calls of
+		// the new day in-flight; everything else is forgotten so memory
+		// stays with one day's hashes.
+		for k, until := range an.inFlight {
+			if until <= an.dayStart {
+				delete(an.inFlight, k)
+			}
+		}
+	}
+	k := hashKey{c.tenant, c.hash}
+	until, seen := an.inFlight[k]
+	end := c.t + c.duration
+	if !seen || end > until {
+		an.inFlight[k] = end
+	}
+	e := &an.entry
+	*e = groundhog.LedgerEntry{
+		Time:        time.Unix(0, c.t).UTC(),
+		Tenant:      c.tenant,
+		Operation:   c.operation,
+		RequestHash: c.hash,
+		Model:       c.model,
+		Outcome:     groundhog.OutcomeUpstream,
+		Cost:        c.cost,
+		FullCost:    c.cost,
+		Latency:     time.Duration(c.duration),
+		InFlight:    seen && c.t < until,
+	}
+	an.acc.Add(e)
+}
+
+// shapeOf picks the shape of a line's request (see Analyze).
+func (an *analyzer) shapeOf(shapeField, pathField, req []byte) (groundhog.Shape, error) {
+	if shapeField != nil && !isNull(shapeField) {
+		var s string
+		if err := json.Unmarshal(shapeField, &s); err != nil || !groundhog.Shape(s).Valid() {
+			return "", fmt.Errorf(`"shape" must be one of chat, responses, embeddings, messages`)
+		}
+		return groundhog.Shape(s), nil
+	}
+	if pathField != nil && !isNull(pathField) {
+		var p string
+		if err := json.Unmarshal(pathField, &p); err != nil {
+			return "", fmt.Errorf(`"path" must be a string`)
+		}
+		if sh, ok := shapeForPath(p); ok {
+			return sh, nil
+		}
+		return "", fmt.Errorf("path %q is not a provider route groundhog serves", p)
+	}
+	if an.o.Shape != "" {
+		return an.o.Shape, nil
+	}
+	return inferShape(req), nil
+}
+
+func shapeForPath(p string) (groundhog.Shape, bool) {
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	p = strings.TrimSuffix(p, "/")
+	for suffix, sh := range map[string]groundhog.Shape{
+		"/chat/completions": groundhog.ShapeChat,
+		"/responses":        groundhog.ShapeResponses,
+		"/embeddings":       groundhog.ShapeEmbeddings,
+		"/messages":         groundhog.ShapeMessages,
+	} {
+		if strings.HasSuffix(p, suffix) {
+			return sh, true
+		}
+	}
+	return "", false
+}
+
+// inferShape guesses a request's shape from its top-level fields.
+func inferShape(req []byte) groundhog.Shape {
+	var hasMessages, hasSystem, hasInput, embedHint bool
+	var model string
+	scanObject(req, func(key, val []byte) error {
+		switch string(key) {
+		case "messages":
+			hasMessages = true
+		case "system":
+			hasSystem = true
+		case "input":
+			hasInput = true
+		case "encoding_format", "dimensions":
+			embedHint = true
+		case "model":
+			json.Unmarshal(val, &model)
+		}
+		return nil
+	})
+	switch {
+	case hasMessages && (hasSystem || strings.HasPrefix(model, "claude")):
+		return groundhog.ShapeMessages
+	case hasMessages:
+		return groundhog.ShapeChat
+	case hasInput && (embedHint || strings.Contains(model, "embed")):
+		return groundhog.ShapeEmbeddings
+	case hasInput:
+		return groundhog.ShapeResponses
+	}
+	return groundhog.ShapeChat
+}
+
+func isNull(v []byte) bool { return string(v) == "null" }
+
+// parseTimestamp reads an RFC 3339 string (a space may replace the T) or a
+// number of unix seconds (milliseconds above 1e11).
+func parseTimestamp(v []byte) (time.Time, error) {
+	if v[0] == '"' {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return time.Time{}, errors.New(`"timestamp" is not a valid string`)
+		}
+		if len(s) > 10 && s[10] == ' ' {
+			s = s[:10] + "T" + s[11:]
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return time.Time{}, fmt.Errorf(`"timestamp" %q is not RFC 3339 (2006-01-02T15:04:05Z)`, s)
+		}
+		return t, nil
+	}
+	var f float64
+	if err := json.Unmarshal(v, &f); err != nil || f < 0 || math.IsInf(f, 0) {
+		return time.Time{}, errors.New(`"timestamp" must be an RFC 3339 string or unix seconds`)
+	}
+	if f > 1e11 {
+		f /= 1000
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC(), nil
+}
+
+// parseUSD reads a JSON number of dollars into exact picodollars. Decimals
+// beyond the picodollar are rounded half away from zero.
+func parseUSD(v []byte) (groundhog.Money, error) {
+	bad := errors.New(`"cost_usd" must be a non-negative number of dollars`)
+	if len(v) == 0 || v[0] == '"' || v[0] == '-' {
+		return 0, bad
+	}
+	if m, err := groundhog.ParseMoney(string(v)); err == nil {
+		return m, nil
+	}
+	// Exponents or more than 12 decimals: exact rational arithmetic.
+	var num json.Number
+	if err := json.Unmarshal(v, &num); err != nil {
+		return 0, bad
+	}
+	r, ok := new(big.Rat).SetString(num.String())
+	if !ok || r.Sign() < 0 {
+		return 0, bad
+	}
+	r.Mul(r, new(big.Rat).SetInt64(int64(groundhog.Dollar)))
+	q, rem := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	if rem.Mul(rem, big.NewInt(2)).CmpAbs(r.Denom()) >= 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() || q.Int64() > int64(9_000_000*groundhog.Dollar) {
+		return 0, errors.New(`"cost_usd" is out of range`)
+	}
+	return groundhog.Money(q.Int64()), nil
+}
+
+// usageJSON is the union of the usage objects Analyze understands.
+type usageJSON struct {
+	PromptTokens             *int64 `json:"prompt_tokens"`
+	CompletionTokens         *int64 `json:"completion_tokens"`
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CachedInputTokens        *int64 `json:"cached_input_tokens"`
+	CacheWriteTokens         *int64 `json:"cache_write_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	PromptTokensDetails      *struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+	InputTokensDetails *struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"input_tokens_details"`
+}
+
+func first(vs ...*int64) int64 {
+	for _, v := range vs {
+		if v != nil {
+			return *v
+		}
+	}
+	return 0
+}
+
+// parseUsage normalizes a usage object to groundhog.Usage (InputTokens
+// includes cached and cache-write tokens).
+func parseUsage(v []byte) (groundhog.Usage, error) {
+	var j usageJSON
+	if err := json.Unmarshal(v, &j); err != nil {
+		return groundhog.Usage{}, errors.New(`"usage" must be an object of token counts`)
+	}
+	var u groundhog.Usage
+	if j.CacheReadInputTokens != nil || j.CacheCreationInputTokens != nil {
+		// Anthropic: input_tokens excludes cache reads and writes.
+		u.CachedInputTokens = first(j.CacheReadInputTokens)
+		u.CacheWriteTokens = first(j.CacheCreationInputTokens)
+		u.InputTokens = first(j.InputTokens) + u.CachedInputTokens + u.CacheWriteTokens
+		u.OutputTokens = first(j.OutputTokens)
+	} else {
+		u.InputTokens = first(j.PromptTokens, j.InputTokens)
+		u.OutputTokens = first(j.CompletionTokens, j.OutputTokens)
+		u.CachedInputTokens = first(j.CachedInputTokens)
+		u.CacheWriteTokens = first(j.CacheWriteTokens)
+		for _, d := range []*struct {
+			CachedTokens     int64 `json:"cached_tokens"`
+			CacheWriteTokens int64 `json:"cache_write_tokens"`
+		}{j.PromptTokensDetails, j.InputTokensDetails} {
+			if d != nil && j.CachedInputTokens == nil {
+				u.CachedInputTokens += d.CachedTokens
+			}
+			if d != nil && j.CacheWriteTokens == nil {
+				u.CacheWriteTokens += d.CacheWriteTokens
+			}
+		}
+	}
+	if u.InputTokens < 0 || u.OutputTokens < 0 || u.CachedInputTokens < 0 || u.CacheWriteTokens < 0 {
+		return groundhog.Usage{}, errors.New(`"usage" has a negative token count`)
+	}
+	return u, nil
+}

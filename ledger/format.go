@@ -1,0 +1,214 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// usd is a Money that marshals as a JSON number with exactly six decimals
+// ("24.000000"): exact, since Money is an integer of picodollars and the
+// sixth decimal is rounded half up at the microdollar.
+type usd groundhog.Money
+
+func (m usd) MarshalJSON() ([]byte, error) {
+	if groundhog.Money(m) == groundhog.CostUnknown {
+		return []byte("null"), nil
+	}
+	return []byte(groundhog.Money(m).Format(6)), nil
+}
+
+// share marshals a ratio with exactly four decimals.
+type share float64
+
+func (s share) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, float64(s), 'f', 4, 64), nil
+}
+
+// jsonRow is Row as JSON: exactly the report keys, in this order.
+type jsonRow struct {
+	Operation           *string `json:"operation,omitempty"`
+	Calls               int64   `json:"calls"`
+	Distinct            int64   `json:"distinct"`
+	Repeats             int64   `json:"repeats"`
+	RepeatShare         share   `json:"repeat_share"`
+	RepeatCost          usd     `json:"repeat_cost_usd"`
+	ConcurrentIdentical int64   `json:"concurrent_identical"`
+	CacheHits           int64   `json:"cache_hits"`
+	Coalesced           int64   `json:"coalesced"`
+	Replayed            int64   `json:"replayed"`
+	UpstreamCalls       int64   `json:"upstream_calls"`
+	Spend               usd     `json:"spend_usd"`
+	Saved               usd     `json:"saved_usd"`
+	ShadowSaved         usd     `json:"shadow_saved_usd"`
+	Projected30d        usd     `json:"projected_30d_usd"`
+}
+
+type jsonReport struct {
+	Day              string    `json:"day"`
+	UnknownCostCalls int64     `json:"unknown_cost_calls"`
+	Operations       []jsonRow `json:"operations"`
+	Total            jsonRow   `json:"total"`
+}
+
+func toJSONRow(r Row, withOp bool) jsonRow {
+	j := jsonRow{
+		Calls: r.Calls, Distinct: r.Distinct, Repeats: r.Repeats, RepeatShare: share(r.RepeatShare),
+		RepeatCost: usd(r.RepeatCost), ConcurrentIdentical: r.ConcurrentIdentical,
+		CacheHits: r.CacheHits, Coalesced: r.Coalesced, Replayed: r.Replayed, UpstreamCalls: r.UpstreamCalls,
+		Spend: usd(r.Spend), Saved: usd(r.Saved), ShadowSaved: usd(r.ShadowSaved), Projected30d: usd(r.Projected30d),
+	}
+	if withOp {
+		op := r.Operation
+		j.Operation = &op
+	}
+	return j
+}
+
+func (r *Report) toJSON() jsonReport {
+	j := jsonReport{Day: r.Day, UnknownCostCalls: r.Total.UnknownCostCalls, Operations: make([]jsonRow, 0, len(r.Operations)), Total: toJSONRow(r.Total, false)}
+	for _, op := range r.Operations {
+		j.Operations = append(j.Operations, toJSONRow(op, true))
+	}
+	return j
+}
+
+// MarshalJSON renders the report as WriteJSON does (without the trailing
+// newline and indentation), so a Report can be embedded in other JSON.
+func (r *Report) MarshalJSON() ([]byte, error) { return json.Marshal(r.toJSON()) }
+
+// WriteJSON writes the report as one indented JSON object:
+//
+//	{"day": "2025-03-14", "unknown_cost_calls": 0,
+//	 "operations": [{"operation": "summarize", "calls": 40000, ..., "projected_30d_usd": 720.000000}],
+//	 "total": {"calls": 40000, ...}}
+//
+// Each operation object and the total carry exactly the keys calls,
+// distinct, repeats, repeat_share, repeat_cost_usd, concurrent_identical,
+// cache_hits, coalesced, replayed, upstream_calls, spend_usd, saved_usd,
+// shadow_saved_usd, projected_30d_usd (operations also "operation"). Money is
+// a JSON number in dollars with exactly six decimals; repeat_share has four.
+// unknown_cost_calls counts the calls left out of the USD figures because
+// their model has no price.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r.toJSON(), "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteJSONReports writes several reports (Analyze's, one per day) as one
+// indented JSON array of report objects in the WriteJSON format.
+func WriteJSONReports(w io.Writer, reports []*Report) error {
+	js := make([]jsonReport, 0, len(reports))
+	for _, r := range reports {
+		js = append(js, r.toJSON())
+	}
+	b, err := json.MarshalIndent(js, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// csvHeader lists the CSV columns: the day, the operation ("total" on the
+// total line), the report keys, and unknown_cost_calls.
+var csvHeader = []string{"day", "operation", "calls", "distinct", "repeats", "repeat_share", "repeat_cost_usd",
+	"concurrent_identical", "cache_hits", "coalesced", "replayed", "upstream_calls", "spend_usd", "saved_usd",
+	"shadow_saved_usd", "projected_30d_usd", "unknown_cost_calls"}
+
+// TotalLabel names the total line in the table and CSV outputs.
+const TotalLabel = "total"
+
+func (r *Report) csvRecords(cw *csv.Writer) error {
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	m := func(v groundhog.Money) string { return v.Format(6) }
+	rows := append(append([]Row(nil), r.Operations...), r.Total)
+	for n, row := range rows {
+		op := row.Operation
+		if n == len(rows)-1 {
+			op = TotalLabel
+		}
+		if err := cw.Write([]string{r.Day, op, i(row.Calls), i(row.Distinct), i(row.Repeats),
+			strconv.FormatFloat(row.RepeatShare, 'f', 4, 64), m(row.RepeatCost), i(row.ConcurrentIdentical),
+			i(row.CacheHits), i(row.Coalesced), i(row.Replayed), i(row.UpstreamCalls), m(row.Spend), m(row.Saved),
+			m(row.ShadowSaved), m(row.Projected30d), i(row.UnknownCostCalls)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteCSV writes a header line, one line per operation and a total line
+// (operation "total"). Columns: see csvHeader; money in dollars with six
+// decimals. The unknown_cost_calls column is the CSV form of the table's
+// note on calls whose cost is unknown.
+func (r *Report) WriteCSV(w io.Writer) error {
+	return WriteCSVReports(w, []*Report{r})
+}
+
+// WriteCSVReports writes several reports under one header line.
+func WriteCSVReports(w io.Writer, reports []*Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvHeader); err != nil {
+		return err
+	}
+	for _, r := range reports {
+		if err := r.csvRecords(cw); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// tableMoney shows cents, or six decimals for a non-zero amount under a cent
+// (so a small but real cost never reads as 0.00).
+func tableMoney(m groundhog.Money) string {
+	if m != 0 && m < groundhog.Dollar/100 && m > -groundhog.Dollar/100 {
+		return m.Format(6)
+	}
+	return m.Format(2)
+}
+
+// WriteTable writes an aligned terminal table: a title line with the day,
+// one line per operation, a total line, and a note when some calls have an
+// unknown cost. Money is in dollars.
+func (r *Report) WriteTable(w io.Writer) error {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "duplicate work on %s\n\n", r.Day)
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "operation\tcalls\tdistinct\trepeats\trepeat%\trepeat_cost\tconcurrent\tcache_hits\tcoalesced\treplayed\tupstream\tspend\tsaved\tshadow_saved\tprojected_30d\t\n")
+	line := func(op string, row Row) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s%%\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n",
+			op, row.Calls, row.Distinct, row.Repeats, strconv.FormatFloat(row.RepeatShare*100, 'f', 2, 64),
+			tableMoney(row.RepeatCost), row.ConcurrentIdentical, row.CacheHits, row.Coalesced, row.Replayed,
+			row.UpstreamCalls, tableMoney(row.Spend), tableMoney(row.Saved), tableMoney(row.ShadowSaved),
+			tableMoney(row.Projected30d))
+	}
+	for _, row := range r.Operations {
+		op := row.Operation
+		if op == "" {
+			op = "(none)"
+		}
+		line(op, row)
+	}
+	line(TotalLabel, r.Total)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n := r.Total.UnknownCostCalls; n > 0 {
+		fmt.Fprintf(&buf, "\nnote: %d call(s) have an unknown cost (model not in the price table); their cost is left out of the USD columns, never counted as 0.\n", n)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}

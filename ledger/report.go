@@ -1,0 +1,291 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// ReportParams select one day of the ledger.
+type ReportParams struct {
+	// Day is any instant in the day to report; the day is the calendar day
+	// of Day in Location.
+	Day time.Time
+	// Location sets the day boundaries (midnight to midnight there); nil
+	// means UTC.
+	Location *time.Location
+	// Tenant restricts the report to one tenant; empty means all.
+	Tenant string
+	// Operation restricts the report to one operation; empty means all. A
+	// call of this operation still counts as a repeat when its hash was
+	// first seen in another operation: the row is the same as the one the
+	// unfiltered report shows.
+	Operation string
+}
+
+// Row is the report of one operation, or the total. Definitions, for the
+// rows of one calendar day in the report's time zone:
+//
+//   - Calls: ledger rows (all outcomes).
+//   - Distinct: distinct request hashes among those rows.
+//   - Repeats: rows whose (tenant, request hash) appeared in an earlier row
+//     of the same day, in any operation (the hash already includes the
+//     tenant; "earlier" orders by time, then ID).
+//   - RepeatShare: Repeats / Calls, rounded to 4 decimals (0 when Calls is 0).
+//   - RepeatCost: sum of FullCost over the repeats (known costs only).
+//   - ConcurrentIdentical: rows with InFlight set, i.e. that arrived while an
+//     identical call was in flight (a subset of the repeats except across
+//     midnight, counted separately: only coalescing removes those).
+//   - CacheHits, Coalesced, Replayed, UpstreamCalls: rows with outcome
+//     cache_hit, coalesced, replayed and upstream.
+//   - Spend: sum of Cost (known costs only).
+//   - Saved: sum of Saved (known amounts only).
+//   - ShadowSaved: sum of FullCost of the repeats whose CacheOn is false:
+//     what an exact cache plus coalescing would have saved for calls whose
+//     cache was off.
+//   - Projected30d: 30 × (Saved + ShadowSaved).
+//   - UnknownCostCalls: rows whose Cost, Saved or FullCost is
+//     groundhog.CostUnknown (model not in the price table). Their unknown
+//     amounts are never summed as 0: they are left out of every USD figure
+//     and counted here instead.
+//
+// The total row is computed the same way over all rows of the report, not
+// summed from the operation rows (its Distinct and RepeatShare could not be).
+type Row struct {
+	Operation           string
+	Calls               int64
+	Distinct            int64
+	Repeats             int64
+	RepeatShare         float64
+	RepeatCost          groundhog.Money
+	ConcurrentIdentical int64
+	CacheHits           int64
+	Coalesced           int64
+	Replayed            int64
+	UpstreamCalls       int64
+	Spend               groundhog.Money
+	Saved               groundhog.Money
+	ShadowSaved         groundhog.Money
+	Projected30d        groundhog.Money
+	UnknownCostCalls    int64
+}
+
+// Report is the duplicate-work report of one day: one row per operation,
+// sorted by operation name, and the total.
+type Report struct {
+	Day        string // YYYY-MM-DD in the report's time zone
+	Operations []Row
+	Total      Row
+}
+
+// hashKey identifies a request across the day: the repeat rule's
+// (tenant, request hash).
+type hashKey struct{ tenant, hash string }
+
+// opHashKey is a hash seen in an operation other than the one it was first
+// seen in: rare, so kept apart from the main set.
+type opHashKey struct {
+	op  int32
+	key hashKey
+}
+
+// Accumulator computes a report incrementally from ledger rows. It is the
+// one implementation of the definitions on Row, shared by BuildReport (rows
+// scanned from a LedgerStore) and Analyze (rows derived from a request log),
+// so live and offline figures cannot drift apart.
+//
+// Rows must be added in (Time, ID) order and all belong to one day. Memory
+// grows with the distinct request hashes of the day, not with the calls.
+type Accumulator struct {
+	operation string // filter; "" counts every row
+
+	seen      map[hashKey]int32 // hash -> index of the operation it was first seen in
+	seenOther map[opHashKey]struct{}
+	opIndex   map[string]int32
+	rows      []*Row
+	total     Row
+
+	lastOp  string // one-entry cache in front of opIndex: calls come in runs
+	lastIdx int32
+}
+
+// NewAccumulator returns an empty Accumulator. A non-empty operation limits
+// the report to that operation; rows of other operations must still be
+// added, because they decide what is a repeat.
+func NewAccumulator(operation string) *Accumulator {
+	return &Accumulator{
+		operation: operation,
+		seen:      make(map[hashKey]int32),
+		seenOther: make(map[opHashKey]struct{}),
+		opIndex:   make(map[string]int32),
+		lastIdx:   -1,
+	}
+}
+
+func (a *Accumulator) op(name string) int32 {
+	if a.lastIdx >= 0 && name == a.lastOp {
+		return a.lastIdx
+	}
+	i, ok := a.opIndex[name]
+	if !ok {
+		i = int32(len(a.rows))
+		a.opIndex[name] = i
+		a.rows = append(a.rows, &Row{Operation: name})
+	}
+	a.lastOp, a.lastIdx = name, i
+	return i
+}
+
+// Add counts e. See Row for the definitions.
+func (a *Accumulator) Add(e *groundhog.LedgerEntry) {
+	oi := a.op(e.Operation)
+	k := hashKey{e.Tenant, e.RequestHash}
+	first, repeat := a.seen[k]
+	newInOp := !repeat
+	if !repeat {
+		a.seen[k] = oi
+	} else if first != oi {
+		ok := opHashKey{oi, k}
+		if _, dup := a.seenOther[ok]; !dup {
+			a.seenOther[ok] = struct{}{}
+			newInOp = true
+		}
+	}
+	if a.operation != "" && e.Operation != a.operation {
+		return
+	}
+	r := a.rows[oi]
+	count(r, e, repeat, newInOp)
+	count(&a.total, e, repeat, !repeat)
+}
+
+func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
+	r.Calls++
+	if distinct {
+		r.Distinct++
+	}
+	if repeat {
+		r.Repeats++
+		if e.FullCost.Known() {
+			r.RepeatCost += e.FullCost
+			if !e.CacheOn {
+				r.ShadowSaved += e.FullCost
+			}
+		}
+	}
+	if e.InFlight {
+		r.ConcurrentIdentical++
+	}
+	switch e.Outcome {
+	case groundhog.OutcomeCacheHit:
+		r.CacheHits++
+	case groundhog.OutcomeCoalesced:
+		r.Coalesced++
+	case groundhog.OutcomeReplayed:
+		r.Replayed++
+	case groundhog.OutcomeUpstream:
+		r.UpstreamCalls++
+	}
+	if e.Cost.Known() {
+		r.Spend += e.Cost
+	}
+	if e.Saved.Known() {
+		r.Saved += e.Saved
+	}
+	if !e.Cost.Known() || !e.Saved.Known() || !e.FullCost.Known() {
+		r.UnknownCostCalls++
+	}
+}
+
+// finish fills the derived columns.
+func (r Row) finish() Row {
+	if r.Calls > 0 {
+		r.RepeatShare = math.Round(float64(r.Repeats)/float64(r.Calls)*1e4) / 1e4
+	}
+	r.Projected30d = 30 * (r.Saved + r.ShadowSaved)
+	return r
+}
+
+// Report returns the report of the rows added so far, labelled day.
+func (a *Accumulator) Report(day string) *Report {
+	rep := &Report{Day: day, Operations: []Row{}}
+	for _, r := range a.rows {
+		if a.operation != "" && r.Operation != a.operation {
+			continue
+		}
+		if r.Calls == 0 {
+			continue
+		}
+		rep.Operations = append(rep.Operations, r.finish())
+	}
+	sort.Slice(rep.Operations, func(i, j int) bool { return rep.Operations[i].Operation < rep.Operations[j].Operation })
+	rep.Total = a.total.finish()
+	if a.operation != "" && len(rep.Operations) == 1 {
+		// Only one operation is counted, so its distinct hashes are the
+		// total's (the total's own rule counts first sightings across
+		// every operation, which a filter hides).
+		rep.Total.Distinct = rep.Operations[0].Distinct
+	}
+	rep.Total.Operation = ""
+	return rep
+}
+
+// UnknownCostCalls returns the total's UnknownCostCalls.
+func (r *Report) UnknownCostCalls() int64 { return r.Total.UnknownCostCalls }
+
+// DayBounds returns the start of the calendar day of t in loc and the start
+// of the next day. Days are not always 24 hours long (DST), so the end is
+// computed from the calendar, not by adding 24h.
+func DayBounds(t time.Time, loc *time.Location) (start, end time.Time) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, loc), time.Date(y, m, d+1, 0, 0, 0, 0, loc)
+}
+
+// ParseDay parses a report day: "YYYY-MM-DD", "today" or "yesterday" (the
+// calendar day of now in loc, or the one before). It returns midnight of
+// that day in loc (nil loc means UTC). A bad value is an error with code
+// groundhog.EINVALID.
+func ParseDay(s string, loc *time.Location, now time.Time) (time.Time, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "today", "":
+		start, _ := DayBounds(now, loc)
+		return start, nil
+	case "yesterday":
+		y, m, d := now.In(loc).Date()
+		return time.Date(y, m, d-1, 0, 0, 0, 0, loc), nil
+	}
+	t, err := time.ParseInLocation("2006-01-02", strings.TrimSpace(s), loc)
+	if err != nil {
+		return time.Time{}, groundhog.Errorf(groundhog.EINVALID, "invalid day %q: want YYYY-MM-DD, today or yesterday", s)
+	}
+	return t, nil
+}
+
+// BuildReport computes the report of one day from store. It scans the day's
+// rows (of p.Tenant, or all tenants) once, in (Time, ID) order, through an
+// Accumulator. Memory grows with the day's distinct request hashes.
+func BuildReport(ctx context.Context, store groundhog.LedgerStore, p ReportParams) (*Report, error) {
+	start, end := DayBounds(p.Day, p.Location)
+	acc := NewAccumulator(p.Operation)
+	// The operation filter is applied by the Accumulator, not the store: a
+	// call repeating a hash first seen in another operation is a repeat.
+	f := groundhog.LedgerFilter{Tenant: p.Tenant, From: start, To: end}
+	if err := store.ScanLedger(ctx, f, func(e *groundhog.LedgerEntry) error {
+		acc.Add(e)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("ledger: report %s: %w", start.Format("2006-01-02"), err)
+	}
+	return acc.Report(start.Format("2006-01-02")), nil
+}
