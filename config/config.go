@@ -63,6 +63,9 @@ type IdemConfig struct {
 // LedgerConfig configures the ledger writer.
 type LedgerConfig struct {
 	JournalDir string `yaml:"journal_dir"` // default: <db>.journal beside the database
+	// Disabled turns the ledger off (no rows, no report). For benchmarks
+	// that measure the ledger's cost; never the default.
+	Disabled bool `yaml:"disabled"`
 }
 
 // SimConfig configures the in-process simulated provider.

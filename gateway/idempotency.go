@@ -2,20 +2,15 @@ package gateway
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/idempotency"
 )
-
-// maxPreferWait bounds Prefer: wait=<s>.
-const maxPreferWait = 5 * time.Minute
 
 // serveIdempotent runs the idempotency stage for a call that carries an
 // Idempotency-Key (DESIGN.md §1, state by state): replay a terminal record,
@@ -25,7 +20,7 @@ const maxPreferWait = 5 * time.Minute
 // released, fenced by its token — before the client's response completes.
 func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call, key string) {
 	ctx := r.Context()
-	wait := preferWait(r.Header)
+	wait := idempotency.PreferWait(r)
 	deadline := s.clock.Now().Add(wait)
 	for {
 		claim, op, outcome, err := s.opts.Idem.Begin(ctx, c.tenant, c.idemKey, c.fp.Hash)
@@ -49,10 +44,7 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call
 		// In progress under a live lease.
 		left := deadline.Sub(s.clock.Now())
 		if wait <= 0 || left <= 0 {
-			secs := int(math.Ceil(op.LeaseExpiresAt.Sub(s.clock.Now()).Seconds()))
-			if secs < 1 {
-				secs = 1
-			}
+			secs := s.opts.Idem.RetryAfter(op)
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			s.reject(w, r, c, groundhog.OutcomeRejected, groundhog.Errorf(groundhog.ECONFLICT,
 				"the operation with Idempotency-Key %q is still running; retry after %ds or send \"Prefer: wait=<seconds>\"", c.idemKey, secs))
@@ -122,35 +114,13 @@ func (s *Server) settle(c *call, resp *groundhog.Response, err error) *groundhog
 	}
 	if groundhog.ErrorCode(serr) == groundhog.ESTALE {
 		s.log.Warn("stale idempotency commit discarded: another attempt took over", append(logAttrs(c), "key", c.idemKey)...)
-		if op, gerr := s.opts.Idem.Get(ctx, c.tenant, c.idemKey); gerr == nil && op.Status.Terminal() {
+		if op, gerr := s.opts.Idem.GetByKey(ctx, c.tenant, c.idemKey); gerr == nil && op.Status.Terminal() {
 			return op
 		}
 		return nil
 	}
 	s.log.Error("idempotency commit failed", append(logAttrs(c), "err", serr)...)
 	return nil
-}
-
-// preferWait parses "Prefer: wait=<seconds>" (RFC 7240), capped.
-func preferWait(h http.Header) time.Duration {
-	for _, v := range h.Values("Prefer") {
-		for _, pref := range strings.Split(v, ",") {
-			k, val, ok := strings.Cut(strings.TrimSpace(pref), "=")
-			if !ok || !strings.EqualFold(strings.TrimSpace(k), "wait") {
-				continue
-			}
-			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(val), `"`))
-			if err != nil || n <= 0 {
-				continue
-			}
-			d := time.Duration(n) * time.Second
-			if d > maxPreferWait {
-				d = maxPreferWait
-			}
-			return d
-		}
-	}
-	return 0
 }
 
 // failpoints lists the crash points enabled by GROUNDHOG_FAILPOINT (comma

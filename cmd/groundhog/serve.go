@@ -108,8 +108,13 @@ func serve(ctx context.Context, cfg *config.Config, out interface{ Write([]byte)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}
+	var rec gateway.Recorder = lw
+	if cfg.Ledger.Disabled {
+		rec = nil
+		fmt.Fprintln(out, "groundhog: ledger disabled by configuration: no rows, no report")
+	}
 	gw := gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: lw, OpenAI: openai, Anthropic: anthropic,
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: openai, Anthropic: anthropic,
 		Logger: log, Ready: db.Ping, Extra: extraRoutes(cfg, db, log),
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
