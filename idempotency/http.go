@@ -129,9 +129,9 @@ type beginRequest struct {
 
 // fencedRequest is the body of renew, complete and fail.
 type fencedRequest struct {
-	FencingToken *int64         `json:"fencing_token"`
+	FencingToken *int64          `json:"fencing_token"`
 	Result       json.RawMessage `json:"result"`
-	Retryable    *bool          `json:"retryable"`
+	Retryable    *bool           `json:"retryable"`
 }
 
 func (h *handler) begin(w http.ResponseWriter, r *http.Request, tenant string) {
