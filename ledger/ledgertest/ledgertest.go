@@ -193,9 +193,11 @@ func body(sh groundhog.Shape, r request) []byte {
 			s = fmt.Sprintf(`{"messages":[{"content":%q,"role":"user"}],"system":"You are a careful analyst.","max_tokens":1024.0,"model":%q,"stream":false}`, doc, r.model)
 		}
 	case groundhog.ShapeEmbeddings:
-		s = fmt.Sprintf(`{"model":%q,"input":%q}`, r.model, doc)
+		// The official SDKs send encoding_format; it also tells an
+		// embeddings request of an unknown model from a responses one.
+		s = fmt.Sprintf(`{"model":%q,"input":%q,"encoding_format":"float"}`, r.model, doc)
 		if r.variant == 1 {
-			s = fmt.Sprintf(`{"input":%q,  "model":%q}`, doc, r.model)
+			s = fmt.Sprintf(`{"encoding_format":"float","input":%q,  "model":%q}`, doc, r.model)
 		}
 	}
 	return []byte(s)
