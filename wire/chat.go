@@ -534,7 +534,8 @@ func chatChoiceChunks(c object, emit func(choice, usage json.RawMessage)) error 
 		key    string
 		pieces []string
 	}
-	for _, k := range chatTextKeys {
+	// Reasoning streams before the answer, as the providers send it.
+	for _, k := range []string{"reasoning_content", "reasoning", "content", "refusal"} {
 		v := msg.get(k)
 		if v == nil {
 			continue
