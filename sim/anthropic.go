@@ -1,0 +1,394 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// Anthropic prompt caching limits.
+const (
+	maxBreakpoints = 4  // cache_control blocks per request
+	lookbackBlocks = 20 // block boundaries checked before each breakpoint
+)
+
+// messagesRequest is the part of a POST /v1/messages body the sim reads.
+type messagesRequest struct {
+	Model        string             `json:"model"`
+	MaxTokens    *int               `json:"max_tokens"`
+	Messages     []anthropicMessage `json:"messages"`
+	System       json.RawMessage    `json:"system"`
+	Tools        []json.RawMessage  `json:"tools"`
+	ToolChoice   json.RawMessage    `json:"tool_choice"`
+	Stream       bool               `json:"stream"`
+	CacheControl json.RawMessage    `json:"cache_control"`
+}
+
+type anthropicMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type anthropicBlock struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	Thinking     string          `json:"thinking"`
+	Name         string          `json:"name"`
+	Input        json.RawMessage `json:"input"`
+	Content      json.RawMessage `json:"content"`
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+func hasMarker(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+// anthropicPrompt is a Messages prompt as the sim accounts it.
+type anthropicPrompt struct {
+	tokens        int
+	lookup, store []PrefixPoint
+	tools         []toolSpec
+	asked         bool // the last message is the user's, mentions "tool" and answers no tool call
+}
+
+// buildAnthropicPrompt tokenizes tools, then system, then messages (the
+// order in which Anthropic caches), recording a prefix point at every
+// content-block boundary (after each tool, system block, message block) and
+// which of them carry cache_control. A top-level cache_control marks the last
+// boundary (automatic caching).
+func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
+	ts := newTokenStream(0)
+	var bounds []PrefixPoint
+	var breaks []int
+	mark := func(cc bool) {
+		bounds = append(bounds, ts.point())
+		if cc {
+			breaks = append(breaks, len(bounds)-1)
+		}
+	}
+	p := &anthropicPrompt{}
+	for _, raw := range req.Tools {
+		var t struct {
+			Type         string          `json:"type"`
+			Name         string          `json:"name"`
+			InputSchema  json.RawMessage `json:"input_schema"`
+			CacheControl json.RawMessage `json:"cache_control"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, groundhog.WrapError(groundhog.EINVALID, "tools: each tool must be an object", err)
+		}
+		ts.begin("tool")
+		ts.text(compactJSON(raw))
+		ts.end()
+		mark(hasMarker(t.CacheControl))
+		if (t.Type == "" || t.Type == "custom") && t.Name != "" {
+			p.tools = append(p.tools, toolSpec{name: t.Name, schema: t.InputSchema})
+		}
+	}
+	if sys := bytes.TrimSpace(req.System); len(sys) > 0 && string(sys) != "null" {
+		ts.begin("system")
+		if sys[0] == '"' {
+			var s string
+			json.Unmarshal(sys, &s)
+			ts.text(s)
+			mark(false)
+		} else {
+			var blocks []anthropicBlock
+			if err := json.Unmarshal(sys, &blocks); err != nil {
+				return nil, groundhog.WrapError(groundhog.EINVALID, "system: Input should be a valid string or a list of text blocks", err)
+			}
+			for _, b := range blocks {
+				ts.text(b.Text)
+				mark(hasMarker(b.CacheControl))
+			}
+		}
+		ts.end()
+	}
+	for i, m := range req.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			return nil, groundhog.Errorf(groundhog.EINVALID, "messages.%d.role: Input should be 'user' or 'assistant'", i)
+		}
+		ts.begin(m.Role)
+		var text bytes.Buffer
+		toolResult := false
+		content := bytes.TrimSpace(m.Content)
+		if len(content) > 0 && content[0] == '"' {
+			var s string
+			json.Unmarshal(content, &s)
+			ts.text(s)
+			text.WriteString(s)
+			mark(false)
+		} else {
+			var blocks []json.RawMessage
+			if err := json.Unmarshal(content, &blocks); err != nil {
+				return nil, groundhog.WrapError(groundhog.EINVALID, "messages.content: Input should be a valid string or a list of content blocks", err)
+			}
+			for _, raw := range blocks {
+				var b anthropicBlock
+				if err := json.Unmarshal(raw, &b); err != nil {
+					return nil, groundhog.WrapError(groundhog.EINVALID, "messages.content: each content block must be an object", err)
+				}
+				switch b.Type {
+				case "text":
+					ts.text(b.Text)
+					text.WriteString(b.Text + " ")
+				case "thinking":
+					ts.text(b.Thinking)
+				case "tool_use":
+					ts.text(b.Name)
+					ts.text(compactJSON(b.Input))
+				case "tool_result":
+					toolResult = true
+					writeContent(ts, b.Content)
+				default:
+					ts.text(compactJSON(raw))
+				}
+				mark(hasMarker(b.CacheControl))
+			}
+		}
+		ts.end()
+		p.asked = m.Role == "user" && !toolResult && mentionsTool(text.String())
+	}
+	if hasMarker(req.CacheControl) && len(bounds) > 0 {
+		if n := len(breaks); n == 0 || breaks[n-1] != len(bounds)-1 {
+			breaks = append(breaks, len(bounds)-1)
+		}
+	}
+	if len(breaks) > maxBreakpoints {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, len(breaks))
+	}
+	p.tokens = ts.n
+	// Lookup: each breakpoint and the boundaries up to lookbackBlocks before
+	// it; Store: the breakpoints. Both in increasing order.
+	in := make([]bool, len(bounds))
+	for _, b := range breaks {
+		for k := max(0, b-lookbackBlocks); k <= b; k++ {
+			in[k] = true
+		}
+		p.store = append(p.store, bounds[b])
+	}
+	for k, ok := range in {
+		if ok {
+			p.lookup = append(p.lookup, bounds[k])
+		}
+	}
+	return p, nil
+}
+
+// validateMessages checks what every Messages request needs.
+func validateMessages(req *messagesRequest) error {
+	if req.Model == "" {
+		return groundhog.Errorf(groundhog.EINVALID, "model: Field required")
+	}
+	if len(req.Messages) == 0 {
+		return groundhog.Errorf(groundhog.EINVALID, "messages: Field required (at least one message)")
+	}
+	return nil
+}
+
+// parseMessages validates an Anthropic Messages request and generates its
+// answer. max_tokens is required, as in the real API.
+func parseMessages(body []byte, sd seed) (*job, error) {
+	var req messagesRequest
+	if err := decodeBody(body, &req); err != nil {
+		return nil, err
+	}
+	if err := validateMessages(&req); err != nil {
+		return nil, err
+	}
+	if req.MaxTokens == nil {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "max_tokens: Field required")
+	}
+	if *req.MaxTokens < 1 {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "max_tokens: Input should be greater than or equal to 1")
+	}
+	p, err := buildAnthropicPrompt(&req)
+	if err != nil {
+		return nil, err
+	}
+	mode, name := anthropicToolChoice(req.ToolChoice)
+	call, err := pickTool(p.tools, mode, name, p.asked)
+	if err != nil {
+		return nil, err
+	}
+	c := generate(sd, 0, *req.MaxTokens, call)
+	j := &job{model: req.Model, stream: req.Stream, seed: sd, prompt: p.tokens, lookup: p.lookup, store: p.store,
+		reportWrites: true, output: c.tokens}
+	j.respond = func(x *exchange) {
+		if j.stream {
+			streamMessages(x, req.Model, c)
+		} else {
+			x.respondJSON(anthropicMessageBody(x, req.Model, c))
+		}
+	}
+	return j, nil
+}
+
+// anthropicToolChoice normalizes tool_choice {"type": auto|any|tool|none}.
+func anthropicToolChoice(raw json.RawMessage) (mode, name string) {
+	var o struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	json.Unmarshal(raw, &o)
+	switch o.Type {
+	case "any":
+		return "required", ""
+	case "tool":
+		return "required", o.Name
+	case "none":
+		return "none", ""
+	}
+	return "auto", ""
+}
+
+type anthropicUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreation            struct {
+		Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+	OutputTokens int64  `json:"output_tokens"`
+	ServiceTier  string `json:"service_tier"`
+}
+
+// newAnthropicUsage converts u: Anthropic's input_tokens excludes cache reads
+// and writes.
+func newAnthropicUsage(u groundhog.Usage, output int64) anthropicUsage {
+	au := anthropicUsage{
+		InputTokens:              u.InputTokens - u.CachedInputTokens - u.CacheWriteTokens,
+		CacheCreationInputTokens: u.CacheWriteTokens,
+		CacheReadInputTokens:     u.CachedInputTokens,
+		OutputTokens:             output,
+		ServiceTier:              "standard",
+	}
+	au.CacheCreation.Ephemeral5m = u.CacheWriteTokens
+	return au
+}
+
+type anthropicBody struct {
+	ID           string         `json:"id"`
+	Type         string         `json:"type"`
+	Role         string         `json:"role"`
+	Model        string         `json:"model"`
+	Content      []any          `json:"content"`
+	StopReason   *string        `json:"stop_reason"`
+	StopSequence *string        `json:"stop_sequence"`
+	Usage        anthropicUsage `json:"usage"`
+}
+
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type toolUseBlock struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+func (c *completion) stopReason() string {
+	switch {
+	case c.tool != nil:
+		return "tool_use"
+	case c.truncated:
+		return "max_tokens"
+	}
+	return "end_turn"
+}
+
+func anthropicMessageBody(x *exchange, model string, c *completion) anthropicBody {
+	reason := c.stopReason()
+	b := anthropicBody{ID: x.id.id("msg_"), Type: "message", Role: "assistant", Model: model,
+		StopReason: &reason, Usage: newAnthropicUsage(x.usage, x.usage.OutputTokens)}
+	if c.tool != nil {
+		b.Content = []any{toolUseBlock{Type: "tool_use", ID: x.toolCallID("toolu_", 0), Name: c.tool.name, Input: json.RawMessage(c.tool.args)}}
+	} else {
+		b.Content = []any{textBlock{Type: "text", Text: c.text()}}
+	}
+	return b
+}
+
+// streamMessages writes the Anthropic event stream: message_start,
+// content_block_start, ping, content_block_delta per output token (or
+// tool-input piece), content_block_stop, message_delta, message_stop.
+func streamMessages(x *exchange, model string, c *completion) {
+	total := len(c.words)
+	if c.tool != nil {
+		total = len(c.argChunks())
+	}
+	st := x.newSSE(total)
+	start := anthropicMessageBody(x, model, c)
+	start.Content, start.StopReason = []any{}, nil
+	start.Usage.OutputTokens = 1 // as the API reports before generating
+	if !st.event("message_start", map[string]any{"type": "message_start", "message": start}) {
+		return
+	}
+	var block any = textBlock{Type: "text", Text: ""}
+	if c.tool != nil {
+		block = toolUseBlock{Type: "tool_use", ID: x.toolCallID("toolu_", 0), Name: c.tool.name, Input: json.RawMessage(`{}`)}
+	}
+	if !st.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": block}) ||
+		!st.event("ping", map[string]any{"type": "ping"}) {
+		return
+	}
+	delta := func(d any) bool {
+		return st.chunk("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": d})
+	}
+	if c.tool != nil {
+		for _, piece := range c.argChunks() {
+			if !delta(map[string]any{"type": "input_json_delta", "partial_json": piece}) {
+				return
+			}
+		}
+	} else {
+		for _, w := range c.deltas() {
+			if !delta(map[string]any{"type": "text_delta", "text": w}) {
+				return
+			}
+		}
+	}
+	if !st.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}) {
+		return
+	}
+	u := newAnthropicUsage(x.usage, x.usage.OutputTokens)
+	if !st.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": c.stopReason(), "stop_sequence": nil},
+		"usage": map[string]any{"input_tokens": u.InputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens,
+			"cache_read_input_tokens": u.CacheReadInputTokens, "output_tokens": u.OutputTokens}}) {
+		return
+	}
+	st.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// countTokens answers POST /v1/messages/count_tokens: the prompt's input
+// tokens, as the sim counts them. Not billed; no faults.
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, familyAnthropic, err)
+		return
+	}
+	var req messagesRequest
+	if err := decodeBody(body, &req); err != nil {
+		writeErr(w, familyAnthropic, err)
+		return
+	}
+	if err := validateMessages(&req); err != nil {
+		writeErr(w, familyAnthropic, err)
+		return
+	}
+	p, err := buildAnthropicPrompt(&req)
+	if err != nil {
+		writeErr(w, familyAnthropic, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": p.tokens})
+}

@@ -1,0 +1,274 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// job is a parsed, validated model call, its prompt accounting and its
+// (already generated) answer.
+type job struct {
+	model  string
+	stream bool
+	seed   seed
+	// prompt is the number of prompt tokens; lookup and store the prefix
+	// points passed to the PrefixCache (none for embeddings).
+	prompt        int
+	lookup, store []PrefixPoint
+	// reportWrites: cache writes are reported and billed (Anthropic). OpenAI's
+	// automatic caching writes for free and reports none.
+	reportWrites bool
+	output       int // output tokens
+	// respond writes the answer. It is called after the time to first token
+	// and after billing.
+	respond func(x *exchange)
+}
+
+// exchange is the state of one model call while its answer is written.
+type exchange struct {
+	s       *Server
+	w       http.ResponseWriter
+	r       *http.Request
+	ctx     context.Context
+	id      seed // unique per call: request seed + call number
+	created time.Time
+	usage   groundhog.Usage
+	reset   bool // reset-mid-stream fault
+}
+
+// modelCall runs one model call of shape: fault, parse, prefix cache,
+// latency, bill, respond. See the package doc for what is billed when.
+func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundhog.Shape) {
+	fam := familyOf(shape)
+	if !allow(w, r, fam, http.MethodPost) {
+		return
+	}
+	f, err := s.faultFor(r)
+	if err != nil {
+		writeErr(w, fam, err)
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		writeErr(w, fam, err)
+		return
+	}
+	switch f.kind {
+	case faultStatus:
+		writeError(w, fam, f.status, fmt.Sprintf("simulated fault: upstream answered %d %s", f.status, http.StatusText(f.status)))
+		return
+	case faultTimeout:
+		hang(r)
+		return
+	}
+	sd, err := requestSeed(shape, body)
+	if err != nil {
+		writeErr(w, fam, invalidJSON(err))
+		return
+	}
+	var j *job
+	switch shape {
+	case groundhog.ShapeChat:
+		j, err = parseChat(body, sd)
+	case groundhog.ShapeResponses:
+		j, err = parseResponses(body, sd)
+	case groundhog.ShapeEmbeddings:
+		j, err = parseEmbeddings(body, sd)
+	case groundhog.ShapeMessages:
+		j, err = parseMessages(body, sd)
+	}
+	if err != nil {
+		writeErr(w, fam, err)
+		return
+	}
+
+	ctx := r.Context()
+	scope := scopeOf(r)
+	var cached int
+	if len(j.lookup) > 0 {
+		cached = s.cache.Lookup(scope, j.model, j.lookup, s.clock.Now())
+	}
+	ttft := s.firstToken + s.perPrompt*time.Duration(j.prompt-cached)
+	if err := s.wait(ctx, ttft); err != nil {
+		return // the client went away before the first token: nothing billed
+	}
+	var stored int
+	if len(j.store) > 0 {
+		stored = s.cache.Store(scope, j.model, j.store, s.clock.Now())
+	}
+	u := groundhog.Usage{InputTokens: int64(j.prompt), CachedInputTokens: int64(cached), OutputTokens: int64(j.output)}
+	if j.reportWrites && stored > cached {
+		u.CacheWriteTokens = int64(stored - cached)
+	}
+	s.charge(j.model, u)
+	if f.kind == faultDrop {
+		abort() // billed in full; the client sees the connection drop
+	}
+
+	x := &exchange{
+		s: s, w: w, r: r, ctx: ctx,
+		id:      sd.derive("call", s.calls.Add(1)),
+		created: s.clock.Now(),
+		usage:   u,
+		reset:   f.kind == faultReset,
+	}
+	if fam == familyAnthropic {
+		w.Header().Set("request-id", x.id.id("req_"))
+	} else {
+		w.Header().Set("x-request-id", x.id.id("req_"))
+	}
+	if !j.stream {
+		// A non-streamed answer arrives when its last token is generated.
+		if err := s.wait(ctx, s.perOutput*time.Duration(j.output)); err != nil {
+			return
+		}
+	}
+	j.respond(x)
+}
+
+// wait sleeps d (if positive) with the configured Sleep.
+func (s *Server) wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	return s.sleep(ctx, d)
+}
+
+// readBody reads r's body, at most maxBody bytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, groundhog.Errorf(groundhog.ETOOLARGE, "request body exceeds %d bytes", maxBody)
+		}
+		return nil, groundhog.WrapError(groundhog.EINVALID, "could not read the request body", err)
+	}
+	return body, nil
+}
+
+func invalidJSON(err error) error {
+	return groundhog.WrapError(groundhog.EINVALID,
+		"We could not parse the JSON body of your request. The body must be a JSON object.", err)
+}
+
+// decodeBody decodes body into v, or returns a 400 error.
+func decodeBody(body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return groundhog.WrapError(groundhog.EINVALID,
+				fmt.Sprintf("Invalid type for '%s': expected %s", typeErr.Field, typeErr.Type), err)
+		}
+		return invalidJSON(err)
+	}
+	return nil
+}
+
+// respondJSON writes a non-streamed answer, honouring the reset fault: half
+// the body, then the connection breaks.
+func (x *exchange) respondJSON(v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("sim: encode response: %v", err))
+	}
+	if !x.reset {
+		writeBody(x.w, http.StatusOK, body)
+		return
+	}
+	h := x.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(body)))
+	x.w.WriteHeader(http.StatusOK)
+	x.w.Write(body[:len(body)/2])
+	http.NewResponseController(x.w).Flush()
+	abort()
+}
+
+// sse writes a server-sent event stream. Output chunks are paced by
+// PerOutputToken; with the reset fault the connection breaks after half of
+// them, before any terminal event.
+type sse struct {
+	x       *exchange
+	rc      *http.ResponseController
+	chunks  int // output chunks sent
+	abortAt int // break after this many output chunks (0 = never)
+	failed  bool
+}
+
+// newSSE starts the stream: status 200 and event-stream headers. total is
+// the number of output chunks the stream will carry.
+func (x *exchange) newSSE(total int) *sse {
+	h := x.w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	x.w.WriteHeader(http.StatusOK)
+	st := &sse{x: x, rc: http.NewResponseController(x.w)}
+	if x.reset {
+		st.abortAt = max(1, total/2)
+	}
+	return st
+}
+
+// event sends one event; name is the "event:" field ("" for none). It
+// reports false once the client is gone, so callers stop early.
+func (st *sse) event(name string, v any) bool {
+	if st.failed {
+		return false
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("sim: encode event: %v", err))
+	}
+	return st.raw(name, data)
+}
+
+func (st *sse) raw(name string, data []byte) bool {
+	buf := make([]byte, 0, len(data)+len(name)+16)
+	if name != "" {
+		buf = append(buf, "event: "...)
+		buf = append(buf, name...)
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, "data: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	if _, err := st.x.w.Write(buf); err != nil {
+		st.failed = true
+		return false
+	}
+	if err := st.rc.Flush(); err != nil {
+		st.failed = true
+		return false
+	}
+	return true
+}
+
+// chunk sends one output chunk (one token of text, or a piece of tool-call
+// arguments), after PerOutputToken unless it is the first.
+func (st *sse) chunk(name string, v any) bool {
+	if st.failed {
+		return false
+	}
+	if st.chunks > 0 {
+		if err := st.x.s.wait(st.x.ctx, st.x.s.perOutput); err != nil {
+			st.failed = true
+			return false
+		}
+	}
+	if !st.event(name, v) {
+		return false
+	}
+	st.chunks++
+	if st.abortAt > 0 && st.chunks == st.abortAt {
+		abort()
+	}
+	return true
+}

@@ -1,0 +1,2 @@
+// Package sim is the simulated model provider.
+package sim

@@ -1,0 +1,120 @@
+package sim
+
+import (
+	"net/http"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// family is a provider wire format: it decides the shape of error bodies.
+type family int
+
+const (
+	familyOpenAI family = iota
+	familyAnthropic
+)
+
+func familyOf(shape groundhog.Shape) family {
+	if shape.Provider() == "anthropic" {
+		return familyAnthropic
+	}
+	return familyOpenAI
+}
+
+// statusFor maps a client error code to its HTTP status, in one place.
+func statusFor(err error) int {
+	switch groundhog.ErrorCode(err) {
+	case groundhog.EINVALID:
+		return http.StatusBadRequest
+	case groundhog.ENOTFOUND:
+		return http.StatusNotFound
+	case groundhog.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case groundhog.EMEDIATYPE:
+		return http.StatusUnsupportedMediaType
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// writeErr answers with err's client-safe message in fam's error shape.
+func writeErr(w http.ResponseWriter, fam family, err error) {
+	writeError(w, fam, statusFor(err), groundhog.ErrorMessage(err))
+}
+
+// writeError answers status with msg in the provider's error shape:
+// OpenAI {"error":{"message","type","param","code"}}, Anthropic
+// {"type":"error","error":{"type","message"}}. 429 carries Retry-After.
+func writeError(w http.ResponseWriter, fam family, status int, msg string) {
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	if fam == familyAnthropic {
+		writeJSON(w, status, anthropicError{Type: "error", Error: anthropicErrorBody{Type: anthropicErrorType(status), Message: msg}})
+		return
+	}
+	typ, code := openAIErrorType(status)
+	writeJSON(w, status, openAIError{Error: openAIErrorBody{Message: msg, Type: typ, Code: code}})
+}
+
+type openAIError struct {
+	Error openAIErrorBody `json:"error"`
+}
+
+type openAIErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+type anthropicError struct {
+	Type  string             `json:"type"`
+	Error anthropicErrorBody `json:"error"`
+}
+
+type anthropicErrorBody struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// openAIErrorType returns the error type and code OpenAI uses for status.
+func openAIErrorType(status int) (typ string, code *string) {
+	str := func(s string) *string { return &s }
+	switch {
+	case status == http.StatusUnauthorized:
+		return "invalid_request_error", str("invalid_api_key")
+	case status == http.StatusNotFound:
+		return "invalid_request_error", str("unknown_url")
+	case status == http.StatusTooManyRequests:
+		return "requests", str("rate_limit_exceeded")
+	case status >= 500:
+		return "server_error", nil
+	default:
+		return "invalid_request_error", nil
+	}
+}
+
+// anthropicErrorType returns the error type Anthropic uses for status.
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}

@@ -1,0 +1,356 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// responsesRequest is the part of a POST /v1/responses body the sim reads;
+// the rest is echoed back in the response object where the API does.
+type responsesRequest struct {
+	Model              string            `json:"model"`
+	Input              json.RawMessage   `json:"input"`
+	Instructions       *string           `json:"instructions"`
+	Tools              []json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	Stream             bool              `json:"stream"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Temperature        *float64          `json:"temperature"`
+	TopP               *float64          `json:"top_p"`
+	ParallelToolCalls  *bool             `json:"parallel_tool_calls"`
+	PreviousResponseID string            `json:"previous_response_id"`
+	Metadata           json.RawMessage   `json:"metadata"`
+	Text               json.RawMessage   `json:"text"`
+	Store              *bool             `json:"store"`
+	User               *string           `json:"user"`
+}
+
+type responsesItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+}
+
+// parseResponses validates a Responses request and generates its answer.
+// The prompt is the tools, the instructions (a system message), then the
+// input items.
+func parseResponses(body []byte, sd seed) (*job, error) {
+	var req responsesRequest
+	if err := decodeBody(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "Missing required parameter: 'model'.")
+	}
+	if req.PreviousResponseID != "" {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "previous_response_id is not supported by the simulated provider (it stores no responses); send the whole input")
+	}
+	input := bytes.TrimSpace(req.Input)
+	if len(input) == 0 || string(input) == "null" {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "Missing required parameter: 'input'.")
+	}
+	limit, err := maxTokens("max_output_tokens", req.MaxOutputTokens)
+	if err != nil {
+		return nil, err
+	}
+
+	ts := newTokenStream(BlockTokens)
+	var tools []toolSpec
+	for _, raw := range req.Tools {
+		ts.begin("tool")
+		ts.text(compactJSON(raw))
+		ts.end()
+		var t struct {
+			Type       string          `json:"type"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Type == "function" && t.Name != "" {
+			tools = append(tools, toolSpec{name: t.Name, schema: t.Parameters})
+		}
+	}
+	if req.Instructions != nil {
+		ts.begin("system")
+		ts.text(*req.Instructions)
+		ts.end()
+	}
+	asked := false
+	switch input[0] {
+	case '"':
+		var s string
+		json.Unmarshal(input, &s)
+		ts.begin("user")
+		ts.text(s)
+		ts.end()
+		asked = mentionsTool(s)
+	case '[':
+		var items []responsesItem
+		if err := json.Unmarshal(input, &items); err != nil {
+			return nil, groundhog.WrapError(groundhog.EINVALID, "Invalid 'input': expected a string or an array of input items.", err)
+		}
+		var raws []json.RawMessage
+		json.Unmarshal(input, &raws)
+		for i, it := range items {
+			asked = false
+			switch {
+			case it.Type == "function_call":
+				ts.begin("assistant")
+				ts.text(it.Name)
+				ts.text(it.Arguments)
+			case it.Type == "function_call_output":
+				ts.begin("tool")
+				writeContent(ts, it.Output)
+			case it.Role != "":
+				ts.begin(it.Role)
+				text := writeContent(ts, it.Content)
+				asked = it.Role == "user" && mentionsTool(text)
+			default:
+				ts.begin(it.Type)
+				ts.text(compactJSON(raws[i]))
+			}
+			ts.end()
+		}
+	default:
+		return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid 'input': expected a string or an array of input items.")
+	}
+	mode, name := responsesToolChoice(req.ToolChoice)
+	call, err := pickTool(tools, mode, name, asked)
+	if err != nil {
+		return nil, err
+	}
+	c := generate(sd, 0, limit, call)
+	j := &job{model: req.Model, stream: req.Stream, seed: sd, prompt: ts.n, lookup: ts.marks, store: ts.marks, output: c.tokens}
+	j.respond = func(x *exchange) {
+		r := newResponseObject(x, &req, c)
+		if j.stream {
+			streamResponses(x, r, c)
+		} else {
+			x.respondJSON(r)
+		}
+	}
+	return j, nil
+}
+
+// responsesToolChoice normalizes a Responses tool_choice.
+func responsesToolChoice(raw json.RawMessage) (mode, name string) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, ""
+	}
+	var o struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		Mode string `json:"mode"`
+	}
+	if json.Unmarshal(raw, &o) == nil {
+		switch o.Type {
+		case "function":
+			return "required", o.Name
+		case "allowed_tools":
+			return o.Mode, ""
+		}
+	}
+	return "auto", ""
+}
+
+type responsesUsage struct {
+	InputTokens        int64 `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int64 `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int64 `json:"total_tokens"`
+}
+
+type responseObject struct {
+	ID                 string          `json:"id"`
+	Object             string          `json:"object"`
+	CreatedAt          int64           `json:"created_at"`
+	Status             string          `json:"status"`
+	Background         bool            `json:"background"`
+	CompletedAt        *int64          `json:"completed_at"`
+	Error              *struct{}       `json:"error"`
+	IncompleteDetails  *incomplete     `json:"incomplete_details"`
+	Instructions       *string         `json:"instructions"`
+	MaxOutputTokens    *int            `json:"max_output_tokens"`
+	MaxToolCalls       *int            `json:"max_tool_calls"`
+	Model              string          `json:"model"`
+	Output             []any           `json:"output"`
+	ParallelToolCalls  bool            `json:"parallel_tool_calls"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	Reasoning          json.RawMessage `json:"reasoning"`
+	ServiceTier        string          `json:"service_tier"`
+	Store              bool            `json:"store"`
+	Temperature        float64         `json:"temperature"`
+	Text               json.RawMessage `json:"text"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Tools              json.RawMessage `json:"tools"`
+	TopP               float64         `json:"top_p"`
+	Truncation         string          `json:"truncation"`
+	Usage              *responsesUsage `json:"usage"`
+	User               *string         `json:"user"`
+	Metadata           json.RawMessage `json:"metadata"`
+}
+
+type incomplete struct {
+	Reason string `json:"reason"`
+}
+
+type outputText struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Annotations []any  `json:"annotations"`
+	Logprobs    []any  `json:"logprobs"`
+}
+
+type outputMessage struct {
+	ID      string       `json:"id"`
+	Type    string       `json:"type"`
+	Status  string       `json:"status"`
+	Role    string       `json:"role"`
+	Content []outputText `json:"content"`
+}
+
+type functionCallItem struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	Status    string `json:"status"`
+	Arguments string `json:"arguments"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+}
+
+func orRaw(raw json.RawMessage, def string) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return json.RawMessage(def)
+	}
+	return raw
+}
+
+// newResponseObject returns the finished response object of an answer.
+func newResponseObject(x *exchange, req *responsesRequest, c *completion) *responseObject {
+	r := &responseObject{
+		ID: x.id.id("resp_"), Object: "response", CreatedAt: x.created.Unix(), Status: "completed",
+		Instructions: req.Instructions, MaxOutputTokens: req.MaxOutputTokens, Model: req.Model,
+		ParallelToolCalls: true, Reasoning: json.RawMessage(`{"effort":null,"summary":null}`),
+		ServiceTier: "default", Store: req.Store == nil || *req.Store, Temperature: 1, TopP: 1,
+		Text:       orRaw(req.Text, `{"format":{"type":"text"},"verbosity":"medium"}`),
+		ToolChoice: orRaw(req.ToolChoice, `"auto"`), Truncation: "disabled", User: req.User,
+		Metadata: orRaw(req.Metadata, `{}`),
+	}
+	r.Tools = json.RawMessage(`[]`)
+	if len(req.Tools) > 0 {
+		r.Tools, _ = json.Marshal(req.Tools)
+	}
+	if req.ParallelToolCalls != nil {
+		r.ParallelToolCalls = *req.ParallelToolCalls
+	}
+	if req.Temperature != nil {
+		r.Temperature = *req.Temperature
+	}
+	if req.TopP != nil {
+		r.TopP = *req.TopP
+	}
+	done := x.created.Unix()
+	r.CompletedAt = &done
+	u := &responsesUsage{InputTokens: x.usage.InputTokens, OutputTokens: x.usage.OutputTokens,
+		TotalTokens: x.usage.InputTokens + x.usage.OutputTokens}
+	u.InputTokensDetails.CachedTokens = x.usage.CachedInputTokens
+	r.Usage = u
+	if c.tool != nil {
+		r.Output = []any{functionCallItem{ID: x.id.id("fc_"), Type: "function_call", Status: "completed",
+			Arguments: c.tool.args, CallID: x.toolCallID("call_", 0), Name: c.tool.name}}
+	} else {
+		status := "completed"
+		if c.truncated {
+			status = "incomplete"
+			r.Status = "incomplete"
+			r.IncompleteDetails = &incomplete{Reason: "max_output_tokens"}
+			r.CompletedAt = nil
+		}
+		r.Output = []any{outputMessage{ID: x.id.id("msg_"), Type: "message", Status: status, Role: "assistant",
+			Content: []outputText{{Type: "output_text", Text: c.text(), Annotations: []any{}, Logprobs: []any{}}}}}
+	}
+	return r
+}
+
+// streamResponses writes the Responses event stream: response.created,
+// response.in_progress, the output item's events, then response.completed
+// (response.incomplete when max_output_tokens cut the text, as the API does).
+func streamResponses(x *exchange, final *responseObject, c *completion) {
+	total := len(c.words)
+	if c.tool != nil {
+		total = len(c.argChunks())
+	}
+	st := x.newSSE(total)
+	seq := 0
+	ev := func(typ string, fields map[string]any) map[string]any {
+		fields["type"] = typ
+		fields["sequence_number"] = seq
+		seq++
+		return fields
+	}
+	send := func(typ string, fields map[string]any) bool { return st.event(typ, ev(typ, fields)) }
+	chunk := func(typ string, fields map[string]any) bool { return st.chunk(typ, ev(typ, fields)) }
+
+	pending := *final
+	pending.Status, pending.Output, pending.Usage, pending.IncompleteDetails, pending.CompletedAt = "in_progress", []any{}, nil, nil, nil
+	if !send("response.created", map[string]any{"response": pending}) ||
+		!send("response.in_progress", map[string]any{"response": pending}) {
+		return
+	}
+	if c.tool != nil {
+		item := final.Output[0].(functionCallItem)
+		started := item
+		started.Status, started.Arguments = "in_progress", ""
+		if !send("response.output_item.added", map[string]any{"output_index": 0, "item": started}) {
+			return
+		}
+		for _, piece := range c.argChunks() {
+			if !chunk("response.function_call_arguments.delta", map[string]any{"item_id": item.ID, "output_index": 0, "delta": piece}) {
+				return
+			}
+		}
+		if !send("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": 0, "name": item.Name, "arguments": item.Arguments}) ||
+			!send("response.output_item.done", map[string]any{"output_index": 0, "item": item}) {
+			return
+		}
+	} else {
+		item := final.Output[0].(outputMessage)
+		started := item
+		started.Status, started.Content = "in_progress", []outputText{}
+		part := outputText{Type: "output_text", Text: "", Annotations: []any{}, Logprobs: []any{}}
+		loc := func(m map[string]any) map[string]any {
+			m["item_id"], m["output_index"], m["content_index"] = item.ID, 0, 0
+			return m
+		}
+		if !send("response.output_item.added", map[string]any{"output_index": 0, "item": started}) ||
+			!send("response.content_part.added", loc(map[string]any{"part": part})) {
+			return
+		}
+		for _, d := range c.deltas() {
+			if !chunk("response.output_text.delta", loc(map[string]any{"delta": d, "logprobs": []any{}})) {
+				return
+			}
+		}
+		if !send("response.output_text.done", loc(map[string]any{"text": c.text(), "logprobs": []any{}})) ||
+			!send("response.content_part.done", loc(map[string]any{"part": item.Content[0]})) ||
+			!send("response.output_item.done", map[string]any{"output_index": 0, "item": item}) {
+			return
+		}
+	}
+	terminal := "response.completed"
+	if final.Status == "incomplete" {
+		terminal = "response.incomplete"
+	}
+	send(terminal, map[string]any{"response": final})
+}

@@ -1,0 +1,392 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/pricing"
+)
+
+// Config configures a simulated provider. The zero value is a fast, fault-free
+// provider billing with pricing.Default().
+type Config struct {
+	// Prices is the bill's price table; nil means pricing.Default(). A model
+	// missing from it is priced as "sim-small" (and at zero when the table has
+	// no "sim-small" either).
+	Prices pricing.Table
+	// Clock stamps "created" fields and ages prefix-cache entries; nil means
+	// groundhog.SystemClock{}.
+	Clock groundhog.Clock
+
+	// Latency model, all zero by default. Time to first token is FirstToken +
+	// PerPromptToken × uncached prompt tokens (cache writes are uncached: they
+	// are computed). Then PerOutputToken passes between streamed output chunks
+	// (one output token each); a non-streamed response waits PerOutputToken ×
+	// output tokens after the time to first token instead.
+	FirstToken, PerPromptToken, PerOutputToken time.Duration
+	// Sleep waits d or until ctx is done (then it returns ctx's error). It is
+	// called only for positive durations. Nil means a context-aware timer wait;
+	// tests inject one that records durations instead of sleeping.
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	// Fault is applied to every model call that carries no Sim-Fault header of
+	// its own ("" = none). Same syntax as the header; see the package doc. New
+	// panics on an invalid spec, so a typo fails at start-up.
+	Fault string
+
+	// PrefixCache is the provider-side prompt prefix cache; nil means
+	// NewPrefixCache(PrefixCacheTTL). Use NoPrefixCache{} to disable caching.
+	PrefixCache PrefixCache
+	// PrefixCacheTTL is the lifetime of an unused prefix-cache entry, refreshed
+	// on every reuse; 0 means 5 minutes. Ignored when PrefixCache is set.
+	PrefixCacheTTL time.Duration
+}
+
+// maxBody bounds a request body; larger bodies get 413 like the real APIs.
+const maxBody = 32 << 20
+
+// Server is a simulated OpenAI- and Anthropic-compatible model provider. It
+// is an http.Handler; all methods are safe for concurrent use.
+type Server struct {
+	prices      pricing.Table
+	clock       groundhog.Clock
+	sleep       func(context.Context, time.Duration) error
+	firstToken  time.Duration
+	perPrompt   time.Duration
+	perOutput   time.Duration
+	fault       fault
+	cache       PrefixCache
+	calls       atomic.Uint64 // model calls received, numbers response ids
+	inflight    inflight
+	billMu      sync.Mutex
+	bill        Bill
+}
+
+// New returns a Server configured by cfg. It panics if cfg.Fault is not a
+// valid fault spec.
+func New(cfg Config) *Server {
+	s := &Server{
+		prices:     cfg.Prices,
+		clock:      cfg.Clock,
+		sleep:      cfg.Sleep,
+		firstToken: cfg.FirstToken,
+		perPrompt:  cfg.PerPromptToken,
+		perOutput:  cfg.PerOutputToken,
+		cache:      cfg.PrefixCache,
+	}
+	if s.prices == nil {
+		s.prices = pricing.Default()
+	}
+	if s.clock == nil {
+		s.clock = groundhog.SystemClock{}
+	}
+	if s.sleep == nil {
+		s.sleep = timerSleep
+	}
+	if s.cache == nil {
+		s.cache = NewPrefixCache(cfg.PrefixCacheTTL)
+	}
+	f, err := parseFault(cfg.Fault)
+	if err != nil {
+		panic(fmt.Sprintf("sim: Config.Fault: %v", err))
+	}
+	s.fault = f
+	return s
+}
+
+// timerSleep waits d or until ctx is done.
+func timerSleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Bill is what the simulated provider has charged: every billed call and its
+// tokens, and their cost with the price table. InputTokens counts every
+// prompt token, including the cached and cache-write ones (the
+// groundhog.Usage convention), so USD = uncached × input price + cached ×
+// cached price + writes × write price + output × output price, summed per call.
+type Bill struct {
+	Calls             int64           `json:"calls"`
+	InputTokens       int64           `json:"input_tokens"`
+	CachedInputTokens int64           `json:"cached_input_tokens"`
+	CacheWriteTokens  int64           `json:"cache_write_tokens"`
+	OutputTokens      int64           `json:"output_tokens"`
+	USD               groundhog.Money `json:"-"`
+}
+
+// MarshalJSON renders the bill with usd as a six-decimal dollar string.
+func (b Bill) MarshalJSON() ([]byte, error) {
+	type plain Bill
+	return json.Marshal(struct {
+		plain
+		USD string `json:"usd"`
+	}{plain(b), b.USD.String()})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (b *Bill) UnmarshalJSON(data []byte) error {
+	type plain Bill
+	var v struct {
+		plain
+		USD string `json:"usd"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	usd, err := groundhog.ParseMoney(v.USD)
+	if err != nil {
+		return fmt.Errorf("bill usd: %w", err)
+	}
+	*b = Bill(v.plain)
+	b.USD = usd
+	return nil
+}
+
+// Bill returns a snapshot of the bill.
+func (s *Server) Bill() Bill {
+	s.billMu.Lock()
+	defer s.billMu.Unlock()
+	return s.bill
+}
+
+// ResetBill zeroes the bill and returns it as it was just before, atomically.
+func (s *Server) ResetBill() Bill {
+	s.billMu.Lock()
+	defer s.billMu.Unlock()
+	b := s.bill
+	s.bill = Bill{}
+	return b
+}
+
+// charge adds one call with usage u for model to the bill and returns its cost.
+func (s *Server) charge(model string, u groundhog.Usage) groundhog.Money {
+	cost := s.cost(model, u)
+	s.billMu.Lock()
+	defer s.billMu.Unlock()
+	s.bill.Calls++
+	s.bill.InputTokens += u.InputTokens
+	s.bill.CachedInputTokens += u.CachedInputTokens
+	s.bill.CacheWriteTokens += u.CacheWriteTokens
+	s.bill.OutputTokens += u.OutputTokens
+	s.bill.USD += cost
+	return cost
+}
+
+// cost prices u for model; an unknown model is priced as sim-small.
+func (s *Server) cost(model string, u groundhog.Usage) groundhog.Money {
+	p, ok := s.prices.Lookup(model)
+	if !ok {
+		if p, ok = s.prices.Lookup("sim-small"); !ok {
+			return 0
+		}
+	}
+	return p.Cost(u)
+}
+
+// InFlight returns how many requests the server is handling right now. A
+// request whose client has gone away stops counting as soon as its handler
+// has noticed and returned.
+func (s *Server) InFlight() int { return s.inflight.count() }
+
+// inflight counts running handlers and lets a waiter block until none runs.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed while n == 0; nil means closed
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.n == 0 {
+		close(f.idle)
+	}
+}
+
+func (f *inflight) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// wait returns nil once no handler runs, or ctx's error.
+func (f *inflight) wait(ctx context.Context) error {
+	for {
+		f.mu.Lock()
+		idle, n := f.idle, f.n
+		f.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-idle:
+			// A new request may have started since; look again.
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// releaseKey carries the channel that Listen's shutdown closes to release
+// requests hung by the timeout fault, so a graceful shutdown never waits on them.
+type releaseKey struct{}
+
+// Listen serves s on addr ("127.0.0.1:0" picks a free port) and returns the
+// base URL ("http://127.0.0.1:PORT"; the OpenAI base URL is that plus "/v1")
+// and a shutdown func. Shutdown first releases requests hung by the timeout
+// fault (their connections are closed without a response), then shuts the
+// HTTP server down gracefully within ctx.
+func (s *Server) Listen(addr string) (baseURL string, shutdown func(context.Context) error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("sim: listen %s: %w", addr, err)
+	}
+	release := make(chan struct{})
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.Background(), releaseKey{}, (<-chan struct{})(release))
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	var once sync.Once
+	shutdown = func(ctx context.Context) error {
+		once.Do(func() { close(release) })
+		err := srv.Shutdown(ctx)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("sim: shutdown: %w", err)
+		}
+		if serr := <-done; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			return fmt.Errorf("sim: serve: %w", serr)
+		}
+		return nil
+	}
+	return "http://" + ln.Addr().String(), shutdown, nil
+}
+
+// ServeHTTP routes r. Model calls are POST /v1/chat/completions,
+// /v1/responses, /v1/embeddings (OpenAI) and /v1/messages (Anthropic); also
+// GET /v1/models[/{id}], POST /v1/messages/count_tokens, GET /sim/v1/bill and
+// POST /sim/v1/bill/reset. Faults that abort the connection do so by
+// panicking with http.ErrAbortHandler, as net/http expects.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.inflight.add()
+	defer s.inflight.done()
+	anthropicish := r.Header.Get("anthropic-version") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages")
+	fam := familyOpenAI
+	if anthropicish {
+		fam = familyAnthropic
+	}
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "/v1/chat/completions":
+		s.modelCall(w, r, groundhog.ShapeChat)
+	case path == "/v1/responses":
+		s.modelCall(w, r, groundhog.ShapeResponses)
+	case path == "/v1/embeddings":
+		s.modelCall(w, r, groundhog.ShapeEmbeddings)
+	case path == "/v1/messages":
+		s.modelCall(w, r, groundhog.ShapeMessages)
+	case path == "/v1/messages/count_tokens":
+		if !allow(w, r, fam, http.MethodPost) {
+			return
+		}
+		s.countTokens(w, r)
+	case path == "/v1/models":
+		if !allow(w, r, fam, http.MethodGet) {
+			return
+		}
+		s.listModels(w, r, fam)
+	case strings.HasPrefix(path, "/v1/models/"):
+		if !allow(w, r, fam, http.MethodGet) {
+			return
+		}
+		s.getModel(w, r, fam, strings.TrimPrefix(path, "/v1/models/"))
+	case path == "/sim/v1/bill":
+		if !allow(w, r, familyOpenAI, http.MethodGet) {
+			return
+		}
+		writeJSON(w, http.StatusOK, s.Bill())
+	case path == "/sim/v1/bill/reset":
+		if !allow(w, r, familyOpenAI, http.MethodPost) {
+			return
+		}
+		writeJSON(w, http.StatusOK, s.ResetBill())
+	default:
+		writeError(w, fam, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
+	}
+}
+
+// allow answers 405 unless r uses method.
+func allow(w http.ResponseWriter, r *http.Request, fam family, method string) bool {
+	if r.Method == method {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	writeError(w, fam, http.StatusMethodNotAllowed, fmt.Sprintf("Method %s not allowed for %s; use %s", r.Method, r.URL.Path, method))
+	return false
+}
+
+// writeJSON writes v as a JSON body with status and an exact Content-Length.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Every value written here is built by this package; failing to
+		// encode one is a bug, not a client error.
+		panic(fmt.Sprintf("sim: encode response: %v", err))
+	}
+	writeBody(w, status, body)
+}
+
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// scopeOf returns the prefix-cache scope of r: a digest of its API key
+// (Authorization bearer token or x-api-key), so one key never reads another
+// key's cached prefixes and no key is kept in memory in the clear.
+func scopeOf(r *http.Request) string {
+	key := r.Header.Get("x-api-key")
+	if key == "" {
+		key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	if key == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:12])
+}
