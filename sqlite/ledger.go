@@ -2,9 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -120,7 +120,7 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 		where = append(where, "time < ?")
 		args = append(args, f.To.UnixNano())
 	}
-	q := "SELECT " + ledgerColumns + " FROM ledger"
+	q := "SELECT " + packLedgerFunc + "(" + ledgerColumns + ") FROM ledger"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -132,26 +132,17 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 	}
 	defer rows.Close()
 	var (
-		e                                         *groundhog.LedgerEntry
-		t, latency                                int64
-		shape, outcome                            string
-		cost, saved, full                         int64
-		inFlight, cacheOn, idempotent, streamFlag bool
+		packed sql.RawBytes // valid until the next rows.Next; unpack copies
+		u      ledgerUnpacker
 	)
 	for rows.Next() {
-		e = new(groundhog.LedgerEntry)
-		dest := [...]any{&e.ID, &t, &e.Tenant, &e.Operation, &e.RequestHash, &shape, &e.Model, &e.Provider, &outcome, &e.Status,
-			&e.Usage.InputTokens, &e.Usage.CachedInputTokens, &e.Usage.CacheWriteTokens, &e.Usage.OutputTokens,
-			&cost, &saved, &full, &latency, &e.Attempt, &inFlight, &cacheOn, &idempotent, &streamFlag}
-		if err := rows.Scan(dest[:]...); err != nil {
+		if err := rows.Scan(&packed); err != nil {
 			return mapErr(fmt.Errorf("sqlite: scan ledger: %w", err))
 		}
-		e.Time = time.Unix(0, t).UTC()
-		e.Shape = groundhog.Shape(shape)
-		e.Outcome = groundhog.Outcome(outcome)
-		e.Cost, e.Saved, e.FullCost = groundhog.Money(cost), groundhog.Money(saved), groundhog.Money(full)
-		e.Latency = time.Duration(latency)
-		e.InFlight, e.CacheOn, e.Idempotent, e.Stream = inFlight, cacheOn, idempotent, streamFlag
+		e := new(groundhog.LedgerEntry)
+		if err := u.unpack(packed, e); err != nil {
+			return fmt.Errorf("sqlite: scan ledger: %w", err)
+		}
 		if err := fn(e); err != nil {
 			return err
 		}

@@ -27,6 +27,10 @@
 // statement and can never fail half-way with a lock upgrade. Another process
 // using the same file is tolerated through busy_timeout.
 //
+// The pools use a private instance of the modernc driver that carries one
+// SQL function, groundhog_ledger_row, through which ScanLedger reads each
+// ledger row as one packed value (see ledgerpack.go for why).
+//
 // # Errors
 //
 // Lock timeouts ("database is locked"), I/O errors, a full disk and a closed
@@ -37,6 +41,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -112,10 +117,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// lock up front, so a read-modify-write (Begin, fenced writes) cannot see
 	// a snapshot that another writer invalidates before it writes.
 	wq.Set("_txlock", "immediate")
-	w, err := sql.Open("sqlite", path+"?"+wq.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
+	w := sql.OpenDB(connector{dsn: path + "?" + wq.Encode()})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -137,11 +139,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// A reader can never write, even by mistake: writes must go through the
 	// single writer connection.
 	rq.Add("_pragma", "query_only(1)")
-	r, err := sql.Open("sqlite", path+"?"+rq.Encode())
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
+	r := sql.OpenDB(connector{dsn: path + "?" + rq.Encode()})
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
@@ -152,6 +150,34 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	return db, nil
 }
+
+// drv is this package's own instance of the modernc driver: the SQL
+// functions it registers (groundhog_ledger_row) reach only this package's
+// connections, not every user of the "sqlite" driver in the process.
+var drv = func() *msqlite.Driver {
+	d := &msqlite.Driver{}
+	d.MustRegisterFunction(packLedgerFunc, &msqlite.FunctionImpl{
+		NArgs:         ledgerNumCols,
+		Deterministic: true,
+		// The arguments are copied into the result before the function
+		// returns, so zero-copy views are safe.
+		VolatileArgs: true,
+		Scalar:       packLedgerRow,
+	})
+	return d
+}()
+
+// connector opens connections of drv for sql.OpenDB.
+type connector struct{ dsn string }
+
+func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return drv.Open(c.dsn)
+}
+
+func (c connector) Driver() driver.Driver { return drv }
 
 func cloneValues(v url.Values) url.Values {
 	c := url.Values{}

@@ -359,3 +359,24 @@ func FuzzDecodeEvents(f *testing.F) {
 		}
 	})
 }
+
+func TestLedgerUnpackRejectsCorruptRows(t *testing.T) {
+	var u ledgerUnpacker
+	var e groundhog.LedgerEntry
+	db := openTest(t)
+	var packed []byte
+	if err := db.r.QueryRowContext(ctx, "SELECT "+packLedgerFunc+"('id', 42, 't', 'op', 'h', 'chat', 'm', 'p', 'upstream', 200, 1, 2, 3, 4, -1, 6, 7, 8, 9, 1, 0, 1, 0)").Scan(&packed); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.unpack(packed, &e); err != nil {
+		t.Fatalf("unpack: %v", err)
+	}
+	if e.ID != "id" || e.Time.UnixNano() != 42 || e.Cost != groundhog.CostUnknown || e.Attempt != 9 || !e.InFlight || e.CacheOn || !e.Idempotent || e.Stream {
+		t.Errorf("unpacked %+v", e)
+	}
+	for _, bad := range [][]byte{nil, packed[:len(packed)-1], append(append([]byte{}, packed...), 'i', 0), {'i', 0}, {'s', 5, 'a'}} {
+		if err := u.unpack(bad, &e); err == nil {
+			t.Errorf("unpack(%q) accepted a corrupt row", bad)
+		}
+	}
+}
