@@ -59,68 +59,86 @@ func compactJSON(t testing.TB, s string) string {
 func summarize(t testing.TB, shape groundhog.Shape, body []byte) summary {
 	t.Helper()
 	var s summary
-	model, u, err := UsageFromBody(shape, body)
-	if err != nil {
-		t.Fatalf("UsageFromBody: %v", err)
-	}
-	s.Usage = u
 	switch shape {
 	case groundhog.ShapeChat:
 		var c openai.ChatCompletion
 		if err := json.Unmarshal(body, &c); err != nil {
 			t.Fatalf("openai.ChatCompletion: %v", err)
 		}
-		s.ID, s.Model = c.ID, c.Model
-		var stops []string
-		for _, ch := range c.Choices {
-			s.Text += ch.Message.Content + "|"
-			s.Refusal += ch.Message.Refusal + "|"
-			for _, tc := range ch.Message.ToolCalls {
-				s.Tools = append(s.Tools, fmt.Sprintf("%s(%s)=%s", tc.Function.Name, tc.ID, compactJSON(t, tc.Function.Arguments)))
-			}
-			stops = append(stops, ch.FinishReason)
-		}
-		s.Stop = strings.Join(stops, ",")
+		s = chatSummary(t, c)
 	case groundhog.ShapeResponses:
 		var r responses.Response
 		if err := json.Unmarshal(body, &r); err != nil {
 			t.Fatalf("responses.Response: %v", err)
 		}
-		s.ID, s.Model, s.Stop = r.ID, string(r.Model), string(r.Status)
-		for _, item := range r.Output {
-			switch item.Type {
-			case "message":
-				for _, p := range item.Content {
-					s.Text += p.Text
-					s.Refusal += p.Refusal
-				}
-			case "function_call":
-				s.Tools = append(s.Tools, fmt.Sprintf("%s(%s)=%s", item.Name, item.CallID, compactJSON(t, item.Arguments.OfString)))
-			case "reasoning":
-				for _, p := range item.Summary {
-					s.Thinking += p.Text + "|"
-				}
-			}
-		}
+		s = responseSummary(t, r)
 	case groundhog.ShapeMessages:
 		var m anthropic.Message
 		if err := json.Unmarshal(body, &m); err != nil {
 			t.Fatalf("anthropic.Message: %v", err)
 		}
-		s.ID, s.Model, s.Stop = m.ID, string(m.Model), string(m.StopReason)
-		for _, b := range m.Content {
-			switch b.Type {
-			case "text":
-				s.Text += b.Text
-			case "thinking":
-				s.Thinking += b.Thinking + "|sig=" + b.Signature
-			case "tool_use", "server_tool_use":
-				s.Tools = append(s.Tools, fmt.Sprintf("%s(%s)=%s", b.Name, b.ID, compactJSON(t, string(b.Input))))
-			}
-		}
+		s = messageSummary(t, m)
+	}
+	model, u, err := UsageFromBody(shape, body)
+	if err != nil {
+		t.Fatalf("UsageFromBody: %v", err)
 	}
 	if s.Model != model {
 		t.Fatalf("UsageFromBody model %q, SDK model %q", model, s.Model)
+	}
+	s.Usage = u
+	return s
+}
+
+// chatSummary summarizes a chat completion (without usage).
+func chatSummary(t testing.TB, c openai.ChatCompletion) summary {
+	s := summary{ID: c.ID, Model: c.Model}
+	var stops []string
+	for _, ch := range c.Choices {
+		s.Text += ch.Message.Content + "|"
+		s.Refusal += ch.Message.Refusal + "|"
+		for _, tc := range ch.Message.ToolCalls {
+			s.Tools = append(s.Tools, fmt.Sprintf("%s(%s)=%s", tc.Function.Name, tc.ID, compactJSON(t, tc.Function.Arguments)))
+		}
+		stops = append(stops, ch.FinishReason)
+	}
+	s.Stop = strings.Join(stops, ",")
+	return s
+}
+
+// responseSummary summarizes a Responses response (without usage).
+func responseSummary(t testing.TB, r responses.Response) summary {
+	s := summary{ID: r.ID, Model: string(r.Model), Stop: string(r.Status)}
+	for _, item := range r.Output {
+		switch item.Type {
+		case "message":
+			for _, p := range item.Content {
+				s.Text += p.Text
+				s.Refusal += p.Refusal
+			}
+		case "function_call":
+			s.Tools = append(s.Tools, fmt.Sprintf("%s(%s)=%s", item.Name, item.CallID, compactJSON(t, item.Arguments.OfString)))
+		case "reasoning":
+			for _, p := range item.Summary {
+				s.Thinking += p.Text + "|"
+			}
+		}
+	}
+	return s
+}
+
+// messageSummary summarizes an Anthropic message (without usage).
+func messageSummary(t testing.TB, m anthropic.Message) summary {
+	s := summary{ID: m.ID, Model: string(m.Model), Stop: string(m.StopReason)}
+	for _, b := range m.Content {
+		switch b.Type {
+		case "text":
+			s.Text += b.Text
+		case "thinking":
+			s.Thinking += b.Thinking + "|sig=" + b.Signature
+		case "tool_use", "server_tool_use":
+			s.Tools = append(s.Tools, fmt.Sprintf("%s(%s)=%s", b.Name, b.ID, compactJSON(t, string(b.Input))))
+		}
 	}
 	return s
 }
