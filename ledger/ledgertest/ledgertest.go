@@ -114,11 +114,14 @@ func Generate(o Options, fn func(c *Call) error) error {
 	var recent []request  // the last calls, for concurrent repeats
 	var c Call
 	for i := 0; i < o.Calls; i++ {
-		t += 1 + rng.Int64N(2*gap+1)
 		var r request
+		step := 1 + rng.Int64N(2*gap+1)
 		if len(history) > 0 && rng.Float64() < o.RepeatRate {
 			if rng.Float64() < o.ConcurrentRate && len(recent) > 0 {
-				r = recent[rng.IntN(len(recent))]
+				// A retry or a second worker: one of the last two calls
+				// again, within 50 ms, while it is most likely running.
+				r = recent[len(recent)-1-rng.IntN(min(2, len(recent)))]
+				step = 1 + rng.Int64N(int64(50*time.Millisecond))
 			} else {
 				r = history[rng.IntN(len(history))]
 			}
@@ -134,6 +137,7 @@ func Generate(o Options, fn func(c *Call) error) error {
 			}
 			history = append(history, r)
 		}
+		t += step
 		recent = append(recent, r)
 		if len(recent) > 8 {
 			recent = recent[1:]

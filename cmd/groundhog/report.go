@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	_ "time/tzdata" // --tz must work where the OS has no zoneinfo (containers)
+
+	"github.com/spf13/cobra"
+
+	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/sqlite"
+)
+
+func init() {
+	var (
+		cf                  configFlags
+		day, tenant, op, tz string
+		format              string
+	)
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Print the duplicate-work report of one day from the ledger",
+		Long: `Print, per operation and in total, how much of one day's model work repeated
+earlier work: calls, distinct request hashes, repeats (calls whose hash was seen
+earlier that day), their share and cost, concurrent identical calls (arrived while
+an identical call was in flight), cache hits, coalesced and replayed calls,
+upstream calls, spend, saved, shadow savings (what an exact cache plus coalescing
+would have saved where the cache is off) and the 30-day projection of the savings.
+
+Calls whose model has no price are left out of the USD figures and counted apart.`,
+		Example: `  groundhog report --day yesterday
+  groundhog report --db /var/lib/groundhog.db --day 2025-03-14 --tz Europe/Paris --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.load(cmd)
+			if err != nil {
+				return err
+			}
+			loc, err := loadZone(tz)
+			if err != nil {
+				return err
+			}
+			d, err := ledger.ParseDay(day, loc, time.Now())
+			if err != nil {
+				return err
+			}
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			// sqlite.Open would create an empty database: a typo in --db
+			// must not print an empty report.
+			if _, err := os.Stat(cfg.DB); err != nil {
+				return fmt.Errorf("database %s: %w", cfg.DB, err)
+			}
+			db, err := sqlite.Open(cmd.Context(), cfg.DB)
+			if err != nil {
+				return fmt.Errorf("open database %s: %w", cfg.DB, err)
+			}
+			defer db.Close()
+			rep, err := ledger.BuildReport(cmd.Context(), db, ledger.ReportParams{Day: d, Location: loc, Tenant: tenant, Operation: op})
+			if err != nil {
+				return err
+			}
+			return writeReports(cmd.OutOrStdout(), format, []*ledger.Report{rep}, false)
+		},
+	}
+	fs := cmd.Flags()
+	addConfigFlags(fs, &cf)
+	fs.StringVar(&day, "day", "today", "day to report: YYYY-MM-DD, today or yesterday (in --tz)")
+	fs.StringVar(&tenant, "tenant", "", "only this tenant")
+	fs.StringVar(&op, "operation", "", "only this operation")
+	fs.StringVar(&tz, "tz", "UTC", `time zone of the day boundaries (IANA name such as Europe/Paris, or "Local")`)
+	fs.StringVar(&format, "format", "table", "output format: table, json or csv")
+	rootCmd.AddCommand(cmd)
+}
+
+// loadZone resolves --tz.
+func loadZone(name string) (*time.Location, error) {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("--tz %q: unknown time zone (use an IANA name such as Europe/Paris, UTC or Local)", name)
+	}
+	return loc, nil
+}
+
+func checkFormat(f string) error {
+	switch f {
+	case "table", "json", "csv":
+		return nil
+	}
+	return fmt.Errorf("--format %q: use table, json or csv", f)
+}
+
+// writeReports prints reports in format. many selects the multi-day forms:
+// a JSON array (one object per day) instead of a single object.
+func writeReports(w io.Writer, format string, reps []*ledger.Report, many bool) error {
+	switch format {
+	case "json":
+		if many {
+			return ledger.WriteJSONReports(w, reps)
+		}
+		return reps[0].WriteJSON(w)
+	case "csv":
+		return ledger.WriteCSVReports(w, reps)
+	}
+	var b strings.Builder
+	for i, r := range reps {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if err := r.WriteTable(&b); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
