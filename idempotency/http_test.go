@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -70,12 +71,23 @@ type reply struct {
 	}
 }
 
-// call sends one request. body is sent as is when it is a string or
-// []byte, else JSON-encoded. hdr are header name/value pairs that override
-// the defaults (Authorization: Bearer <apiKey>, Content-Type:
-// application/json).
+// call sends one request and fails the test on a transport error or a
+// body that is not JSON. body is sent as is when it is a string or []byte,
+// else JSON-encoded. hdr are header name/value pairs that override the
+// defaults (Authorization: Bearer <apiKey>, Content-Type: application/json);
+// an empty value deletes the header. Only the test goroutine may use it;
+// other goroutines use try.
 func (a *api) call(t *testing.T, method, path, apiKey string, body any, hdr ...string) reply {
 	t.Helper()
+	r, err := a.try(method, path, apiKey, body, hdr...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// try is call without the test: it reports problems as an error.
+func (a *api) try(method, path, apiKey string, body any, hdr ...string) (reply, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -86,13 +98,13 @@ func (a *api) call(t *testing.T, method, path, apiKey string, body any, hdr ...s
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
-			t.Fatal(err)
+			return reply{}, err
 		}
 		rd = bytes.NewReader(j)
 	}
 	req, err := http.NewRequest(method, a.srv.URL+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return reply{}, err
 	}
 	if apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+apiKey)
@@ -109,20 +121,33 @@ func (a *api) call(t *testing.T, method, path, apiKey string, body any, hdr ...s
 	}
 	res, err := a.srv.Client().Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return reply{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
 	r := reply{status: res.StatusCode, header: res.Header}
 	if r.raw, err = io.ReadAll(res.Body); err != nil {
-		t.Fatal(err)
+		return reply{}, err
 	}
 	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("%s %s: Content-Type %q, body %s", method, path, ct, r.raw)
+		return reply{}, fmt.Errorf("%s %s: Content-Type %q, body %s", method, path, ct, r.raw)
 	}
 	if err := json.Unmarshal(r.raw, &r.rec); err != nil {
-		t.Fatalf("%s %s: body %s: %v", method, path, r.raw, err)
+		return reply{}, fmt.Errorf("%s %s: body %s: %w", method, path, r.raw, err)
 	}
-	return r
+	return r, nil
+}
+
+// goBegin POSTs a begin from another goroutine and delivers the reply.
+func (a *api) goBegin(t *testing.T, apiKey, key string, payload any, hdr ...string) <-chan reply {
+	ch := make(chan reply, 1)
+	go func() {
+		r, err := a.try("POST", opsPath, apiKey, map[string]any{"key": key, "payload": payload}, hdr...)
+		if err != nil {
+			t.Error(err)
+		}
+		ch <- r
+	}()
+	return ch
 }
 
 // want fails unless the reply has status (and, for an error, type).
@@ -192,34 +217,44 @@ func TestHTTPConcurrentBegin(t *testing.T) {
 	start := make(chan struct{})
 	var (
 		wg     sync.WaitGroup
-		mu     sync.Mutex
 		counts = map[int]int{}
 	)
+	replies := make(chan reply, n)
 	for range n {
 		wg.Go(func() {
 			<-start
-			r := a.begin(t, "key-a", "k", email)
-			switch r.status {
-			case http.StatusCreated:
-				a.write(t, "key-a", r.rec.ID, "complete", map[string]any{"fencing_token": r.rec.FencingToken, "result": map[string]any{"sent": true}}).
-					want(t, http.StatusOK, "")
-			case http.StatusOK:
-				wantReplay(t, r, "completed", `{"sent":true}`)
-			case http.StatusConflict:
-				r.want(t, http.StatusConflict, "operation_in_progress")
-				if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
-					t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
-				}
-			default:
-				t.Errorf("status %d: %s", r.status, r.raw)
+			r, err := a.try("POST", opsPath, "key-a", map[string]any{"key": "k", "payload": email})
+			if err != nil {
+				t.Error(err)
+				return
 			}
-			mu.Lock()
-			counts[r.status]++
-			mu.Unlock()
+			if r.status == http.StatusCreated {
+				// The one execution: finish at once, so later requests
+				// see the replay.
+				c, err := a.try("POST", opsPath+"/"+r.rec.ID+"/complete", "key-a",
+					map[string]any{"fencing_token": r.rec.FencingToken, "result": map[string]any{"sent": true}})
+				if err != nil || c.status != http.StatusOK {
+					t.Errorf("complete: %v %s", err, c.raw)
+				}
+			}
+			replies <- r
 		})
 	}
 	close(start)
 	wg.Wait()
+	close(replies)
+	for r := range replies {
+		switch r.status {
+		case http.StatusOK:
+			wantReplay(t, r, "completed", `{"sent":true}`)
+		case http.StatusConflict:
+			r.want(t, http.StatusConflict, "operation_in_progress")
+			if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
+				t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
+			}
+		}
+		counts[r.status]++
+	}
 	if counts[http.StatusCreated] != 1 || counts[http.StatusOK]+counts[http.StatusConflict] != n-1 {
 		t.Fatalf("statuses %v, want one 201 and %d 200/409", counts, n-1)
 	}
@@ -348,12 +383,15 @@ func TestHTTPFailureClasses(t *testing.T) {
 	)
 	for range 10 {
 		wg.Go(func() {
-			r := a.begin(t, "key-a", "retryable", email)
-			if r.status == http.StatusCreated {
+			r, err := a.try("POST", opsPath, "key-a", map[string]any{"key": "retryable", "payload": email})
+			switch {
+			case err != nil:
+				t.Error(err)
+			case r.status == http.StatusCreated:
 				mu.Lock()
 				created = append(created, r)
 				mu.Unlock()
-			} else if r.status != http.StatusConflict {
+			case r.status != http.StatusConflict:
 				t.Errorf("status %d %s", r.status, r.raw)
 			}
 		})
@@ -419,8 +457,7 @@ func TestHTTPPreferWait(t *testing.T) {
 		a := newAPI(t)
 		r := a.begin(t, "key-a", "k", email).want(t, http.StatusCreated, "")
 		a.begin(t, "key-a", "k", email, "Prefer", "wait=0").want(t, http.StatusConflict, "operation_in_progress")
-		done := make(chan reply)
-		go func() { done <- a.begin(t, "key-a", "k", email, "Prefer", "respond-async, wait=10") }()
+		done := a.goBegin(t, "key-a", "k", email, "Prefer", "respond-async, wait=10")
 		a.clock.waitTimers(t, 50*time.Millisecond, 1)
 		reads := a.store.reads.Load()
 		a.write(t, "key-a", r.rec.ID, "complete", map[string]any{"fencing_token": 1, "result": "sent"}).want(t, http.StatusOK, "")
@@ -433,8 +470,7 @@ func TestHTTPPreferWait(t *testing.T) {
 	t.Run("lease expiry", func(t *testing.T) {
 		a := newAPI(t)
 		a.begin(t, "key-a", "k", email).want(t, http.StatusCreated, "")
-		done := make(chan reply)
-		go func() { done <- a.begin(t, "key-a", "k", email, "Prefer", "wait=60") }()
+		done := a.goBegin(t, "key-a", "k", email, "Prefer", "wait=60")
 		a.clock.waitTimers(t, 50*time.Millisecond, 1)
 		a.clock.Advance(lease)
 		r := recv(t, done).want(t, http.StatusCreated, "")
@@ -445,8 +481,7 @@ func TestHTTPPreferWait(t *testing.T) {
 	t.Run("gives up", func(t *testing.T) {
 		a := newAPI(t)
 		a.begin(t, "key-a", "k", email).want(t, http.StatusCreated, "")
-		done := make(chan reply)
-		go func() { done <- a.begin(t, "key-a", "k", email, "Prefer", "wait=1") }()
+		done := a.goBegin(t, "key-a", "k", email, "Prefer", "wait=1")
 		for _, d := range []time.Duration{50, 100, 200, 400} { // the poll backs off
 			a.clock.waitTimers(t, d*time.Millisecond, 1)
 			a.clock.Advance(d * time.Millisecond)
