@@ -148,7 +148,7 @@ func (s *countingStore) Renew(ctx context.Context, tenant, id string, token int6
 // env is one test's world: a real SQLite file, the counting wrapper, a
 // fake clock and a Service over them.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	db    *sqlite.DB
 	store *countingStore
 	clock *fakeClock
@@ -156,7 +156,7 @@ type env struct {
 	ctx   context.Context
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "groundhog.db"))
