@@ -211,7 +211,7 @@ func TestCanonicalizeStrings(t *testing.T) {
 		{`"\b\f\n\r\t"`, `"\b\f\n\r\t"`},
 		{`"\u0008\u000C\u000a\u000D\u0009"`, `"\b\f\n\r\t"`},
 		{`"\u0000\u001f\u001F"`, `"\u0000\u001f\u001f"`},
-		{`"\u007f"`, "\"\x7f\""},            // DEL is not a control character in JSON
+		{`"\u007f"`, "\"\x7f\""},               // DEL is not a control character in JSON
 		{`"\u2028\u2029"`, "\"\u2028\u2029\""}, // no HTML/JS escaping
 		{`"<>&"`, `"<>&"`},
 		{`"\ud83d\ude00"`, `"😀"`},

@@ -56,6 +56,7 @@
 package fingerprint
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -117,16 +118,20 @@ func Compute(p Params, body []byte) (Result, error) {
 
 	// Frame the four short parts and the canonical body's length in one
 	// write, then the body.
-	hdr := s.scratch[:0]
+	var hdr [128]byte
+	h := hdr[:0]
 	for _, part := range [...]string{versionTag, string(p.Shape), p.Tenant, p.Versions} {
-		hdr = binary.BigEndian.AppendUint64(hdr, uint64(len(part)))
-		hdr = append(hdr, part...)
+		h = binary.BigEndian.AppendUint64(h, uint64(len(part)))
+		h = append(h, part...)
 	}
-	hdr = binary.BigEndian.AppendUint64(hdr, uint64(len(s.out)))
-	s.scratch = hdr
+	n := len(s.out)
+	if s.topSorted {
+		n = s.canonicalLen()
+	}
+	h = binary.BigEndian.AppendUint64(h, uint64(n))
 	s.h.Reset()
-	s.h.Write(hdr)
-	s.h.Write(s.out)
+	s.h.Write(h)
+	s.writeCanonical(s.h)
 
 	var sum [sha256.Size]byte
 	var text [len("sha256:") + 2*sha256.Size]byte
@@ -148,7 +153,10 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	if err := s.document(nil, false); err != nil {
 		return nil, clientError("JSON", err.(*scanError))
 	}
-	return append([]byte(nil), s.out...), nil
+	var b bytes.Buffer
+	b.Grow(len(s.out))
+	s.writeCanonical(&b)
+	return b.Bytes(), nil
 }
 
 // clientError turns a scanner error into the client-safe *groundhog.Error.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -39,10 +40,20 @@ func (e *scanError) Error() string { return fmt.Sprintf("%s at offset %d", e.msg
 // member is one "key":value pair of the object being scanned. The decoded
 // key lives in scanner.keys; the canonical bytes of the pair in scanner.out.
 type member struct {
-	keyOff, keyLen int // decoded key: scanner.keys[keyOff : keyOff+keyLen]
-	start, end     int // canonical `"key":value` in scanner.out (empty when dropped)
-	inOff          int // offset of the key in the input, for error messages
+	keyOff, keyLen int  // decoded key: in scanner.keys if inKeys, else in scanner.out
+	inKeys         bool // the key had escapes (decoded copy) or was dropped
+	start, end     int  // canonical `"key":value` in scanner.out (empty when dropped)
+	inOff          int  // offset of the key in the input, for error messages
 	dropped        bool
+}
+
+// key returns the decoded key of m. A key in out stays valid until the
+// object is reordered: nested values only rewrite out after it.
+func (s *scanner) key(m *member) []byte {
+	if m.inKeys {
+		return s.keys[m.keyOff : m.keyOff+m.keyLen]
+	}
+	return s.out[m.keyOff : m.keyOff+m.keyLen]
 }
 
 // scanner makes one pass over a JSON text and appends its canonical form to
@@ -60,15 +71,18 @@ type scanner struct {
 	members []member // members of the objects currently open (a stack)
 
 	// Filled by the top-level object when scanning for Compute.
-	model    string
-	hasModel bool
-	stream   bool
+	model     string
+	hasModel  bool
+	stream    bool
+	badUTF8   bool // the input is not valid UTF-8: strings check their spans
+	topSorted bool // the top-level object is sorted in members, not in out
 }
 
 func (s *scanner) reset(in []byte) {
 	s.in, s.pos, s.depth = in, 0, 0
+	s.badUTF8 = !utf8.Valid(in)
 	s.out, s.scratch, s.keys, s.members = s.out[:0], s.scratch[:0], s.keys[:0], s.members[:0]
-	s.model, s.hasModel, s.stream = "", false, false
+	s.model, s.hasModel, s.stream, s.topSorted = "", false, false, false
 }
 
 func (s *scanner) fail(kind int, off int, format string, args ...any) *scanError {
@@ -142,7 +156,8 @@ func (s *scanner) value(n *node) error {
 	case '[':
 		return s.array(n)
 	case '"':
-		return s.str()
+		_, err := s.str()
+		return err
 	case 't':
 		return s.literal("true")
 	case 'f':
@@ -238,12 +253,22 @@ func (s *scanner) object(n *node, top bool) error {
 			s.out = append(s.out, ',')
 		}
 		memStart := len(s.out)
-		if err := s.str(); err != nil {
+		esc, err := s.str()
+		if err != nil {
 			return err
 		}
-		keyOff := len(s.keys)
-		s.keys = unescapeCanonical(s.keys, s.out[memStart+1:len(s.out)-1])
-		key := s.keys[keyOff:]
+		// The decoded key is the canonical text itself unless it holds an
+		// escape; only then is it decoded into s.keys.
+		m := member{keyOff: memStart + 1, keyLen: len(s.out) - memStart - 2, inOff: keyIn}
+		if esc {
+			m.keyOff, m.inKeys = len(s.keys), true
+			s.keys = unescapeCanonical(s.keys, s.out[memStart+1:len(s.out)-1])
+			m.keyLen = len(s.keys) - m.keyOff
+		}
+		key := s.key(&m)
+		if len(s.members) > mark && compareKeys(s.key(&s.members[len(s.members)-1]), key) >= 0 {
+			sorted = false
+		}
 
 		s.skipWS()
 		if s.pos >= len(s.in) || s.in[s.pos] != ':' {
@@ -258,30 +283,30 @@ func (s *scanner) object(n *node, top bool) error {
 		}
 		s.skipWS()
 		valIn, valOut := s.pos, len(s.out)
+		isModel, isStream := false, false
 		if top {
-			if err := s.checkTop(key, valIn); err != nil {
+			isModel, isStream = string(key) == "model", string(key) == "stream"
+			if err := s.checkTop(isModel, isStream, valIn); err != nil {
 				return err
 			}
 		}
 		if err := s.value(child); err != nil {
 			return err
 		}
-		if top && string(key) == "model" {
+		if isModel {
 			s.model = string(unescapeCanonical(nil, s.out[valOut+1:len(s.out)-1]))
 			s.hasModel = true
 		}
-		if top && string(key) == "stream" {
+		if isStream {
 			s.stream = s.in[valIn] == 't'
 		}
 
-		if len(s.members) > mark {
-			prev := &s.members[len(s.members)-1]
-			if compareKeys(s.keys[prev.keyOff:prev.keyOff+prev.keyLen], key) >= 0 {
-				sorted = false
-			}
-		}
-		m := member{keyOff: keyOff, keyLen: len(key), inOff: keyIn}
 		if child != nil && child.drop {
+			if !m.inKeys { // its text in out is about to go
+				off := len(s.keys)
+				s.keys = append(s.keys, s.key(&m)...)
+				m.keyOff, m.inKeys = off, true
+			}
 			s.out = s.out[:commaAt]
 			m.dropped = true
 		} else {
@@ -304,9 +329,18 @@ func (s *scanner) object(n *node, top bool) error {
 		break
 	}
 	if !sorted {
-		if err := s.reorder(objStart, mark); err != nil {
+		if err := s.sortMembers(mark); err != nil {
 			return err
 		}
+		if top {
+			// The top-level object is not rewritten: Compute hashes its
+			// members from out in the sorted order left in s.members,
+			// which saves copying the whole body twice.
+			s.topSorted = true
+			s.depth--
+			return nil
+		}
+		s.rewrite(objStart, mark)
 	}
 	s.out = append(s.out, '}')
 	s.members, s.keys = s.members[:mark], s.keys[:keyMark]
@@ -315,16 +349,16 @@ func (s *scanner) object(n *node, top bool) error {
 }
 
 // checkTop validates the value types of the top-level fields Compute reports.
-func (s *scanner) checkTop(key []byte, valIn int) error {
-	switch string(key) {
-	case "model":
+func (s *scanner) checkTop(isModel, isStream bool, valIn int) error {
+	switch {
+	case isModel:
 		if valIn >= len(s.in) || s.in[valIn] != '"' {
 			if err := s.value(nil); err != nil {
 				return err // malformed beats mistyped
 			}
 			return s.fail(kindModel, valIn, `"model" must be a string`)
 		}
-	case "stream":
+	case isStream:
 		// null is what some clients send for "not set"; anything else that
 		// is not a boolean cannot say how to answer.
 		if valIn >= len(s.in) || (s.in[valIn] != 't' && s.in[valIn] != 'f' && s.in[valIn] != 'n') {
@@ -337,36 +371,133 @@ func (s *scanner) checkTop(key []byte, valIn int) error {
 	return nil
 }
 
-// reorder rewrites the members of the object that starts at objStart in
-// s.out in canonical key order, skipping dropped ones, and rejects
-// duplicate keys. The object's closing brace is not written yet.
-func (s *scanner) reorder(objStart, mark int) error {
+// sortMembers sorts the members of the object whose first member is
+// s.members[mark] into canonical key order and rejects duplicate keys.
+func (s *scanner) sortMembers(mark int) error {
 	ms := s.members[mark:]
-	keys := s.keys
-	slices.SortStableFunc(ms, func(a, b member) int {
-		return compareKeys(keys[a.keyOff:a.keyOff+a.keyLen], keys[b.keyOff:b.keyOff+b.keyLen])
-	})
+	if len(ms) == 2 {
+		// The common case, and object already found the pair out of order.
+		ms[0], ms[1] = ms[1], ms[0]
+	} else if len(ms) <= 16 {
+		// Objects are small: insertion sort without a comparison closure.
+		for i := 1; i < len(ms); i++ {
+			m := ms[i]
+			k := s.key(&m)
+			j := i
+			for ; j > 0 && compareKeys(s.key(&ms[j-1]), k) > 0; j-- {
+				ms[j] = ms[j-1]
+			}
+			ms[j] = m
+		}
+	} else {
+		slices.SortFunc(ms, func(a, b member) int { return compareKeys(s.key(&a), s.key(&b)) })
+	}
 	for i := 1; i < len(ms); i++ {
-		a, b := ms[i-1], ms[i]
-		if bytes.Equal(keys[a.keyOff:a.keyOff+a.keyLen], keys[b.keyOff:b.keyOff+b.keyLen]) {
-			return s.fail(kindDuplicate, max(a.inOff, b.inOff), "duplicate key %s", quoteKey(keys[b.keyOff:b.keyOff+b.keyLen]))
+		if k := s.key(&ms[i]); bytes.Equal(s.key(&ms[i-1]), k) {
+			return s.fail(kindDuplicate, max(ms[i-1].inOff, ms[i].inOff), "duplicate key %s", quoteKey(k))
 		}
 	}
+	return nil
+}
+
+// rewrite rewrites the members of the object that starts at objStart in
+// s.out in the order of s.members[mark:], skipping dropped ones. The
+// object's closing brace is not written yet. Keys that live in out must not
+// be read afterwards.
+//
+// The largest member (typically a message's content) is moved once, straight
+// to its final place; only the others go through scratch.
+func (s *scanner) rewrite(objStart, mark int) {
+	ms := s.members[mark:]
 	base := objStart + 1
-	s.scratch = append(s.scratch[:0], s.out[base:]...)
-	s.out = s.out[:base]
-	first := true
-	for _, m := range ms {
+	big, final, pos := -1, 0, base
+	for i := range ms {
+		m := &ms[i]
+		if m.dropped {
+			continue
+		}
+		if pos > base {
+			pos++ // comma
+		}
+		if big < 0 || m.end-m.start > ms[big].end-ms[big].start {
+			big, final = i, pos
+		}
+		pos += m.end - m.start
+	}
+	s.scratch = s.scratch[:0]
+	for i := range ms {
+		if m := &ms[i]; !m.dropped && i != big {
+			s.scratch = append(s.scratch, s.out[m.start:m.end]...)
+		}
+	}
+	if big >= 0 {
+		copy(s.out[final:], s.out[ms[big].start:ms[big].end])
+	}
+	s.out = s.out[:pos]
+	pos, from := base, 0
+	for i := range ms {
+		m := &ms[i]
+		if m.dropped {
+			continue
+		}
+		if pos > base {
+			s.out[pos] = ','
+			pos++
+		}
+		n := m.end - m.start
+		if i != big {
+			copy(s.out[pos:pos+n], s.scratch[from:from+n])
+			from += n
+		}
+		pos += n
+	}
+}
+
+// canonicalLen returns the length of the canonical text of the top-level
+// object left unsorted in out (see object).
+func (s *scanner) canonicalLen() int {
+	n, first := 2, true // braces
+	for _, m := range s.members {
 		if m.dropped {
 			continue
 		}
 		if !first {
-			s.out = append(s.out, ',')
+			n++
 		}
 		first = false
-		s.out = append(s.out, s.scratch[m.start-base:m.end-base]...)
+		n += m.end - m.start
 	}
-	return nil
+	return n
+}
+
+// writeCanonical writes the canonical text of the document to w: out
+// itself, or for a top-level object left unsorted, its members from out in
+// sorted order.
+func (s *scanner) writeCanonical(w io.Writer) {
+	if !s.topSorted {
+		w.Write(s.out)
+		return
+	}
+	s.scratch = append(s.scratch[:0], '{')
+	first := true
+	for _, m := range s.members {
+		if m.dropped {
+			continue
+		}
+		if !first {
+			s.scratch = append(s.scratch, ',')
+		}
+		first = false
+		if m.end-m.start < 256 {
+			s.scratch = append(s.scratch, s.out[m.start:m.end]...)
+			continue
+		}
+		w.Write(s.scratch)
+		s.scratch = s.scratch[:0]
+		w.Write(s.out[m.start:m.end])
+	}
+	s.scratch = append(s.scratch, '}')
+	w.Write(s.scratch)
 }
 
 // quoteKey quotes a key for an error message, shortened so a hostile key
@@ -450,51 +581,62 @@ var strSafe = func() (t [256]bool) {
 	return t
 }()
 
+// canonicalEscape marks the characters c for which the escape \c is
+// already canonical: it is copied with the text around it.
+var canonicalEscape = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
+
 // str scans a string at s.pos and appends its canonical form: escapes
-// decoded, then only '"', '\\' and control characters re-escaped. Runs
-// without escapes are copied as spans; UTF-8 is validated per run, only when
-// the run has a byte >= 0x80.
-func (s *scanner) str() error {
+// decoded, then only '"', '\\' and control characters re-escaped. The
+// escapes that already are canonical (\" \\ \b \f \n \r \t) are copied with
+// the text around them, so a string is normally one span copy (quotes
+// included); only \/ and \uXXXX are rewritten. UTF-8 is checked per span
+// only when the input as a whole is not valid UTF-8, to place the error.
+// esc reports whether the output holds any escape.
+func (s *scanner) str() (esc bool, err error) {
 	in := s.in
-	i := s.pos + 1
-	s.out = append(s.out, '"')
+	start := s.pos // first byte not yet copied to out: the opening quote
+	i := start + 1
 	for {
-		start := i
-		var hi uint64
 		for i+8 <= len(in) {
 			w := binary.LittleEndian.Uint64(in[i:])
 			if m := special(w); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
-				hi |= w // may include bytes past i: only makes validation run
 				goto found
 			}
-			hi |= w
 			i += 8
 		}
 		for i < len(in) && strSafe[in[i]] {
-			hi |= uint64(in[i])
 			i++
 		}
 		if i >= len(in) {
-			return s.syntax(len(in), "unterminated string")
+			return false, s.syntax(len(in), "unterminated string")
 		}
 	found:
-		if hi&msb != 0 && !utf8.Valid(in[start:i]) {
-			return s.syntax(start+invalidUTF8At(in[start:i]), "invalid UTF-8 in string")
+		c := in[i]
+		if c == '\\' && i+1 < len(in) && canonicalEscape[in[i+1]] {
+			esc = true
+			i += 2
+			continue
+		}
+		if s.badUTF8 {
+			if j := start + invalidUTF8At(in[start:i]); j < i {
+				return false, s.syntax(j, "invalid UTF-8 in string")
+			}
+		}
+		if c == '"' {
+			s.out = append(s.out, in[start:i+1]...)
+			s.pos = i + 1
+			return esc, nil
+		}
+		if c < 0x20 {
+			return false, s.syntax(i, "control character 0x%02x in string", c)
 		}
 		s.out = append(s.out, in[start:i]...)
-		switch c := in[i]; {
-		case c == '"':
-			s.out = append(s.out, '"')
-			s.pos = i + 1
-			return nil
-		case c < 0x20:
-			return s.syntax(i, "control character 0x%02x in string", c)
-		}
-		var err error
 		if i, err = s.escape(i); err != nil {
-			return err
+			return false, err
 		}
+		esc = true // conservative: \/ or \u00e9 write none, which only costs a decode
+		start = i
 	}
 }
 
