@@ -108,8 +108,8 @@ func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
 		ts.end()
 	}
 	for i, m := range req.Messages {
-		if m.Role != "user" && m.Role != "assistant" {
-			return nil, groundhog.Errorf(groundhog.EINVALID, "messages.%d.role: Input should be 'user' or 'assistant'", i)
+		if m.Role != "user" && m.Role != "assistant" && m.Role != "system" {
+			return nil, groundhog.Errorf(groundhog.EINVALID, "messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
 		}
 		ts.begin(m.Role)
 		var text bytes.Buffer

@@ -65,7 +65,7 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 		writeError(w, fam, f.status, fmt.Sprintf("simulated fault: upstream answered %d %s", f.status, http.StatusText(f.status)))
 		return
 	case faultTimeout:
-		hang(r)
+		s.hang(r)
 		return
 	}
 	sd, err := requestSeed(shape, body)

@@ -63,7 +63,10 @@ func (s *Server) faultFor(r *http.Request) (fault, error) {
 
 // hang blocks until r's client goes away or Listen's shutdown releases it.
 // It parks on channels, so a hung request costs no CPU.
-func hang(r *http.Request) {
+func (s *Server) hang(r *http.Request) {
+	if s.onHang != nil {
+		s.onHang()
+	}
 	ctx := r.Context()
 	release, _ := ctx.Value(releaseKey{}).(<-chan struct{})
 	select {

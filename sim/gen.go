@@ -15,11 +15,12 @@ import (
 
 // seedExcluded are the top-level request fields that do not change the
 // generated content. The max-token limits are among them on purpose: a lower
-// limit truncates the same text instead of producing another one.
+// limit truncates the same text instead of producing another one, and choice
+// 0 of n choices is the text of a single-choice request.
 var seedExcluded = []string{
 	"stream", "stream_options", "user", "metadata", "store", "prompt_cache_key",
 	"prompt_cache_retention", "safety_identifier", "service_tier",
-	"max_tokens", "max_completion_tokens", "max_output_tokens",
+	"max_tokens", "max_completion_tokens", "max_output_tokens", "n",
 }
 
 // seed is the digest every generated output of one request derives from.

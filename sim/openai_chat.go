@@ -8,12 +8,12 @@ import (
 
 // chatRequest is the part of a POST /v1/chat/completions body the sim reads.
 type chatRequest struct {
-	Model               string            `json:"model"`
-	Messages            []chatMessage     `json:"messages"`
-	Tools               []json.RawMessage `json:"tools"`
-	ToolChoice          json.RawMessage   `json:"tool_choice"`
-	Stream              bool              `json:"stream"`
-	StreamOptions       *struct {
+	Model         string            `json:"model"`
+	Messages      []chatMessage     `json:"messages"`
+	Tools         []json.RawMessage `json:"tools"`
+	ToolChoice    json.RawMessage   `json:"tool_choice"`
+	Stream        bool              `json:"stream"`
+	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	MaxTokens           *int `json:"max_tokens"`
@@ -169,10 +169,10 @@ func pickTool(tools []toolSpec, mode, name string, asked bool) (*toolSpec, error
 }
 
 type chatUsage struct {
-	PromptTokens            int64 `json:"prompt_tokens"`
-	CompletionTokens        int64 `json:"completion_tokens"`
-	TotalTokens             int64 `json:"total_tokens"`
-	PromptTokensDetails     struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
 		CachedTokens int64 `json:"cached_tokens"`
 		AudioTokens  int64 `json:"audio_tokens"`
 	} `json:"prompt_tokens_details"`

@@ -61,16 +61,18 @@ func startSim(t *testing.T, cfg Config) (*Server, string) {
 
 // SDK clients never retry here: a retried faulted call would hide what the
 // sim did (and bill it twice).
-func openaiClient(base string, opts ...option.RequestOption) openai.Client {
-	return openai.NewClient(append([]option.RequestOption{
+func openaiClient(base string, opts ...option.RequestOption) *openai.Client {
+	c := openai.NewClient(append([]option.RequestOption{
 		option.WithBaseURL(base + "/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0),
 	}, opts...)...)
+	return &c
 }
 
-func anthropicClient(base string, opts ...aoption.RequestOption) anthropic.Client {
-	return anthropic.NewClient(append([]aoption.RequestOption{
+func anthropicClient(base string, opts ...aoption.RequestOption) *anthropic.Client {
+	c := anthropic.NewClient(append([]aoption.RequestOption{
 		aoption.WithBaseURL(base + "/"), aoption.WithAPIKey("sk-ant-test"), aoption.WithMaxRetries(0),
 	}, opts...)...)
+	return &c
 }
 
 // checkBilled asserts that the bill grew from before by exactly one call

@@ -59,18 +59,19 @@ const maxBody = 32 << 20
 // Server is a simulated OpenAI- and Anthropic-compatible model provider. It
 // is an http.Handler; all methods are safe for concurrent use.
 type Server struct {
-	prices      pricing.Table
-	clock       groundhog.Clock
-	sleep       func(context.Context, time.Duration) error
-	firstToken  time.Duration
-	perPrompt   time.Duration
-	perOutput   time.Duration
-	fault       fault
-	cache       PrefixCache
-	calls       atomic.Uint64 // model calls received, numbers response ids
-	inflight    inflight
-	billMu      sync.Mutex
-	bill        Bill
+	prices     pricing.Table
+	clock      groundhog.Clock
+	sleep      func(context.Context, time.Duration) error
+	firstToken time.Duration
+	perPrompt  time.Duration
+	perOutput  time.Duration
+	fault      fault
+	cache      PrefixCache
+	calls      atomic.Uint64 // model calls received, numbers response ids
+	inflight   inflight
+	billMu     sync.Mutex
+	bill       Bill
+	onHang     func() // test hook: a request starts hanging (timeout fault)
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
