@@ -227,6 +227,10 @@ func (h *handler) fenced(w http.ResponseWriter, r *http.Request, tenant, id, act
 		return
 	}
 	token := *req.FencingToken
+	if token < 1 {
+		h.writeError(w, r, groundhog.Errorf(groundhog.EINVALID, `"fencing_token" must be a positive integer`))
+		return
+	}
 	retryable := req.Retryable != nil && *req.Retryable
 	var result *groundhog.Response
 	switch {

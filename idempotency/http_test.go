@@ -570,6 +570,7 @@ func TestHTTPBadInput(t *testing.T) {
 		{"GET on renew", "GET", opsPath + "/" + id + "/renew", "key-a", nil, nil, 405, "method_not_allowed"},
 		{"token missing", "POST", opsPath + "/" + id + "/renew", "key-a", `{}`, nil, 400, "invalid"},
 		{"token a string", "POST", opsPath + "/" + id + "/renew", "key-a", `{"fencing_token":"1"}`, nil, 400, "invalid"},
+		{"token zero", "POST", opsPath + "/" + id + "/renew", "key-a", `{"fencing_token":0}`, nil, 400, "invalid"},
 		{"token a fraction", "POST", opsPath + "/" + id + "/renew", "key-a", `{"fencing_token":1.5}`, nil, 400, "invalid"},
 		{"renew with result", "POST", opsPath + "/" + id + "/renew", "key-a", `{"fencing_token":1,"result":1}`, nil, 400, "invalid"},
 		{"complete without result", "POST", opsPath + "/" + id + "/complete", "key-a", `{"fencing_token":1}`, nil, 400, "invalid"},
