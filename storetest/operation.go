@@ -24,6 +24,7 @@ var operationTests = []suiteTest{
 	{"Operations/RetentionKeepsTokensGrowing", testRetention},
 	{"Operations/Purge", testPurgeOperations},
 	{"Operations/RaceOnNewKey", testBeginRace},
+	{"Operations/RaceOnTakeover", testTakeoverRace},
 }
 
 const (
@@ -522,6 +523,20 @@ func testPurgeOperations(t *testing.T, s Stores) {
 }
 
 func testBeginRace(t *testing.T, s Stores) {
+	raceBegin(t, s, 0, 1)
+}
+
+// testTakeoverRace lets the lease expire, then races Begins on the
+// running record: exactly one takes it over.
+func testTakeoverRace(t *testing.T, s Stores) {
+	begin(t, s, params("first", 0), groundhog.BeginClaimed)
+	raceBegin(t, s, lease, 2)
+}
+
+// raceBegin runs n Begins of ("t", "k") at t0+d at once and checks that
+// exactly one claims, with token and attempts want, and the others see it
+// in progress.
+func raceBegin(t *testing.T, s Stores, d time.Duration, want int64) {
 	const n = 100
 	var (
 		wg       sync.WaitGroup
@@ -535,7 +550,7 @@ func testBeginRace(t *testing.T, s Stores) {
 		go func() {
 			defer wg.Done()
 			<-start
-			ops[i], outcomes[i], errs[i] = s.Begin(ctx, params(fmt.Sprintf("w%d", i), 0))
+			ops[i], outcomes[i], errs[i] = s.Begin(ctx, params(fmt.Sprintf("w%d", i), d))
 		}()
 	}
 	close(start)
@@ -551,14 +566,14 @@ func testBeginRace(t *testing.T, s Stores) {
 		case groundhog.BeginInProgress:
 			inProgress++
 		}
-		if ops[i].ID != ops[0].ID || ops[i].FencingToken != 1 {
-			t.Errorf("Begin %d saw record %s token %d, want %s token 1", i, ops[i].ID, ops[i].FencingToken, ops[0].ID)
+		if ops[i].ID != ops[0].ID || ops[i].FencingToken != want {
+			t.Errorf("Begin %d saw record %s token %d, want %s token %d", i, ops[i].ID, ops[i].FencingToken, ops[0].ID, want)
 		}
 	}
 	if claimed != 1 || inProgress != n-1 {
 		t.Errorf("%d claimed, %d in progress; want 1 and %d", claimed, inProgress, n-1)
 	}
-	if got := get(t, s); got.Attempts != 1 || got.FencingToken != 1 {
-		t.Errorf("record after the race: attempts %d token %d, want 1 and 1", got.Attempts, got.FencingToken)
+	if got := get(t, s); got.Attempts != int(want) || got.FencingToken != want {
+		t.Errorf("record after the race: attempts %d token %d, want %d and %d", got.Attempts, got.FencingToken, want, want)
 	}
 }
