@@ -118,8 +118,7 @@ func Compute(p Params, body []byte) (Result, error) {
 
 	// Frame the four short parts and the canonical body's length in one
 	// write, then the body.
-	var hdr [128]byte
-	h := hdr[:0]
+	h := s.hdr[:0]
 	for _, part := range [...]string{versionTag, string(p.Shape), p.Tenant, p.Versions} {
 		h = binary.BigEndian.AppendUint64(h, uint64(len(part)))
 		h = append(h, part...)
@@ -129,14 +128,14 @@ func Compute(p Params, body []byte) (Result, error) {
 		n = s.canonicalLen()
 	}
 	h = binary.BigEndian.AppendUint64(h, uint64(n))
+	s.hdr = h
 	s.h.Reset()
 	s.h.Write(h)
 	s.writeCanonical(s.h)
 
-	var sum [sha256.Size]byte
 	var text [len("sha256:") + 2*sha256.Size]byte
 	copy(text[:], "sha256:")
-	hex.Encode(text[len("sha256:"):], s.h.Sum(sum[:0]))
+	hex.Encode(text[len("sha256:"):], s.h.Sum(s.sum[:0]))
 	return Result{Hash: string(text[:]), Model: s.model, Stream: s.stream}, nil
 }
 
@@ -169,7 +168,7 @@ func clientError(what string, e *scanError) *groundhog.Error {
 		return groundhog.Errorf(groundhog.EINVALID, "%s is %s at offset %d", what, e.msg, e.off)
 	case kindNotObject:
 		return groundhog.Errorf(groundhog.EINVALID, "%s must be a JSON object", what)
-	case kindModel, kindStream:
+	case kindType:
 		return groundhog.Errorf(groundhog.EINVALID, "%s", e.msg)
 	}
 	if what == "JSON" {
@@ -181,7 +180,9 @@ func clientError(what string, e *scanError) *groundhog.Error {
 // pooledScanner is a scanner with its hasher, reused across calls.
 type pooledScanner struct {
 	scanner
-	h hash.Hash
+	h   hash.Hash
+	hdr []byte            // framing of the short parts
+	sum [sha256.Size]byte // digest, kept here so it does not escape per call
 }
 
 var pool = sync.Pool{New: func() any { return &pooledScanner{h: sha256.New()} }}

@@ -34,8 +34,12 @@ func chatBody(size int) []byte {
 		Type     string `json:"type"`
 		Function fn     `json:"function"`
 	}
+	names := []string{"search_documents", "read_file", "run_sql", "send_email"}
+	if size < 4<<10 {
+		names = names[:1] // a small request has a small tool list
+	}
 	tools := []tool{}
-	for _, name := range []string{"search_documents", "read_file", "run_sql", "send_email"} {
+	for _, name := range names {
 		tools = append(tools, tool{Type: "function", Function: fn{
 			Name:        name,
 			Description: "Use " + name + " when the user asks for it. Returns JSON.",
@@ -153,5 +157,8 @@ func TestChatBodyIsRealistic(t *testing.T) {
 	}
 	if n := len(body200KB); n < 200<<10 || n > 210<<10 {
 		t.Errorf("200KB body is %d bytes", n)
+	}
+	if n := len(body1KB); n < 1<<10 || n > 2<<10 {
+		t.Errorf("1KB body is %d bytes", n)
 	}
 }

@@ -22,8 +22,7 @@ const (
 	kindSyntax    = iota // not valid JSON
 	kindDuplicate        // an object repeats a key
 	kindDepth            // nested deeper than maxDepth
-	kindModel            // top-level "model" is not a string
-	kindStream           // top-level "stream" is not a boolean
+	kindType             // top-level "model" or "stream" has the wrong type
 	kindNotObject        // valid JSON, but the body must be an object
 )
 
@@ -72,17 +71,17 @@ type scanner struct {
 
 	// Filled by the top-level object when scanning for Compute.
 	model     string
-	hasModel  bool
 	stream    bool
-	badUTF8   bool // the input is not valid UTF-8: strings check their spans
-	topSorted bool // the top-level object is sorted in members, not in out
+	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
+	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
+	topSorted bool       // the top-level object is sorted in members, not in out
 }
 
 func (s *scanner) reset(in []byte) {
 	s.in, s.pos, s.depth = in, 0, 0
 	s.badUTF8 = !utf8.Valid(in)
 	s.out, s.scratch, s.keys, s.members = s.out[:0], s.scratch[:0], s.keys[:0], s.members[:0]
-	s.model, s.hasModel, s.stream, s.topSorted = "", false, false, false
+	s.model, s.stream, s.typeErr, s.topSorted = "", false, nil, false
 }
 
 func (s *scanner) fail(kind int, off int, format string, args ...any) *scanError {
@@ -93,7 +92,8 @@ func (s *scanner) syntax(off int, format string, args ...any) *scanError {
 	return s.fail(kindSyntax, off, format, args...)
 }
 
-// unexpected describes the byte at off (or the end of input) as a syntax error.
+// unexpected describes the byte at off (or the end of input) as a syntax
+// error; context says what the scanner was looking for.
 func (s *scanner) unexpected(off int, context string) *scanError {
 	if off >= len(s.in) {
 		return s.syntax(off, "unexpected end of input")
@@ -104,6 +104,9 @@ func (s *scanner) unexpected(off int, context string) *scanError {
 	}
 	return s.syntax(off, "unexpected character %q %s", rune(c), context)
 }
+
+// eof reports the end of input where more was expected.
+func (s *scanner) eof() *scanError { return s.syntax(len(s.in), "unexpected end of input") }
 
 func (s *scanner) skipWS() {
 	for s.pos < len(s.in) {
@@ -136,10 +139,13 @@ func (s *scanner) document(n *node, top bool) error {
 	if s.pos != len(s.in) {
 		return s.unexpected(s.pos, "after top-level value")
 	}
+	// Type errors are reported only once the whole text proved valid, so
+	// malformed input always says "not valid JSON".
 	if top && s.in[start] != '{' {
-		// Reported only once the whole text proved valid, so malformed input
-		// always says "not valid JSON".
 		return s.fail(kindNotObject, start, "not an object")
+	}
+	if s.typeErr != nil {
+		return s.typeErr
 	}
 	return nil
 }
@@ -148,7 +154,7 @@ func (s *scanner) document(n *node, top bool) error {
 func (s *scanner) value(n *node) error {
 	s.skipWS()
 	if s.pos >= len(s.in) {
-		return s.unexpected(s.pos, "")
+		return s.eof()
 	}
 	switch c := s.in[s.pos]; c {
 	case '{':
@@ -206,7 +212,7 @@ func (s *scanner) array(n *node) error {
 		}
 		s.skipWS()
 		if s.pos >= len(s.in) {
-			return s.unexpected(s.pos, "")
+			return s.eof()
 		}
 		switch s.in[s.pos] {
 		case ',':
@@ -283,22 +289,11 @@ func (s *scanner) object(n *node, top bool) error {
 		}
 		s.skipWS()
 		valIn, valOut := s.pos, len(s.out)
-		isModel, isStream := false, false
-		if top {
-			isModel, isStream = string(key) == "model", string(key) == "stream"
-			if err := s.checkTop(isModel, isStream, valIn); err != nil {
-				return err
-			}
-		}
 		if err := s.value(child); err != nil {
 			return err
 		}
-		if isModel {
-			s.model = string(unescapeCanonical(nil, s.out[valOut+1:len(s.out)-1]))
-			s.hasModel = true
-		}
-		if isStream {
-			s.stream = s.in[valIn] == 't'
+		if top {
+			s.topField(key, valIn, valOut)
 		}
 
 		if child != nil && child.drop {
@@ -317,7 +312,7 @@ func (s *scanner) object(n *node, top bool) error {
 
 		s.skipWS()
 		if s.pos >= len(s.in) {
-			return s.unexpected(s.pos, "")
+			return s.eof()
 		}
 		if c := s.in[s.pos]; c == ',' {
 			s.pos++
@@ -348,27 +343,35 @@ func (s *scanner) object(n *node, top bool) error {
 	return nil
 }
 
-// checkTop validates the value types of the top-level fields Compute reports.
-func (s *scanner) checkTop(isModel, isStream bool, valIn int) error {
-	switch {
-	case isModel:
-		if valIn >= len(s.in) || s.in[valIn] != '"' {
-			if err := s.value(nil); err != nil {
-				return err // malformed beats mistyped
-			}
-			return s.fail(kindModel, valIn, `"model" must be a string`)
+// topField records the top-level fields Compute reports and checks their
+// types. The value starts at valIn in the input and valOut in out.
+func (s *scanner) topField(key []byte, valIn, valOut int) {
+	switch c := s.in[valIn]; string(key) {
+	case "model":
+		if c != '"' {
+			s.typeError(valIn, `"model" must be a string`)
+			return
 		}
-	case isStream:
+		if v := s.out[valOut+1 : len(s.out)-1]; bytes.IndexByte(v, '\\') < 0 {
+			s.model = string(v)
+		} else {
+			s.model = string(unescapeCanonical(nil, v))
+		}
+	case "stream":
 		// null is what some clients send for "not set"; anything else that
 		// is not a boolean cannot say how to answer.
-		if valIn >= len(s.in) || (s.in[valIn] != 't' && s.in[valIn] != 'f' && s.in[valIn] != 'n') {
-			if err := s.value(nil); err != nil {
-				return err
-			}
-			return s.fail(kindStream, valIn, `"stream" must be a boolean`)
+		if c != 't' && c != 'f' && c != 'n' {
+			s.typeError(valIn, `"stream" must be a boolean`)
+			return
 		}
+		s.stream = c == 't'
 	}
-	return nil
+}
+
+func (s *scanner) typeError(off int, msg string) {
+	if s.typeErr == nil {
+		s.typeErr = &scanError{kind: kindType, msg: msg, off: off}
+	}
 }
 
 // sortMembers sorts the members of the object whose first member is
