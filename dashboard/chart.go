@@ -102,8 +102,8 @@ func niceStep(max float64, integer bool) (step, top float64) {
 	if integer && step < 1 {
 		step = 1
 	}
-	if integer && step == 2.5 {
-		step = 2
+	if integer && step != math.Trunc(step) {
+		step = 5 // 2.5 → 2 could need one more interval than allowed
 	}
 	top = math.Ceil(max/step-1e-9) * step
 	if top <= 0 {
@@ -131,11 +131,20 @@ func axisLabel(v, step float64, money bool) string {
 	if money {
 		prefix = "$"
 	}
+	short := func(v, step float64) string {
+		s := strconv.FormatFloat(v, 'f', decimalsFor(step), 64)
+		if strings.Contains(s, ".") {
+			s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+		}
+		return s
+	}
 	switch {
+	case v == 0:
+		return prefix + "0"
 	case v >= 1e6:
-		return prefix + strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(v/1e6, 'f', decimalsFor(step/1e6), 64), "0"), ".") + "M"
+		return prefix + short(v/1e6, step/1e6) + "M"
 	case v >= 1e4 || (v >= 1e3 && step >= 1e3):
-		return prefix + strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(v/1e3, 'f', decimalsFor(step/1e3), 64), "0"), ".") + "k"
+		return prefix + short(v/1e3, step/1e3) + "k"
 	}
 	return prefix + strconv.FormatFloat(v, 'f', decimalsFor(step), 64)
 }

@@ -90,7 +90,7 @@ func TestReportEqualsBuildReport(t *testing.T) {
 	})
 
 	t.Run("Options.Location is the default zone", func(t *testing.T) {
-		dp := New(Options{Store: db, Auth: testAuth, Clock: fakeClock{testNow}, Location: paris})
+		dp := New(Options{Logger: quietLog, Store: db, Auth: testAuth, Clock: fakeClock{testNow}, Location: paris})
 		w := get(t, dp.ReportHandler(), http.MethodGet, ReportPath+"?day=2025-03-30", keyAcme)
 		want := wantReport(t, db, ledger.ReportParams{Day: time.Date(2025, 3, 30, 0, 0, 0, 0, paris), Location: paris, Tenant: "acme"})
 		if !bytes.Equal(w.Body.Bytes(), want) {
@@ -370,7 +370,7 @@ func (failingStore) ScanLedger(context.Context, groundhog.LedgerFilter, func(*gr
 }
 
 func TestStoreUnavailable(t *testing.T) {
-	d := New(Options{Store: failingStore{}, Auth: testAuth, Clock: fakeClock{testNow}})
+	d := New(Options{Logger: quietLog, Store: failingStore{}, Auth: testAuth, Clock: fakeClock{testNow}})
 	for _, h := range []http.Handler{d.ReportHandler(), d.Handler()} {
 		w := get(t, h, "GET", "/groundhog/", keyAcme)
 		if w.Code != http.StatusServiceUnavailable {
@@ -471,7 +471,7 @@ func TestDashboardDays(t *testing.T) {
 		{2, "America/New_York", []string{"2025-03-30", "2025-03-31"}},
 		{1, "", []string{"2025-03-31"}},
 	} {
-		d := New(Options{Store: db, Auth: testAuth, Clock: fakeClock{testNow}, Days: tc.days})
+		d := New(Options{Logger: quietLog, Store: db, Auth: testAuth, Clock: fakeClock{testNow}, Days: tc.days})
 		q := ""
 		if tc.tz != "" {
 			q = "?tz=" + tc.tz
@@ -490,7 +490,7 @@ func TestDashboardDays(t *testing.T) {
 }
 
 func TestEmptyLedger(t *testing.T) {
-	d := New(Options{Store: openStore(t), Auth: testAuth, Clock: fakeClock{testNow}})
+	d := New(Options{Logger: quietLog, Store: openStore(t), Auth: testAuth, Clock: fakeClock{testNow}})
 	w := get(t, d.Handler(), "GET", "/groundhog/", keyAcme)
 	if w.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", w.Code, w.Body)

@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +24,10 @@ import (
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/sqlite"
 )
+
+// quietLog drops the handlers' logs of internal errors, which the tests
+// provoke on purpose.
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // fakeClock is a groundhog.Clock that tells a fixed time.
 type fakeClock struct{ t time.Time }
@@ -85,12 +93,12 @@ type workload struct {
 // tenants, an operation name that is an XSS attempt, cache on and off,
 // unknown costs. Tenant beta's numbers are chosen to be unmistakable.
 var sampleWorkloads = []workload{
-	{tenant: "acme", op: "summarize", perDay: 400, pool: 300, price: 4000},
-	{tenant: "acme", op: "extract", perDay: 250, pool: 120, cacheOn: true, price: 12500},
-	{tenant: "acme", op: "<script>alert(1)</script>", perDay: 40, pool: 30, price: 900},
-	{tenant: "acme", op: "classify", perDay: 90, pool: 60, cacheOn: true, price: 350},
+	{tenant: "acme", op: "summarize", perDay: 200, pool: 150, price: 4000},
+	{tenant: "acme", op: "extract", perDay: 120, pool: 60, cacheOn: true, price: 12500},
+	{tenant: "acme", op: "<script>alert(1)</script>", perDay: 30, pool: 22, price: 900},
+	{tenant: "acme", op: "classify", perDay: 60, pool: 40, cacheOn: true, price: 350},
 	{tenant: "acme", op: "mystery-model", perDay: 12, pool: 10, price: -1},
-	{tenant: "beta", op: "beta-secret-op", perDay: 777, pool: 100, price: 31337},
+	{tenant: "beta", op: "beta-secret-op", perDay: 377, pool: 100, price: 31337},
 }
 
 // genRows returns the rows of ws for the days days ending with the day of
@@ -160,14 +168,46 @@ func fill(t testing.TB, db groundhog.LedgerStore, rows []groundhog.LedgerEntry) 
 	}
 }
 
-// newTestDashboard returns a Dashboard over a store filled with the sample
+// sample is the store filled with the sample workloads, shared by the tests
+// (which only read it): filling it once keeps the package's tests fast,
+// also under -race on a busy machine.
+var sample struct {
+	once sync.Once
+	dir  string
+	db   *sqlite.DB
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sample.db != nil {
+		sample.db.Close()
+	}
+	if sample.dir != "" {
+		os.RemoveAll(sample.dir)
+	}
+	os.Exit(code)
+}
+
+// newTestDashboard returns a Dashboard over the store filled with the sample
 // workloads, and the store.
 func newTestDashboard(t testing.TB) (*Dashboard, *sqlite.DB) {
 	t.Helper()
-	db := openStore(t)
-	fill(t, db, genRows(sampleWorkloads, testNow, DefaultDays+2, 42))
-	d := New(Options{Store: db, Auth: testAuth, Clock: fakeClock{testNow}})
-	return d, db
+	sample.once.Do(func() {
+		if sample.dir, sample.err = os.MkdirTemp("", "groundhog-dashboard-test"); sample.err != nil {
+			return
+		}
+		ctx := context.Background()
+		if sample.db, sample.err = sqlite.Open(ctx, filepath.Join(sample.dir, "groundhog.db")); sample.err != nil {
+			return
+		}
+		sample.err = sample.db.AppendLedger(ctx, genRows(sampleWorkloads, testNow, DefaultDays+2, 42))
+	})
+	if sample.err != nil {
+		t.Fatalf("sample store: %v", sample.err)
+	}
+	d := New(Options{Logger: quietLog, Store: sample.db, Auth: testAuth, Clock: fakeClock{testNow}})
+	return d, sample.db
 }
 
 // get runs a request through h and returns the recorder.

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
