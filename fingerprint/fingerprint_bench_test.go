@@ -70,10 +70,17 @@ func chatBody(size int) []byte {
 		ToolCallID string `json:"tool_call_id,omitempty"`
 	}
 	msgs := []msg{{Role: "system", Content: "You are a careful assistant for Acme Corp. Answer concisely.\nAlways cite the documents you used."}}
-	body := map[string]any{
-		"model": "gpt-4o-mini", "temperature": 0.2, "max_tokens": 1024, "stream": true,
-		"tools": tools, "tool_choice": "auto", "user": "user-1234",
-	}
+	// Fields in the order an SDK sends them, not sorted.
+	body := struct {
+		Model       string  `json:"model"`
+		Messages    []msg   `json:"messages"`
+		Temperature float64 `json:"temperature"`
+		MaxTokens   int     `json:"max_tokens"`
+		Stream      bool    `json:"stream"`
+		Tools       []tool  `json:"tools"`
+		ToolChoice  string  `json:"tool_choice"`
+		User        string  `json:"user"`
+	}{Model: "gpt-4o-mini", Temperature: 0.2, MaxTokens: 1024, Stream: true, Tools: tools, ToolChoice: "auto", User: "user-1234"}
 	for i := 0; ; i++ {
 		p := paragraphs[i%len(paragraphs)]
 		msgs = append(msgs, msg{Role: "user", Content: fmt.Sprintf("Step %d. %s\nPlease continue.", i, p)})
@@ -85,7 +92,7 @@ func chatBody(size int) []byte {
 		result, _ := json.Marshal(map[string]any{"hits": []map[string]any{{"id": i, "score": 0.87, "text": p}, {"id": i + 1, "score": 0.5, "text": paragraphs[(i+1)%len(paragraphs)]}}})
 		msgs = append(msgs, msg{Role: "tool", ToolCallID: c.ID, Content: string(result)})
 		msgs = append(msgs, msg{Role: "assistant", Content: strings.Repeat(p+" ", 2)})
-		body["messages"] = msgs
+		body.Messages = msgs
 		b, err := json.Marshal(body)
 		if err != nil {
 			panic(err)

@@ -36,8 +36,9 @@ type scanError struct {
 
 func (e *scanError) Error() string { return fmt.Sprintf("%s at offset %d", e.msg, e.off) }
 
-// member is one "key":value pair of the object being scanned. The decoded
-// key lives in scanner.keys; the canonical bytes of the pair in scanner.out.
+// member is one "key":value pair of an object being scanned: where its
+// canonical bytes are in scanner.out, and where its decoded key is (for
+// sorting and duplicate detection).
 type member struct {
 	keyOff, keyLen int  // decoded key: in scanner.keys if inKeys, else in scanner.out
 	inKeys         bool // the key had escapes (decoded copy) or was dropped
