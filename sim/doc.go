@@ -1,2 +1,125 @@
-// Package sim is the simulated model provider.
+// Package sim is the simulated model provider: an http.Handler that speaks
+// the OpenAI and Anthropic wire formats offline, answers deterministically,
+// counts tokens, caches prompt prefixes, models latency, injects faults and
+// keeps its own bill, so every saving groundhog reports can be checked
+// against what the provider charged.
+//
+// # Routes
+//
+//	POST /v1/chat/completions      OpenAI chat (stream: chat.completion.chunk events, then data: [DONE])
+//	POST /v1/responses             OpenAI Responses (stream: response.* events with sequence_number)
+//	POST /v1/embeddings            OpenAI embeddings (string, strings, tokens or token arrays; float or base64)
+//	GET  /v1/models[/{id}]         model list (sim-small, sim-large, sim-embed); Anthropic's shape when
+//	                               the request has an anthropic-version header
+//	POST /v1/messages              Anthropic Messages (max_tokens required, as in the real API)
+//	POST /v1/messages/count_tokens Anthropic token count (not billed, no faults)
+//	GET  /sim/v1/bill              the bill: {"calls":N,"input_tokens":N,"cached_input_tokens":N,
+//	                               "cache_write_tokens":N,"output_tokens":N,"usd":"0.000000"}
+//	POST /sim/v1/bill/reset        zero the bill; answers with the bill as it was just before
+//
+// Errors use each provider's error shape ({"error":{"message","type","param",
+// "code"}} for OpenAI, {"type":"error","error":{"type","message"}} for
+// Anthropic): 400 for malformed JSON, a missing model or another invalid
+// field, 404 for an unknown route, 405 for a wrong method, 413 above 32 MiB.
+// Any model name is accepted; one the price table does not know is billed
+// as sim-small. Any API key (or none) is accepted: the key only scopes the
+// prefix cache.
+//
+// # Outputs
+//
+// The answer is derived from SHA-256 of the route and the request body as
+// canonical JSON (sorted keys, normalized numbers), without the fields that
+// do not change content (stream, stream_options, user, metadata, store,
+// prompt_cache_key, prompt_cache_retention, safety_identifier, service_tier,
+// n, the max-token limits) and without cache_control markers. Identical
+// inputs give identical text, streamed or not; changing temperature, seed,
+// the messages or the model changes it. The natural length is 16–64 tokens;
+// a max-token limit (max_completion_tokens or max_tokens, max_output_tokens,
+// max_tokens) below it truncates that same text and reports finish_reason
+// "length" / status "incomplete" / stop_reason "max_tokens". Choice i of n
+// has its own text; choice 0 is the single-choice text. Stop sequences are
+// not applied.
+//
+// Ids are derived from the request and a per-server call number, so they
+// differ on every call (a replay by groundhog shows the original id);
+// "created" comes from Config.Clock.
+//
+// Tool calls: when a request offers function tools and its last message is
+// the user's, contains the word "tool" and is not a tool result — or when
+// tool_choice requires a call ("required", Anthropic "any", or a named tool)
+// and does not forbid it ("none") — the answer is one call of the first
+// tool (or the named one) whose arguments are a JSON object generated from
+// the tool's parameter schema (const, enum, type, properties, items,
+// minItems, minimum, anyOf/oneOf). Answering a tool result therefore ends an
+// agent loop with text. A tool call is never truncated by the limit.
+//
+// Embeddings are unit vectors (8 dimensions unless "dimensions" says
+// otherwise) that depend only on model, input and dimensions, so a text
+// embeds the same alone or in any batch.
+//
+// # Tokens
+//
+// CountTokens counts text: each whitespace-separated word costs one token
+// per started 4 bytes of UTF-8, so at least one; whitespace is free. A
+// prompt costs MessageOverhead (4) tokens per message, per tool definition
+// and for the system prompt or instructions, plus its content: text parts
+// count their text, tool calls their name and arguments, any other part
+// (image, file…) and tool definitions count their JSON text. Prompt tokens
+// are ordered tools, system, messages. Embedding inputs cost their text's
+// tokens (or the length of a token array), with no overhead. Outputs are
+// made of words of at most 4 bytes, so output tokens = CountTokens(text)
+// exactly; a tool call costs CountTokens(name) + CountTokens(arguments).
+// Streams send one output token per text delta.
+//
+// # Prompt caching
+//
+// The PrefixCache holds prompt prefixes per (API key digest, model); see
+// PrefixCache for when it is consulted. On OpenAI routes caching is
+// automatic: the longest cached prefix is read in whole blocks of
+// BlockTokens (128) from MinCacheTokens (1024) on, reported as
+// prompt_tokens_details.cached_tokens / input_tokens_details.cached_tokens,
+// and writes are free and not reported. On /v1/messages only the prompt up to
+// a cache_control breakpoint (on a tool, system block or content block; or a
+// top-level cache_control, meaning the last block) is cacheable; a read is
+// looked for at each breakpoint and at the 20 block boundaries before it;
+// the tokens from the read (or the start) to the last breakpoint of at least
+// 1024 tokens are written and reported as cache_creation_input_tokens, the
+// read as cache_read_input_tokens, and input_tokens is the rest. More than
+// 4 breakpoints is a 400. Entries live DefaultCacheTTL (5 minutes) after
+// their last use; a "ttl" in cache_control is ignored.
+//
+// # Latency
+//
+// Time to first token is Config.FirstToken + Config.PerPromptToken ×
+// uncached prompt tokens (cache writes are uncached: they are computed);
+// then Config.PerOutputToken passes between streamed output chunks, or, for
+// a non-streamed answer, PerOutputToken × output tokens before it is sent.
+// All three are zero by default.
+//
+// # Faults
+//
+// The Sim-Fault request header (or Config.Fault for every model call without
+// the header; "none" in the header disables Config.Fault) injects one fault
+// into a model call:
+//
+//	status=<400-599>     answer that status with a provider-shaped error (429 adds Retry-After: 1); not billed
+//	timeout              accept and never answer, parked on the request context at no CPU cost, until the
+//	                     client goes away (or Listen's shutdown drops the connection); not billed
+//	reset-mid-stream     stream: send half the output chunks, then break the connection with no terminal
+//	                     event ([DONE], response.completed, message_stop); non-stream: half the body, then
+//	                     break; billed in full
+//	drop-after-success   compute and bill the full answer, then break the connection before sending any
+//	                     of it: the provider charged, the client saw nothing; billed in full
+//
+// Any other spec is a 400. Breaking the connection panics with
+// http.ErrAbortHandler, which net/http turns into a closed connection.
+// Clients that retry (the official SDKs do by default) pay for each attempt.
+//
+// # Billing
+//
+// A model call is billed once its first token is due (after the time to
+// first token): in full, with its prompt, cached-read, cache-write and output
+// tokens priced with Config.Prices (reads at the cached price, writes at the
+// write price), even if the client leaves before the end. A call whose
+// client leaves before the first token is not billed.
 package sim

@@ -254,9 +254,10 @@ func TestConfigFault(t *testing.T) {
 }
 
 func TestFaultTimeout(t *testing.T) {
-	s, base := startSim(t, Config{})
+	s := New(Config{})
 	hung := make(chan struct{}, 1)
 	s.onHang = func() { hung <- struct{}{} }
+	base := serve(t, s)
 	client := openaiClient(base, option.WithHeader(FaultHeader, "timeout"))
 	for _, stream := range []bool{false, true} {
 		before := s.Bill()
@@ -278,7 +279,7 @@ func TestFaultTimeout(t *testing.T) {
 		<-hung // the request did reach the sim and hung there
 		// The hung handler notices the client is gone and returns.
 		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := s.inflight.wait(wctx); err != nil {
+		if err := s.WaitIdle(wctx); err != nil {
 			t.Fatalf("stream=%v: a handler still runs after the client left (%d in flight)", stream, s.InFlight())
 		}
 		wcancel()
@@ -436,5 +437,46 @@ func TestFaultDropAfterSuccess(t *testing.T) {
 	}
 	if b := s.Bill(); b.Calls != before.Calls+1 {
 		t.Fatal("anthropic drop-after-success not billed")
+	}
+}
+
+// TestDropAfterSuccessTransportRetry pins a hazard for whoever proxies to a
+// provider with net/http: a POST carrying an Idempotency-Key header is
+// "replayable", so when a reused connection breaks before any response byte
+// the Transport silently sends it again. The provider bills both attempts.
+func TestDropAfterSuccessTransportRetry(t *testing.T) {
+	s, base := startSim(t, Config{})
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	send := func(headers ...string) error {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(chatBody))
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		res, err := client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+		return err
+	}
+	for _, c := range []struct {
+		name    string
+		headers []string
+		billed  int64
+	}{
+		{"plain POST", []string{FaultHeader, "drop-after-success"}, 1},
+		{"with Idempotency-Key", []string{FaultHeader, "drop-after-success", "Idempotency-Key", "k1"}, 2},
+	} {
+		if err := send(); err != nil { // leaves a reused, idle connection
+			t.Fatal(err)
+		}
+		before := s.Bill()
+		if err := send(c.headers...); err == nil {
+			t.Fatalf("%s: dropped call succeeded", c.name)
+		}
+		if got := s.Bill().Calls - before.Calls; got != c.billed {
+			t.Fatalf("%s: billed %d calls, want %d", c.name, got, c.billed)
+		}
 	}
 }

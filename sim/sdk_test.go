@@ -45,6 +45,13 @@ func (c *fakeClock) Advance(d time.Duration) {
 func startSim(t *testing.T, cfg Config) (*Server, string) {
 	t.Helper()
 	s := New(cfg)
+	return s, serve(t, s)
+}
+
+// serve serves s on a loopback port for the test's duration and returns its
+// base URL.
+func serve(t *testing.T, s *Server) string {
+	t.Helper()
 	base, shutdown, err := s.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +63,7 @@ func startSim(t *testing.T, cfg Config) (*Server, string) {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return s, base
+	return base
 }
 
 // SDK clients never retry here: a retried faulted call would hide what the

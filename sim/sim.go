@@ -67,7 +67,7 @@ type Server struct {
 	perOutput  time.Duration
 	fault      fault
 	cache      PrefixCache
-	calls      atomic.Uint64 // model calls received, numbers response ids
+	calls      atomic.Uint64 // model calls answered; numbers response ids
 	inflight   inflight
 	billMu     sync.Mutex
 	bill       Bill
@@ -205,6 +205,10 @@ func (s *Server) cost(model string, u groundhog.Usage) groundhog.Money {
 // request whose client has gone away stops counting as soon as its handler
 // has noticed and returned.
 func (s *Server) InFlight() int { return s.inflight.count() }
+
+// WaitIdle returns nil as soon as no request is being handled, or ctx's
+// error. Tests use it to prove that no handler outlives its client.
+func (s *Server) WaitIdle(ctx context.Context) error { return s.inflight.wait(ctx) }
 
 // inflight counts running handlers and lets a waiter block until none runs.
 type inflight struct {
