@@ -171,14 +171,14 @@ type analyzer struct {
 	acc              *Accumulator
 	dayStart, dayEnd int64
 	day              string
-	inFlight         map[hashKey]int64 // identical call's latest end, unix ns
+	inFlight         *reqMap[int64] // identical call's latest end, unix ns
 	entry            groundhog.LedgerEntry
 
 	intern map[string]string // operation and tenant names
 }
 
 func newAnalyzer(o AnalyzeOptions) *analyzer {
-	an := &analyzer{o: o, loc: o.Location, prices: o.Prices, intern: map[string]string{}, inFlight: map[hashKey]int64{}, maxSeen: math.MinInt64}
+	an := &analyzer{o: o, loc: o.Location, prices: o.Prices, intern: map[string]string{}, inFlight: newReqMap[int64](), maxSeen: math.MinInt64}
 	if an.loc == nil {
 		an.loc = time.UTC
 	}
@@ -410,17 +410,13 @@ func (an *analyzer) release(c pendingCall) {
 		// A call still running at midnight can make the first calls of
 		// the new day in-flight; everything else is forgotten so memory
 		// stays with one day's hashes.
-		for k, until := range an.inFlight {
-			if until <= an.dayStart {
-				delete(an.inFlight, k)
-			}
-		}
+		an.inFlight.deleteFunc(func(until int64) bool { return until <= an.dayStart })
 	}
-	k := hashKey{c.tenant, c.hash}
-	until, seen := an.inFlight[k]
+	ref := an.inFlight.ref(c.tenant, c.hash)
+	until, seen := an.inFlight.get(ref)
 	end := c.t + c.duration
 	if !seen || end > until {
-		an.inFlight[k] = end
+		an.inFlight.set(ref, end)
 	}
 	e := &an.entry
 	*e = groundhog.LedgerEntry{
