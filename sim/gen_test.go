@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -161,5 +162,21 @@ func TestDeterminism(t *testing.T) {
 	marked := anth(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`)
 	if plain != marked {
 		t.Fatalf("cache_control changed the text: %q vs %q", plain, marked)
+	}
+}
+
+func TestListenBaseURL(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", ":0"} {
+		s := New(Config{})
+		base, shutdown, err := s.Listen(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(base, "http://127.0.0.1:") || strings.HasSuffix(base, ":0") {
+			t.Errorf("Listen(%q) = %q", addr, base)
+		}
+		if err := shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

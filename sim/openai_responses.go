@@ -267,7 +267,7 @@ func newResponseObject(x *exchange, req *responsesRequest, c *completion) *respo
 	u.InputTokensDetails.CachedTokens = x.usage.CachedInputTokens
 	r.Usage = u
 	if c.tool != nil {
-		r.Output = []any{functionCallItem{ID: x.id.id("fc_"), Type: "function_call", Status: "completed",
+		r.Output = []any{functionCallItem{ID: x.id.derive("item", 0).id("fc_"), Type: "function_call", Status: "completed",
 			Arguments: c.tool.args, CallID: x.toolCallID("call_", 0), Name: c.tool.name}}
 	} else {
 		status := "completed"
@@ -277,7 +277,7 @@ func newResponseObject(x *exchange, req *responsesRequest, c *completion) *respo
 			r.IncompleteDetails = &incomplete{Reason: "max_output_tokens"}
 			r.CompletedAt = nil
 		}
-		r.Output = []any{outputMessage{ID: x.id.id("msg_"), Type: "message", Status: status, Role: "assistant",
+		r.Output = []any{outputMessage{ID: x.id.derive("item", 0).id("msg_"), Type: "message", Status: status, Role: "assistant",
 			Content: []outputText{{Type: "output_text", Text: c.text(), Annotations: []any{}, Logprobs: []any{}}}}}
 	}
 	return r

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -264,7 +265,8 @@ func (f *inflight) wait(ctx context.Context) error {
 type releaseKey struct{}
 
 // Listen serves s on addr ("127.0.0.1:0" picks a free port) and returns the
-// base URL ("http://127.0.0.1:PORT"; the OpenAI base URL is that plus "/v1")
+// base URL ("http://127.0.0.1:PORT", loopback also when addr's host is
+// unspecified; the OpenAI base URL is that plus "/v1")
 // and a shutdown func. Shutdown first releases requests hung by the timeout
 // fault (their connections are closed without a response), then shuts the
 // HTTP server down gracefully within ctx.
@@ -296,7 +298,21 @@ func (s *Server) Listen(addr string) (baseURL string, shutdown func(context.Cont
 		}
 		return nil
 	}
-	return "http://" + ln.Addr().String(), shutdown, nil
+	return baseURLOf(ln.Addr()), shutdown, nil
+}
+
+// baseURLOf returns the URL clients reach addr at; an unspecified host
+// (":9001", "0.0.0.0:9001") is reached over loopback.
+func baseURLOf(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "http://" + addr.String()
+	}
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
 // ServeHTTP routes r. Model calls are POST /v1/chat/completions,
