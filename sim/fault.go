@@ -27,6 +27,14 @@ type fault struct {
 	status int // faultStatus only
 }
 
+// CheckFault reports whether spec is a valid fault spec (for Config.Fault
+// or the Sim-Fault header), so a command can reject a bad flag before New
+// panics on it.
+func CheckFault(spec string) error {
+	_, err := parseFault(spec)
+	return err
+}
+
 // parseFault parses a fault spec: "" or "none", "status=<400-599>",
 // "timeout", "reset-mid-stream" or "drop-after-success".
 func parseFault(spec string) (fault, error) {

@@ -243,6 +243,12 @@ func TestConfigFault(t *testing.T) {
 	if s.Bill().Calls != 1 {
 		t.Fatalf("bill = %+v, want the one un-faulted call", s.Bill())
 	}
+	for spec, ok := range map[string]bool{"": true, "none": true, "timeout": true, "status=429": true,
+		"reset-mid-stream": true, "drop-after-success": true, "status=600": false, "status=": false, "slow": false} {
+		if err := CheckFault(spec); (err == nil) != ok {
+			t.Errorf("CheckFault(%q) = %v", spec, err)
+		}
+	}
 	func() {
 		defer func() {
 			if recover() == nil {
