@@ -104,6 +104,10 @@ func TestAnalyzeLines(t *testing.T) {
 		{"negative cost", ok[:len(ok)-1] + `,"cost_usd":-1}`, `"cost_usd" must be`},
 		{"string cost", ok[:len(ok)-1] + `,"cost_usd":"0.1"}`, `"cost_usd" must be`},
 		{"bad usage", ok[:len(ok)-1] + `,"usage":[1]}`, `"usage" must be`},
+		{"usage count as string", ok[:len(ok)-1] + `,"usage":{"prompt_tokens":"12"}}`, `"usage" must be`},
+		{"usage fractional count", ok[:len(ok)-1] + `,"usage":{"prompt_tokens":1.5}}`, `"usage" must be`},
+		{"usage negative count", ok[:len(ok)-1] + `,"usage":{"output_tokens":-1}}`, `"usage" must be`},
+		{"usage bad details", ok[:len(ok)-1] + `,"usage":{"prompt_tokens_details":{"cached_tokens":true}}}`, `"usage" must be`},
 		{"bad duration", ok[:len(ok)-1] + `,"duration_ms":"fast"}`, `"duration_ms"`},
 		{"bad shape", ok[:len(ok)-1] + `,"shape":"completions"}`, `"shape" must be`},
 		{"bad path", ok[:len(ok)-1] + `,"path":"/v1/models"}`, "not a provider route"},
@@ -153,6 +157,8 @@ func TestAnalyzeCosts(t *testing.T) {
 			claude.Cost(groundhog.Usage{InputTokens: 950, CachedInputTokens: 800, CacheWriteTokens: 50, OutputTokens: 10})},
 		{"groundhog usage", `,"usage":{"input_tokens":1000,"cached_input_tokens":400,"cache_write_tokens":0,"output_tokens":10}`, "gpt-4o-mini",
 			mini.Cost(groundhog.Usage{InputTokens: 1000, CachedInputTokens: 400, OutputTokens: 10})},
+		{"integral floats and nulls", `,"usage":{"prompt_tokens":1e3,"completion_tokens":10.0,"prompt_tokens_details":null,"total_tokens":1010}`, "gpt-4o-mini",
+			mini.Cost(groundhog.Usage{InputTokens: 1000, OutputTokens: 10})},
 		{"unknown model", `,"usage":{"prompt_tokens":1000}`, "acme-internal-7b", groundhog.CostUnknown},
 		{"no usage no cost", ``, "gpt-4o-mini", groundhog.CostUnknown},
 	}
@@ -191,15 +197,15 @@ func TestAnalyzeShapes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			line := fmt.Sprintf(`{%s"timestamp":"2025-03-14T10:00:00Z","tenant":"acme","request":%s}`, c.fields, c.req)
-			an := newAnalyzer(AnalyzeOptions{})
-			if err := an.line([]byte(line)); err != nil {
-				t.Fatal(err)
+			call, ok, err := newAnalyzer(AnalyzeOptions{}).newParser().line([]byte(line), 1)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
 			}
 			want, err := fingerprint.Compute(fingerprint.Params{Shape: c.shape, Tenant: "acme"}, []byte(c.req))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := an.buf[0].hash; got != want.Hash {
+			if got := call.hash; got != want.Hash {
 				t.Fatalf("hash %s, want the %s hash %s", got, c.shape, want.Hash)
 			}
 		})
@@ -238,6 +244,59 @@ func TestAnalyzeLongLineAndProgress(t *testing.T) {
 	reps, st := analyze(t, in, AnalyzeOptions{Progress: func(n int64) { total += n }})
 	if reps[0].Total.Repeats != 1 || st.Bytes != int64(len(in)) || total != int64(len(in)) {
 		t.Fatalf("repeats %d bytes %d progress %d, want 1 %d %d", reps[0].Total.Repeats, st.Bytes, total, len(in), len(in))
+	}
+}
+
+func TestAnalyzeErrorLineAcrossChunks(t *testing.T) {
+	// Lines are parsed in parallel chunks of about 1 MB: a bad line far
+	// into the file is still named by its own number.
+	var b strings.Builder
+	n := 0
+	for b.Len() < 3*chunkSize {
+		n++
+		fmt.Fprintln(&b, logLine("2025-03-14T10:00:00Z", "op", fmt.Sprint(n), ""))
+	}
+	b.WriteString("{oops}\n")
+	b.WriteString(logLine("2025-03-14T10:00:01Z", "op", "last", "") + "\n")
+	_, st, err := Analyze(context.Background(), strings.NewReader(b.String()), AnalyzeOptions{})
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != int64(n+1) {
+		t.Fatalf("err = %v, want line %d", err, n+1)
+	}
+	if st.Lines != int64(n+1) {
+		t.Errorf("stats.Lines = %d, want %d", st.Lines, n+1)
+	}
+	reps, st, err := Analyze(context.Background(), strings.NewReader(b.String()), AnalyzeOptions{SkipBad: true})
+	if err != nil || st.Calls != int64(n+1) || st.Lines != int64(n+2) || reps[0].Total.Calls != int64(n+1) {
+		t.Fatalf("skip-bad: %v %+v", err, st)
+	}
+}
+
+// failingReader returns data, then an error.
+type failingReader struct {
+	data string
+	err  error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if r.data == "" {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func TestAnalyzeReadErrorAndCancel(t *testing.T) {
+	boom := errors.New("disk gone")
+	in := logLine("2025-03-14T10:00:00Z", "op", "a", "") + "\n"
+	if _, _, err := Analyze(context.Background(), &failingReader{in, boom}, AnalyzeOptions{}); !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want the read error", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := Analyze(ctx, strings.NewReader(strings.Repeat(in, 30000)), AnalyzeOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
 

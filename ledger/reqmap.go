@@ -37,13 +37,15 @@ func (m *reqMap[V]) ref(tenant, hash string) reqRef {
 		return reqRef{slow: hashKey{tenant, hash}}
 	}
 	var r reqRef
+	hex := hash[len(prefix):]
+	var bad byte
 	for i := range 32 {
-		hi, ok1 := unhex(hash[len(prefix)+2*i])
-		lo, ok2 := unhex(hash[len(prefix)+2*i+1])
-		if !ok1 || !ok2 {
-			return reqRef{slow: hashKey{tenant, hash}}
-		}
-		r.k.sum[i] = hi<<4 | lo
+		hi, lo := unhexTable[hex[2*i]], unhexTable[hex[2*i+1]]
+		bad |= hi | lo
+		r.k.sum[i] = hi<<4 | lo&0x0f
+	}
+	if bad&0xf0 != 0 {
+		return reqRef{slow: hashKey{tenant, hash}}
 	}
 	t, ok := m.tenants[tenant]
 	if !ok {
@@ -54,17 +56,21 @@ func (m *reqMap[V]) ref(tenant, hash string) reqRef {
 	return r
 }
 
-// unhex decodes one lowercase hex digit; upper case is refused so that
-// two different hash strings never share a key.
-func unhex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
+// unhexTable maps a lowercase hex digit to its value and every other byte
+// to 0xff: upper case is refused so that two different hash strings never
+// share a key.
+var unhexTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 0, false
-}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+	}
+	return t
+}()
 
 func (m *reqMap[V]) get(r reqRef) (V, bool) {
 	if r.compact {
