@@ -302,7 +302,7 @@ func TestAnalyzeReadErrorAndCancel(t *testing.T) {
 
 // equivalenceCalls is the size of the analyze-versus-ledger-report
 // workload; GROUNDHOG_LEDGER_CALLS=1000000 runs the full-size check (about
-// 40 s of one core: too slow for every CI run).
+// 20 s of CPU: too slow for every CI run).
 func equivalenceCalls(t testing.TB) int {
 	if s := os.Getenv("GROUNDHOG_LEDGER_CALLS"); s != "" {
 		n, err := strconv.Atoi(s)

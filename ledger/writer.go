@@ -67,13 +67,15 @@ var (
 // segments in order; a segment's file is deleted once all its rows are in
 // the store.
 type segment struct {
-	seq     uint64
-	f       *os.File // nil without a journal, and once sealed
-	size    int64    // bytes written, to cut off a failed partial write
-	n       int      // rows written
-	rows    []groundhog.LedgerEntry
+	seq  uint64
+	f    *os.File // nil without a journal, and once sealed
+	size int64    // bytes written, to cut off a failed partial write
+	n    int      // rows written
+	// chunks hold the rows in memory in slices of at most BatchSize rows,
+	// each one AppendLedger call: growing never copies rows already held.
+	chunks  [][]groundhog.LedgerEntry
 	spilled bool // rows were dropped from memory: read the file to commit
-	sent    int  // leading rows (of rows) already accepted by the store
+	sent    int  // leading chunks already accepted by the store
 }
 
 // Writer is the ledger's commit path: it makes every recorded row durable
@@ -295,7 +297,7 @@ func (w *Writer) commitFile(ctx context.Context, path string) (int, error) {
 // newSegment creates the next segment (a journal file unless the journal is
 // disabled). Only OpenWriter and the committer call it.
 func (w *Writer) newSegment() (*segment, error) {
-	seg := &segment{seq: w.nextSeq, rows: make([]groundhog.LedgerEntry, 0, w.batch)}
+	seg := &segment{seq: w.nextSeq}
 	if w.dir != "" {
 		f, err := createSegment(w.dir, seg.seq)
 		if err != nil {
@@ -359,10 +361,14 @@ func (w *Writer) append(e *groundhog.LedgerEntry, rec []byte) error {
 		if w.buffered >= w.maxBuffered {
 			// Past the memory bound the journal is the only copy; the
 			// committer reads this segment back from its file.
-			w.buffered -= len(seg.rows)
-			seg.rows, seg.spilled = nil, true
+			w.buffered -= seg.n - 1
+			seg.chunks, seg.spilled = nil, true
 		} else {
-			seg.rows = append(seg.rows, *e)
+			if len(seg.chunks) == 0 || len(seg.chunks[len(seg.chunks)-1]) == w.batch {
+				seg.chunks = append(seg.chunks, make([]groundhog.LedgerEntry, 0, w.batch))
+			}
+			last := &seg.chunks[len(seg.chunks)-1]
+			*last = append(*last, *e)
 			w.buffered++
 		}
 	}
@@ -616,7 +622,9 @@ func (w *Writer) attempt(ctx context.Context) error {
 		}
 		w.mu.Lock()
 		w.pending = w.pending[1:]
-		w.buffered -= len(seg.rows)
+		if !seg.spilled {
+			w.buffered -= seg.n
+		}
 		w.backlog -= int64(seg.n)
 		w.committed = seg.seq
 		close(w.progress)
@@ -642,12 +650,11 @@ func (w *Writer) commitSegment(ctx context.Context, seg *segment) error {
 		}
 		return err
 	}
-	for seg.sent < len(seg.rows) {
-		end := min(seg.sent+w.batch, len(seg.rows))
-		if err := w.store.AppendLedger(ctx, seg.rows[seg.sent:end]); err != nil {
+	for seg.sent < len(seg.chunks) {
+		if err := w.store.AppendLedger(ctx, seg.chunks[seg.sent]); err != nil {
 			return err
 		}
-		seg.sent = end
+		seg.sent++
 	}
 	return nil
 }
