@@ -115,13 +115,18 @@ const maxLineSize = 256 << 20
 //
 // Lines are ordered by (timestamp, line number). The file need not be
 // sorted, but no line may be more than o.ReorderWindow earlier than a line
-// before it. Memory is bounded by the lines in one reorder window plus the
-// distinct request hashes of one day, not by the size of the file.
+// before it. The input is streamed: lines are parsed and fingerprinted on
+// GOMAXPROCS workers, a megabyte at a time, and counted in input order.
+// Memory is bounded by a few megabytes of input per worker, the lines of one
+// reorder window and the distinct request hashes of one day — not by the
+// size of the file.
 //
 // A bad line (invalid JSON, missing timestamp or request, a request the
-// fingerprint rejects, a line too far out of order) stops Analyze with a
-// *LineError naming the line, unless o.SkipBad is set; blank lines are
-// ignored. ctx is checked between lines.
+// fingerprint rejects, a line too far out of order, a line over 256 MB)
+// stops Analyze with a *LineError naming the line, unless o.SkipBad is set
+// (the over-long line always stops it); blank lines are ignored. ctx is
+// checked after every megabyte. Analyze returns only once it has stopped
+// reading r.
 func Analyze(ctx context.Context, r io.Reader, o AnalyzeOptions) ([]*Report, AnalyzeStats, error) {
 	an := newAnalyzer(o)
 	err := an.run(ctx, r)

@@ -235,9 +235,6 @@ func (a *Accumulator) Report(day string) *Report {
 	return rep
 }
 
-// UnknownCostCalls returns the total's UnknownCostCalls.
-func (r *Report) UnknownCostCalls() int64 { return r.Total.UnknownCostCalls }
-
 // DayBounds returns the start of the calendar day of t in loc and the start
 // of the next day. Days are not always 24 hours long (DST), so the end is
 // computed from the calendar, not by adding 24h.
