@@ -22,6 +22,29 @@ var doneData = []byte("[DONE]")
 // OpenAI-compatible providers (DeepSeek, vLLM, OpenRouter) stream the same way.
 var chatTextKeys = []string{"content", "refusal", "reasoning_content", "reasoning"}
 
+// The members groundhog interprets at each level of a chat chunk or body.
+// An unknown member whose name equals one of these but for case is dropped
+// in conversions: encoding/json (and so StreamComplete, UsageFromEvents and
+// the SDKs) matches names case-insensitively, and such a member would
+// shadow the real one once moved to another position.
+var (
+	chunkKeys    = []string{"id", "object", "created", "model", "choices", "usage", "service_tier", "system_fingerprint", "error", "obfuscation"}
+	choiceKeys   = []string{"index", "delta", "message", "logprobs", "finish_reason"}
+	deltaKeys    = []string{"role", "content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call", "annotations"}
+	toolKeys     = []string{"index", "id", "type", "function"}
+	functionKeys = []string{"name", "arguments"}
+)
+
+// shadows reports whether key differs from one of known only by case.
+func shadows(key string, known []string) bool {
+	for _, k := range known {
+		if key != k && strings.EqualFold(key, k) {
+			return true
+		}
+	}
+	return false
+}
+
 // textAcc accumulates one streamed text field. A field seen only as null
 // stays null; any string delta makes it a string; a non-string, non-null
 // value (a provider extension) is kept as the last one seen.
@@ -131,7 +154,9 @@ func chatBodyFromEvents(events []groundhog.Event) ([]byte, error) {
 				}
 			case "object", "obfuscation", "choices":
 			default: // usage, system_fingerprint, service_tier, extensions
-				setLastNonNull(&top, m.key, m.val)
+				if !shadows(m.key, chunkKeys) {
+					setLastNonNull(&top, m.key, m.val)
+				}
 			}
 		}
 		elems, ok := o.arr("choices")
@@ -238,7 +263,9 @@ func (acc *chatChoiceAcc) add(c object) error {
 				}
 			}
 		default:
-			setLastNonNull(&acc.choiceExtras, m.key, m.val)
+			if !shadows(m.key, choiceKeys) {
+				setLastNonNull(&acc.choiceExtras, m.key, m.val)
+			}
 		}
 	}
 	return nil
@@ -305,7 +332,9 @@ func (acc *chatChoiceAcc) addDelta(d object) error {
 				acc.annotations = append(acc.annotations, a...)
 			}
 		default:
-			setLastNonNull(&acc.msgExtras, m.key, m.val)
+			if !shadows(m.key, deltaKeys) {
+				setLastNonNull(&acc.msgExtras, m.key, m.val)
+			}
 		}
 	}
 	return nil
@@ -331,7 +360,9 @@ func (t *chatToolAcc) add(tc object) error {
 				return err
 			}
 		default:
-			setLastNonNull(&t.extras, m.key, m.val)
+			if !shadows(m.key, toolKeys) {
+				setLastNonNull(&t.extras, m.key, m.val)
+			}
 		}
 	}
 	return nil
@@ -358,7 +389,9 @@ func (t *chatToolAcc) addFunction(raw json.RawMessage) error {
 				t.args.WriteString(s)
 			}
 		default:
-			setLastNonNull(&t.functionExtras, m.key, m.val)
+			if !shadows(m.key, functionKeys) {
+				setLastNonNull(&t.functionExtras, m.key, m.val)
+			}
 		}
 	}
 	return nil
@@ -472,9 +505,16 @@ func chatEventsFromBody(body []byte, includeUsage bool) ([]groundhog.Event, erro
 		switch m.key {
 		case "id", "object", "created", "model", "service_tier", "system_fingerprint", "choices", "usage":
 		default:
-			extras = append(extras, m)
+			if !shadows(m.key, chunkKeys) {
+				extras = append(extras, m)
+			}
 		}
 	}
+	// A body without usage (its stream was requested without include_usage)
+	// cannot produce a usage chunk; its chunks then carry no usage member, so
+	// the stream converts back into the same body.
+	usage := o.get("usage")
+	includeUsage = includeUsage && usage != nil
 	var events []groundhog.Event
 	emit := func(choice json.RawMessage, usage json.RawMessage) {
 		ch := head.clone()
@@ -503,8 +543,8 @@ func chatEventsFromBody(body []byte, includeUsage bool) ([]groundhog.Event, erro
 	if len(events) == 0 {
 		emit(nil, nil) // no choices at all: keep id, model and extras
 	}
-	if u := o.get("usage"); includeUsage && u != nil && !isNull(u) {
-		emit(nil, u)
+	if includeUsage && !isNull(usage) {
+		emit(nil, usage)
 	}
 	events = append(events, groundhog.Event{Data: bytes.Clone(doneData)})
 	return events, nil
@@ -554,7 +594,9 @@ func chatChoiceChunks(c object, emit func(choice, usage json.RawMessage)) error 
 		switch m.key {
 		case "role", "content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call":
 		default:
-			first.set(m.key, m.val)
+			if !shadows(m.key, deltaKeys) {
+				first.set(m.key, m.val)
+			}
 		}
 	}
 	chunk(first, c.get("logprobs"), nil, nil)
@@ -592,7 +634,9 @@ func chatChoiceChunks(c object, emit func(choice, usage json.RawMessage)) error 
 		switch m.key {
 		case "index", "message", "logprobs", "finish_reason":
 		default:
-			extras = append(extras, m)
+			if !shadows(m.key, choiceKeys) {
+				extras = append(extras, m)
+			}
 		}
 	}
 	chunk(object{}, nil, orDefault(c.get("finish_reason"), json.RawMessage(`"stop"`)), extras)
@@ -623,7 +667,9 @@ func toolCallChunks(i int64, tc object, chunk func(delta object, logprobs, finis
 				head.set("function", m.val)
 			}
 		default:
-			head.set(m.key, m.val)
+			if !shadows(m.key, toolKeys) {
+				head.set(m.key, m.val)
+			}
 		}
 	}
 	wrap := func(call object) object {

@@ -18,8 +18,8 @@ import (
 //     response.completed (whose response status, if given, is "completed"),
 //     and no event is an error, response.failed or response.incomplete;
 //   - messages: every event is a JSON object; the first one that is not a
-//     ping is message_start, the last is message_stop, a message_delta with
-//     a stop_reason came before it, every started content block was stopped,
+//     ping is message_start, the last is message_stop, the last stop_reason
+//     a message_delta sent is not null, every started content block was stopped,
 //     and there is no error event.
 //
 // Embeddings and unknown shapes have no stream: false.
@@ -159,8 +159,9 @@ func messagesComplete(events []groundhog.Event) bool {
 			}
 			delete(open, *e.Index)
 		case "message_delta":
-			if e.Delta.StopReason != nil && !isNull(e.Delta.StopReason) {
-				stopReason = true
+			// The last stop_reason sent is the message's (null included).
+			if e.Delta.StopReason != nil {
+				stopReason = !isNull(e.Delta.StopReason)
 			}
 		case "message_stop":
 			return i == len(events)-1 && stopReason && len(open) == 0

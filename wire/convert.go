@@ -18,7 +18,8 @@ import (
 //     concatenates like content; other unknown fields of chunks, choices and
 //     deltas are kept (last non-null value wins).
 //   - responses: the response object of the terminal event
-//     (response.completed or response.incomplete), unchanged but compacted;
+//     (response.completed or response.incomplete; a response whose status
+//     is "failed" is a failed stream), unchanged but compacted;
 //     when it has no output, the output is rebuilt from the
 //     response.output_item.done events.
 //   - messages: the Anthropic message: message_start's message with content
@@ -59,10 +60,10 @@ func BodyFromEvents(shape groundhog.Shape, events []groundhog.Event) ([]byte, er
 //     (annotations, audio, extensions); content, refusal and reasoning text
 //     deltas; per tool call a chunk with id, type, name and empty arguments,
 //     then argument deltas; a final chunk with an empty delta and the
-//     finish_reason. When includeUsage is true every chunk has "usage": null
-//     and a last chunk with empty choices carries the body's usage, as with
-//     stream_options.include_usage. Then a "[DONE]" event. Unknown top-level
-//     fields ride on the first chunk.
+//     finish_reason. When includeUsage is true (and the body has a usage)
+//     every chunk has "usage": null and a last chunk with empty choices
+//     carries the body's usage, as with stream_options.include_usage. Then a
+//     "[DONE]" event. Unknown top-level fields ride on the first chunk.
 //   - responses: events named by their type, each with type and a
 //     sequence_number from 0: response.created and response.in_progress
 //     (status in_progress, no output, usage null); per output item
@@ -71,9 +72,10 @@ func BodyFromEvents(shape groundhog.Shape, events []groundhog.Event) ([]byte, er
 //     output_text.done, content_part.done; for function calls
 //     function_call_arguments.delta… and .done; for reasoning the summary
 //     part and text events; then output_item.done with the full item; and
-//     the terminal event with the body as its response: response.completed
-//     (response.incomplete or response.failed when the body's status says
-//     so). includeUsage is ignored: the terminal response carries usage.
+//     the terminal event with the body as its response: response.incomplete
+//     or response.failed when the body's status says so, response.completed
+//     otherwise. includeUsage is ignored: the terminal response carries
+//     usage.
 //   - messages: message_start (content empty, stop fields null, usage with
 //     output_tokens 1, or 0 for an empty answer), ping, per content block
 //     content_block_start / content_block_delta… / content_block_stop

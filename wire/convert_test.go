@@ -469,7 +469,7 @@ func TestConversionErrors(t *testing.T) {
 		{"chat body not JSON", groundhog.ShapeChat, `{"id":`, nil, ErrMalformed},
 		{"chat body an array", groundhog.ShapeChat, `[]`, nil, ErrMalformed},
 		{"chat choices not an array", groundhog.ShapeChat, `{"choices":{}}`, nil, ErrMalformed},
-		{"responses status queued", groundhog.ShapeResponses, `{"status":"queued","output":[]}`, nil, ErrMalformed},
+		{"responses completed event with failed status", groundhog.ShapeResponses, "", []groundhog.Event{ev("response.completed", `{"type":"response.completed","response":{"status":"failed"}}`)}, ErrStreamFailed},
 		{"messages content not an array", groundhog.ShapeMessages, `{"content":"hi"}`, nil, ErrMalformed},
 		{"embeddings has no stream to read", groundhog.ShapeEmbeddings, "", []groundhog.Event{ev("", "{}")}, ErrNotStreamable},
 		{"chat no finish", groundhog.ShapeChat, "", []groundhog.Event{ev("", `{"choices":[{"index":0,"delta":{"content":"x"}}]}`), ev("", "[DONE]")}, ErrIncompleteStream},
@@ -542,7 +542,7 @@ func TestEventsFromBodyDetails(t *testing.T) {
 		}
 	})
 	t.Run("responses terminal follows status", func(t *testing.T) {
-		for status, want := range map[string]string{"completed": "response.completed", "incomplete": "response.incomplete", "failed": "response.failed"} {
+		for status, want := range map[string]string{"completed": "response.completed", "incomplete": "response.incomplete", "failed": "response.failed", "queued": "response.completed"} {
 			evs, err := EventsFromBody(groundhog.ShapeResponses, []byte(`{"id":"r","status":"`+status+`","output":[]}`), false)
 			if err != nil {
 				t.Fatal(err)

@@ -136,8 +136,16 @@ func mergeMessageDelta(msg *object, delta, usage json.RawMessage) error {
 			return fmt.Errorf("delta: %w", err)
 		}
 		for _, m := range d {
-			if m.key == "stop_reason" || m.key == "stop_sequence" || !isNull(m.val) {
-				msg.set(m.key, m.val)
+			// Match the stop fields as encoding/json does (ignoring case), so
+			// this agrees with StreamComplete about the stop reason.
+			key := m.key
+			for _, k := range []string{"stop_reason", "stop_sequence"} {
+				if strings.EqualFold(key, k) {
+					key = k
+				}
+			}
+			if key == "stop_reason" || key == "stop_sequence" || !isNull(m.val) {
+				msg.set(key, m.val)
 			}
 		}
 	}
@@ -261,7 +269,7 @@ func messagesEventsFromBody(body []byte) ([]groundhog.Event, error) {
 	out, _ := rawInt(usage.get("output_tokens"))
 	if usage != nil {
 		u := usage.clone()
-		u.set("output_tokens", jsonInt(min(out, 1)))
+		u.setIfPresent("output_tokens", jsonInt(min(out, 1)))
 		start.set("usage", u.raw())
 	}
 	emit("message_start", member{"message", start.raw()})
@@ -284,11 +292,13 @@ func messagesEventsFromBody(body []byte) ([]groundhog.Event, error) {
 	// message_delta: stop reason and the final usage. Its usage counts are
 	// cumulative totals, so repeating the input side is harmless and lets a
 	// reader that only looks here see the whole bill.
+	// A real message always has stop_reason and stop_sequence; a body without
+	// them keeps them out of the delta, so it converts back unchanged.
 	var delta object
-	delta.set("stop_reason", orDefault(msg.get("stop_reason"), rawNull))
-	delta.set("stop_sequence", orDefault(msg.get("stop_sequence"), rawNull))
-	if v := msg.get("stop_details"); v != nil {
-		delta.set("stop_details", v)
+	for _, k := range []string{"stop_reason", "stop_sequence", "stop_details"} {
+		if v := msg.get(k); v != nil {
+			delta.set(k, v)
+		}
 	}
 	fields := []member{{"delta", delta.raw()}}
 	if usage != nil {
@@ -311,10 +321,18 @@ func splitBlock(b object) (object, []object) {
 	start := b.clone()
 	var deltas []object
 	typ, _ := b.str("type")
+	// streamText empties a string field in the start block and returns its
+	// text; a field that is absent or not a string stays as it is.
+	streamText := func(key string) (string, bool) {
+		v, ok := b.str(key)
+		if ok {
+			start.set(key, rawEmptyStr)
+		}
+		return v, ok
+	}
 	switch {
 	case typ == "text":
-		text, _ := b.str("text")
-		start.set("text", rawEmptyStr)
+		text, _ := streamText("text")
 		if cites, ok := b.arr("citations"); ok && len(cites) > 0 {
 			start.set("citations", rawEmptyArr)
 			for _, c := range cites {
@@ -325,10 +343,8 @@ func splitBlock(b object) (object, []object) {
 			deltas = append(deltas, object{{"type", jsonString("text_delta")}, {"text", jsonString(p)}})
 		}
 	case typ == "thinking":
-		thinking, _ := b.str("thinking")
-		sig, _ := b.str("signature")
-		start.set("thinking", rawEmptyStr)
-		start.set("signature", rawEmptyStr)
+		thinking, _ := streamText("thinking")
+		sig, _ := streamText("signature")
 		for _, p := range splitText(thinking) {
 			deltas = append(deltas, object{{"type", jsonString("thinking_delta")}, {"thinking", jsonString(p)}})
 		}

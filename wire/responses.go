@@ -70,6 +70,9 @@ func responsesBodyFromEvents(events []groundhog.Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("responses: terminal response: %w", err)
 	}
+	if st, _ := resp.str("status"); st == "failed" {
+		return nil, fmt.Errorf("responses: %w: response status failed", ErrStreamFailed)
+	}
 	if out := resp.get("output"); out == nil || isNull(out) {
 		elems := make([]json.RawMessage, 0, len(items))
 		for _, k := range slices.Sorted(maps.Keys(items)) {
@@ -106,15 +109,15 @@ func responsesEventsFromBody(body []byte) ([]groundhog.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("responses body: %w", err)
 	}
+	// The terminal event follows the status; any other status (a background
+	// response still queued, say) can only end as response.completed, and
+	// StreamComplete's status check keeps such a stream out of the cache.
 	terminal := "response.completed"
 	switch st, _ := resp.str("status"); st {
-	case "completed", "":
 	case "incomplete":
 		terminal = "response.incomplete"
 	case "failed":
 		terminal = "response.failed"
-	default:
-		return nil, fmt.Errorf("responses body: %w: status %q has no finished stream", ErrMalformed, st)
 	}
 	outputs, ok := resp.arr("output")
 	if !ok && resp.has("output") && !isNull(resp.get("output")) {
