@@ -178,8 +178,8 @@ var streamExpectations = map[string]summary{
 	},
 	"responses_text.sse": {
 		ID: "resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654", Model: "gpt-4.1-2025-04-14",
-		Text: "Hi there! \u201cHello\u201d in French is \u00abBonjour\u00bb \u2014 and <b>&amp;</b> stays literal. How can I help?",
-		Stop: "completed",
+		Text:  "Hi there! \u201cHello\u201d in French is \u00abBonjour\u00bb \u2014 and <b>&amp;</b> stays literal. How can I help?",
+		Stop:  "completed",
 		Usage: groundhog.Usage{InputTokens: 37, OutputTokens: 25},
 	},
 	"responses_tools.sse": {
@@ -460,7 +460,7 @@ func TestConversionErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		shape groundhog.Shape
-		body  string          // for EventsFromBody when evs is nil
+		body  string            // for EventsFromBody when evs is nil
 		evs   []groundhog.Event // for BodyFromEvents
 		want  error
 	}{
@@ -613,7 +613,7 @@ func TestSplitText(t *testing.T) {
 		"",
 		"short",
 		strings.Repeat("word ", 40),
-		strings.Repeat("\u00e9", 100),     // 2-byte runes
+		strings.Repeat("\u00e9", 100),    // 2-byte runes
 		strings.Repeat("\U0001F389", 30), // 4-byte runes
 		strings.Repeat("x", 100),         // no spaces
 		"a" + strings.Repeat("\u4e16", 50),
