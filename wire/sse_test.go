@@ -272,20 +272,3 @@ func loadStream(t testing.TB, path string) []groundhog.Event {
 	}
 	return evs
 }
-
-func BenchmarkSSEReader(b *testing.B) {
-	data, err := os.ReadFile("testdata/chat_text.sse")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		r := NewSSEReader(bytes.NewReader(data))
-		for {
-			if _, err := r.Next(); err != nil {
-				break
-			}
-		}
-	}
-}
