@@ -85,13 +85,12 @@ func setLastNonNull(o *object, key string, v json.RawMessage) {
 }
 
 type chatToolAcc struct {
-	index             int64
-	id, typ           json.RawMessage
-	name, args        strings.Builder
-	hasFunction       bool
-	extras            object
-	functionExtras    object
-	nameSeen, argSeen bool
+	index          int64
+	id, typ        json.RawMessage
+	name, args     strings.Builder
+	hasFunction    bool
+	extras         object
+	functionExtras object
 }
 
 type chatChoiceAcc struct {
@@ -380,12 +379,10 @@ func (t *chatToolAcc) addFunction(raw json.RawMessage) error {
 		switch m.key {
 		case "name":
 			if s, ok := rawString(m.val); ok {
-				t.nameSeen = true
 				t.name.WriteString(s)
 			}
 		case "arguments":
 			if s, ok := rawString(m.val); ok {
-				t.argSeen = true
 				t.args.WriteString(s)
 			}
 		default:
