@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -79,11 +81,15 @@ func (g *gate) open() {
 	}
 }
 
+// gates maps a harness config to its gate (set by withGate).
+var gates sync.Map // *config.Config → *gate
+
+// withGate puts a gate between the gateway and the simulated provider: a
+// reverse proxy that holds every upstream request until the gate opens, so
+// a test decides exactly when the provider starts answering — faults
+// included.
 func withGate(g *gate) harnessOpt {
-	return func(_ *config.Config, sc *sim.Config) {
-		sc.FirstToken = time.Millisecond // a non-zero latency makes the sim call Sleep
-		sc.Sleep = g.sleep
-	}
+	return func(c *config.Config, _ *sim.Config) { gates.Store(c, g) }
 }
 
 func newHarness(t *testing.T, opts ...harnessOpt) *harness {
@@ -120,7 +126,21 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
-	up := gateway.Upstream{BaseURL: simURL + "/v1", Provider: "sim"}
+	upURL := simURL
+	if g, ok := gates.Load(&cfg); ok {
+		target, _ := url.Parse(simURL)
+		rp := httputil.NewSingleHostReverseProxy(target)
+		rp.FlushInterval = -1
+		gated := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := g.(*gate).sleep(r.Context(), 0); err != nil {
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		t.Cleanup(gated.Close)
+		upURL = gated.URL
+	}
+	up := gateway.Upstream{BaseURL: upURL + "/v1", Provider: "sim"}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem,
 		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping})
 	srv := httptest.NewServer(gw)
@@ -141,12 +161,17 @@ func (h *harness) bill() sim.Bill {
 	}
 	defer res.Body.Close()
 	var b struct {
-		Calls int64 `json:"calls"`
+		Calls int64  `json:"calls"`
+		USD   string `json:"usd"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&b); err != nil {
 		h.t.Fatal(err)
 	}
-	return sim.Bill{Calls: b.Calls}
+	usd, err := groundhog.ParseMoney(b.USD)
+	if err != nil {
+		h.t.Fatalf("bill usd %q: %v", b.USD, err)
+	}
+	return sim.Bill{Calls: b.Calls, USD: usd}
 }
 
 // post sends body to path with headers; it returns the response and its

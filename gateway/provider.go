@@ -375,20 +375,23 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		w.WriteHeader(resp.Status)
 		buf := make([]byte, 0, 4096)
 		for _, ev := range events {
-			buf = wire.AppendEvent(buf, ev)
+			if !hiddenUsageChunk(c, ev) {
+				buf = wire.AppendEvent(buf, ev)
+			}
 		}
 		_, _ = w.Write(buf)
 		return
 	}
-	body := resp.Body
+	body, ct := resp.Body, firstNonEmpty(resp.ContentType, "application/json")
 	if resp.Streamed {
 		var err error
 		if body, err = wire.BodyFromEvents(c.shape, resp.Events); err != nil {
 			s.writeError(w, r, c.shape, groundhog.WrapError(groundhog.EINTERNAL, "", err))
 			return
 		}
+		ct = "application/json"
 	}
-	h.Set("Content-Type", firstNonEmpty(resp.ContentType, "application/json"))
+	h.Set("Content-Type", ct)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(body)
@@ -431,6 +434,9 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 			s.finish(c, row, resp, nil)
 			h.Set(hdrCost, costString(cost))
 			h.Set(hdrSaved, saved.String())
+		}
+		if hiddenUsageChunk(c, ev) {
+			continue
 		}
 		buf = wire.AppendEvent(buf[:0], ev)
 		if _, err := w.Write(buf); err != nil {

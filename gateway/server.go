@@ -75,7 +75,7 @@ type Server struct {
 	inflight atomic.Int64
 
 	keyMu     sync.RWMutex
-	keyCache  map[string]keyCacheEntry // key hash → tenant, positive lookups only
+	keyCache  map[string]keyCacheEntry // key hash → tenant ("" = unknown key)
 	localMode atomic.Int64             // unix nanos until which "no keys exist" is trusted; 0 = unknown
 }
 
@@ -159,10 +159,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // authenticate maps the request's gateway key to a tenant. It runs before
 // anything else reads the request: a cache key never grants access.
 //
-// With no gateway keys stored the gateway serves the single tenant "local"
-// (and `serve` refuses a non-loopback address in that mode). Keys are read
-// from "Authorization: Bearer <key>" or, as the Anthropic SDK sends them,
-// "x-api-key".
+// A known key always wins. With no gateway keys stored the gateway serves
+// the single tenant "local" whatever key is sent (SDKs insist on sending
+// one), and `serve` refuses a non-loopback address in that mode. Keys are
+// read from "Authorization: Bearer <key>" or, as the Anthropic SDK sends
+// them, "x-api-key".
 func (s *Server) authenticate(r *http.Request) (string, error) {
 	secret := ""
 	if a := r.Header.Get("Authorization"); a != "" {
@@ -174,7 +175,17 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	} else if k := r.Header.Get("X-Api-Key"); k != "" {
 		secret = strings.TrimSpace(k)
 	}
-	local, err := s.noKeys(r.Context())
+	ctx := r.Context()
+	if secret != "" {
+		tenant, found, err := s.lookupKey(ctx, groundhog.HashAPIKey(secret))
+		if err != nil {
+			return "", err
+		}
+		if found {
+			return tenant, nil
+		}
+	}
+	local, err := s.noKeys(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -184,28 +195,37 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	if secret == "" {
 		return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "missing gateway key: send \"Authorization: Bearer <key>\"")
 	}
-	hash := groundhog.HashAPIKey(secret)
+	return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "unknown gateway key")
+}
+
+// lookupKey finds the tenant of a key hash. Found keys are remembered for a
+// minute and unknown ones for two seconds, so the hot path rarely reads the
+// store; finding a key also ends keyless mode at once.
+func (s *Server) lookupKey(ctx context.Context, hash string) (string, bool, error) {
 	now := s.clock.Now()
 	s.keyMu.RLock()
 	e, ok := s.keyCache[hash]
 	s.keyMu.RUnlock()
 	if ok && now.Before(e.until) {
-		return e.tenant, nil
+		return e.tenant, e.tenant != "", nil
 	}
-	tenant, err := s.opts.Keys.TenantForKey(r.Context(), hash)
-	if err != nil {
-		if groundhog.IsNotFound(err) {
-			return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "unknown gateway key")
-		}
-		return "", groundhog.WrapError(groundhog.EUNAVAILABLE, "key store unavailable", err)
+	tenant, err := s.opts.Keys.TenantForKey(ctx, hash)
+	ttl := time.Minute
+	switch {
+	case groundhog.IsNotFound(err):
+		tenant, ttl = "", 2*time.Second
+	case err != nil:
+		return "", false, groundhog.WrapError(groundhog.EUNAVAILABLE, "key store unavailable", err)
+	default:
+		s.localMode.Store(-(now.Add(2 * time.Second).UnixNano()))
 	}
 	s.keyMu.Lock()
 	if len(s.keyCache) > 100_000 {
 		clear(s.keyCache)
 	}
-	s.keyCache[hash] = keyCacheEntry{tenant: tenant, until: now.Add(time.Minute)}
+	s.keyCache[hash] = keyCacheEntry{tenant: tenant, until: now.Add(ttl)}
 	s.keyMu.Unlock()
-	return tenant, nil
+	return tenant, tenant != "", nil
 }
 
 // noKeys reports whether the gateway runs keyless (single tenant "local").

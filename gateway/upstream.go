@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -56,7 +57,13 @@ func (s *Server) upstreamCall(ctx context.Context, c *call, pub *coalesce.Publis
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(c.body))
+	body := c.body
+	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
+		// A chat stream reports usage only when asked: ask, so the call's
+		// cost is known; clients that did not ask never see the chunk.
+		body = withIncludeUsage(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
 	}
@@ -122,6 +129,9 @@ func (s *Server) upstreamCall(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
 	resp.Cost = s.cfg.PriceTable.Cost(resp.Model, resp.Usage)
+	if resp.Usage == (groundhog.Usage{}) {
+		resp.Cost = groundhog.CostUnknown // no usage reported: unknown, never a silent 0
+	}
 	if c.policy.on() && !c.noStore {
 		s.store(ctx, c, resp)
 	}
@@ -170,4 +180,38 @@ func isTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
 		return ev.Name == "message_stop"
 	}
 	return false
+}
+
+// withIncludeUsage returns body with stream_options.include_usage set to
+// true (other stream_options kept). On any surprise it returns body as is.
+func withIncludeUsage(body []byte) []byte {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return body
+	}
+	so := map[string]json.RawMessage{}
+	if raw, ok := m["stream_options"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &so); err != nil {
+			return body
+		}
+	}
+	so["include_usage"] = json.RawMessage("true")
+	raw, err := json.Marshal(so)
+	if err != nil {
+		return body
+	}
+	m["stream_options"] = raw
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// hiddenUsageChunk reports whether ev is the usage-only chunk of a chat
+// stream (empty choices, a usage object), which a client that did not ask
+// for stream_options.include_usage must not receive.
+func hiddenUsageChunk(c *call, ev groundhog.Event) bool {
+	return c.shape == groundhog.ShapeChat && !c.includeUsage &&
+		bytes.Contains(ev.Data, []byte(`"choices":[]`)) && bytes.Contains(ev.Data, []byte(`"usage":{`))
 }
