@@ -359,8 +359,8 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		_, _ = w.Write(resp.Body)
 		return
 	}
-	h.Set(hdrCost, costString(cost))
-	h.Set(hdrSaved, saved.String())
+	h[hdrCost] = []string{costString(cost)} // exact casing of the wire contract
+	h[hdrSaved] = []string{saved.String()}
 	if c.fp.Stream {
 		events := resp.Events
 		if !resp.Streamed {
@@ -432,8 +432,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 			row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader, resp), cost, saved, resp.Cost
 			row.Model = firstNonEmpty(resp.Model, c.fp.Model)
 			s.finish(c, row, resp, nil)
-			h.Set(hdrCost, costString(cost))
-			h.Set(hdrSaved, saved.String())
+			h[hdrCost] = []string{costString(cost)} // exact casing of the wire contract
+			h[hdrSaved] = []string{saved.String()}
 		}
 		if hiddenUsageChunk(c, ev) {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,11 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/gateway"
+	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/metrics"
 	"github.com/groundhog-ai/groundhog/sim"
 	"github.com/groundhog-ai/groundhog/sqlite"
 )
@@ -79,6 +81,9 @@ func serve(ctx context.Context, cfg *config.Config, out interface{ Write([]byte)
 	openai := gateway.Upstream{BaseURL: cfg.Upstream, APIKey: cfg.OpenAIAPIKey, Provider: "openai"}
 	anthropic := gateway.Upstream{BaseURL: cfg.AnthropicUpstream, APIKey: cfg.AnthropicAPIKey, Provider: "anthropic"}
 	if cfg.Upstream == "sim" || cfg.AnthropicUpstream == "sim" {
+		if err := sim.CheckFault(cfg.Sim.Fault); err != nil {
+			return fmt.Errorf("sim.fault: %w", err)
+		}
 		s := sim.New(sim.Config{Prices: cfg.PriceTable, FirstToken: cfg.Sim.FirstToken,
 			PerPromptToken: cfg.Sim.PerPromptToken, PerOutputToken: cfg.Sim.PerOutputToken, Fault: cfg.Sim.Fault})
 		base, shutdown, err := s.Listen("127.0.0.1:0")
@@ -108,15 +113,22 @@ func serve(ctx context.Context, cfg *config.Config, out interface{ Write([]byte)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}
-	var rec gateway.Recorder = lw
+	var gw *gateway.Server
+	m := metrics.New(func() float64 { return float64(gw.InFlight()) })
+	rec := observed{next: lw, m: m}
 	if cfg.Ledger.Disabled {
-		rec = nil
+		rec.next = nil
 		fmt.Fprintln(out, "groundhog: ledger disabled by configuration: no rows, no report")
 	}
-	gw := gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: db.Ping, Extra: extraRoutes(cfg, db, log),
+	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
+	gw = gateway.New(gateway.Options{
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
+		Logger: log, Ready: db.Ping, Extra: extraRoutes(db, idem, m, log),
 	})
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	go idem.PurgeLoop(bg, time.Hour)
+	go purgeCache(bg, db, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		_ = lw.Close(context.Background())
@@ -149,4 +161,20 @@ func serve(ctx context.Context, cfg *config.Config, out interface{ Write([]byte)
 	return nil
 }
 
-var _ groundhog.KeyStore = (*sqlite.DB)(nil)
+// purgeCache deletes expired cache entries from the store every hour.
+func purgeCache(ctx context.Context, db *sqlite.DB, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if n, err := db.PurgeCache(ctx, now); err != nil {
+				log.Warn("cache purge failed", "err", err)
+			} else if n > 0 {
+				log.Info("purged expired cache entries", "count", n)
+			}
+		}
+	}
+}

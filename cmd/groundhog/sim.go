@@ -25,6 +25,9 @@ caches prompt prefixes, injects faults on request (header Sim-Fault) and keeps
 its bill at GET /sim/v1/bill.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := sim.CheckFault(fault); err != nil {
+				return err
+			}
 			cfg.Fault = fault
 			s := sim.New(cfg)
 			base, shutdown, err := s.Listen(addr)
