@@ -432,8 +432,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 			row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader, resp), cost, saved, resp.Cost
 			row.Model = firstNonEmpty(resp.Model, c.fp.Model)
 			s.finish(c, row, resp, nil)
-			h[hdrCost] = []string{costString(cost)} // exact casing of the wire contract
-			h[hdrSaved] = []string{saved.String()}
+			h.Set(hdrCost, costString(cost)) // a trailer: net/http matches trailers by canonical key
+			h.Set(hdrSaved, saved.String())
 		}
 		if hiddenUsageChunk(c, ev) {
 			continue

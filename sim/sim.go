@@ -317,8 +317,8 @@ func baseURLOf(addr net.Addr) string {
 
 // ServeHTTP routes r. Model calls are POST /v1/chat/completions,
 // /v1/responses, /v1/embeddings (OpenAI) and /v1/messages (Anthropic); also
-// GET /v1/models[/{id}], POST /v1/messages/count_tokens, GET /sim/v1/bill and
-// POST /sim/v1/bill/reset. Faults that abort the connection do so by
+// GET /v1/models[/{id}], POST /v1/messages/count_tokens, GET /sim/v1/bill,
+// POST /sim/v1/bill/reset and GET /healthz. Faults that abort the connection do so by
 // panicking with http.ErrAbortHandler, as net/http expects.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inflight.add()
@@ -330,6 +330,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
+	case path == "/healthz":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{\"status\":\"ok\"}\n"))
 	case path == "/v1/chat/completions":
 		s.modelCall(w, r, groundhog.ShapeChat)
 	case path == "/v1/responses":

@@ -1,0 +1,172 @@
+// Package e2e holds tests that run groundhog as real processes: they build
+// the binary once, start `groundhog serve` and `groundhog sim`, talk to
+// them over loopback HTTP, and kill them with SIGKILL.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "groundhog-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "groundhog")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/groundhog")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building groundhog:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running groundhog process.
+type proc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	URL  string
+	out  strings.Builder
+	done chan struct{}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// start runs `groundhog args... --addr <free>` with extra environment and
+// waits until it answers /healthz.
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(binary, append(args, "--addr", addr)...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &proc{t: t, cmd: cmd, URL: "http://" + addr, done: make(chan struct{})}
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.kill() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(p.URL + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return p
+			}
+		}
+		select {
+		case <-p.done:
+			var out []string
+			for len(lines) > 0 {
+				out = append(out, <-lines)
+			}
+			t.Fatalf("groundhog %v exited before serving:\n%s", args, strings.Join(out, "\n"))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("groundhog %v not healthy in 30s", args)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL — no deferred function, no flush, no shutdown hook
+// runs — and waits for the process to be gone.
+func (p *proc) kill() {
+	if p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.t.Error("process did not exit after SIGKILL")
+	}
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+type result struct {
+	status int
+	header http.Header
+	body   []byte
+	err    error
+}
+
+func post(ctx context.Context, url, body string, hdr map[string]string) result {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return result{err: err}
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return result{status: res.StatusCode, header: res.Header, body: b, err: err}
+}
+
+func simCalls(t *testing.T, simURL string) int64 {
+	t.Helper()
+	res, err := http.Get(simURL + "/sim/v1/bill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var b struct {
+		Calls int64 `json:"calls"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Calls
+}
