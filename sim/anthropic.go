@@ -17,7 +17,7 @@ const (
 // messagesRequest is the part of a POST /v1/messages body the sim reads.
 type messagesRequest struct {
 	Model        string             `json:"model"`
-	MaxTokens    *int               `json:"max_tokens"`
+	MaxTokens    *count             `json:"max_tokens"`
 	Messages     []anthropicMessage `json:"messages"`
 	System       json.RawMessage    `json:"system"`
 	Tools        []json.RawMessage  `json:"tools"`
@@ -214,7 +214,7 @@ func parseMessages(body []byte, sd seed) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := generate(sd, 0, *req.MaxTokens, call)
+	c := generate(sd, 0, int(*req.MaxTokens), call)
 	j := &job{model: req.Model, stream: req.Stream, seed: sd, prompt: p.tokens, lookup: p.lookup, store: p.store,
 		reportWrites: true, output: c.tokens}
 	j.respond = func(x *exchange) {

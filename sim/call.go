@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
@@ -271,4 +273,21 @@ func (st *sse) chunk(name string, v any) bool {
 		abort()
 	}
 	return true
+}
+
+// count is an integer request field (max_tokens, n, dimensions…). JSON has
+// one number type, so an integral number in any spelling (1024, 1024.0,
+// 1.024e3) is accepted, as the canonical fingerprint treats them as one.
+type count int
+
+func (c *count) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeOf(0)}
+	}
+	if f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32 {
+		return &json.UnmarshalTypeError{Value: "number " + string(b), Type: reflect.TypeOf(0)}
+	}
+	*c = count(f)
+	return nil
 }

@@ -16,9 +16,9 @@ type chatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens           *int `json:"max_tokens"`
-	MaxCompletionTokens *int `json:"max_completion_tokens"`
-	N                   *int `json:"n"`
+	MaxTokens           *count `json:"max_tokens"`
+	MaxCompletionTokens *count `json:"max_completion_tokens"`
+	N                   *count `json:"n"`
 }
 
 type chatMessage struct {
@@ -59,7 +59,7 @@ func parseChat(body []byte, sd seed) (*job, error) {
 		if *req.N < 1 || *req.N > 128 {
 			return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid 'n': integer must be between 1 and 128.")
 		}
-		n = *req.N
+		n = int(*req.N)
 	}
 
 	ts := newTokenStream(BlockTokens)
@@ -118,14 +118,14 @@ func parseChat(body []byte, sd seed) (*job, error) {
 }
 
 // maxTokens validates an optional max-token limit; 0 means none.
-func maxTokens(field string, v *int) (int, error) {
+func maxTokens(field string, v *count) (int, error) {
 	if v == nil {
 		return 0, nil
 	}
 	if *v < 1 {
 		return 0, groundhog.Errorf(groundhog.EINVALID, "Invalid '%s': integer below minimum value. Expected a value >= 1, but got %d instead.", field, *v)
 	}
-	return *v, nil
+	return int(*v), nil
 }
 
 // chatToolChoice normalizes a chat tool_choice: mode none, auto or required,

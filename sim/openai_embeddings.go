@@ -21,7 +21,7 @@ const maxEmbeddingDims = 4096
 type embeddingsRequest struct {
 	Model          string          `json:"model"`
 	Input          json.RawMessage `json:"input"`
-	Dimensions     *int            `json:"dimensions"`
+	Dimensions     *count          `json:"dimensions"`
 	EncodingFormat string          `json:"encoding_format"`
 }
 
@@ -52,7 +52,7 @@ func parseEmbeddings(body []byte, sd seed) (*job, error) {
 		if *req.Dimensions < 1 || *req.Dimensions > maxEmbeddingDims {
 			return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid 'dimensions': must be between 1 and %d.", maxEmbeddingDims)
 		}
-		dims = *req.Dimensions
+		dims = int(*req.Dimensions)
 	}
 	switch req.EncodingFormat {
 	case "", "float", "base64":

@@ -16,7 +16,7 @@ type responsesRequest struct {
 	Tools              []json.RawMessage `json:"tools"`
 	ToolChoice         json.RawMessage   `json:"tool_choice"`
 	Stream             bool              `json:"stream"`
-	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	MaxOutputTokens    *count            `json:"max_output_tokens"`
 	Temperature        *float64          `json:"temperature"`
 	TopP               *float64          `json:"top_p"`
 	ParallelToolCalls  *bool             `json:"parallel_tool_calls"`
@@ -181,7 +181,7 @@ type responseObject struct {
 	Error              *struct{}       `json:"error"`
 	IncompleteDetails  *incomplete     `json:"incomplete_details"`
 	Instructions       *string         `json:"instructions"`
-	MaxOutputTokens    *int            `json:"max_output_tokens"`
+	MaxOutputTokens    *count          `json:"max_output_tokens"`
 	MaxToolCalls       *int            `json:"max_tool_calls"`
 	Model              string          `json:"model"`
 	Output             []any           `json:"output"`
