@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `serve` with no upstream says it serves from the simulated provider, and
+// refuses a non-loopback address while no gateway key exists; once a key
+// exists (`keys create`, printed once, stored hashed) it serves that
+// address and answers only with a key.
+func TestServeKeysAndLoopbackRule(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "g.db")
+
+	out, err := exec.Command(binary, "serve", "--db", db, "--addr", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "refusing to listen on 0.0.0.0:0 without gateway keys") {
+		t.Fatalf("non-loopback without keys: err %v, output %q", err, out)
+	}
+
+	cmd := exec.Command(binary, "keys", "create", "--tenant", "acme", "--db", db)
+	key, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := strings.TrimSpace(string(key))
+	if !strings.HasPrefix(secret, "gh_") || len(secret) < 40 {
+		t.Fatalf("keys create printed %q", secret)
+	}
+	for _, f := range []string{db, db + "-wal"} {
+		raw, _ := os.ReadFile(f)
+		if strings.Contains(string(raw), secret) || strings.Contains(string(raw), secret[3:]) {
+			t.Fatalf("the key secret is stored in clear in %s", f)
+		}
+	}
+	list, err := exec.Command(binary, "keys", "list", "--db", db).Output()
+	if err != nil || !strings.Contains(string(list), "acme") || strings.Contains(string(list), secret) {
+		t.Fatalf("keys list: %v %q", err, list)
+	}
+
+	gw := start(t, nil, "serve", "--db", db)
+	body := `{"model":"sim-small","messages":[{"role":"user","content":"hi"}]}`
+	r := post(context.Background(), gw.URL+"/v1/chat/completions", body, nil)
+	if r.status != 401 {
+		t.Fatalf("no key once keys exist: %d %s", r.status, r.body)
+	}
+	r = post(context.Background(), gw.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer " + secret, "Groundhog-Operation": "greet"})
+	if r.status != 200 {
+		t.Fatalf("with the key: %d %s", r.status, r.body)
+	}
+
+	// /metrics counts the call (the test is a loopback client).
+	res, err := http.Get(gw.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(m), `groundhog_calls_total{operation="greet",outcome="upstream",tenant="acme"} 1`) {
+		t.Fatalf("metrics do not count the call:\n%s", m)
+	}
+	if strings.Contains(string(m), secret) {
+		t.Fatal("a gateway key leaked into /metrics")
+	}
+}
+
+// With no upstream configured, serve says it uses the simulated provider.
+func TestServeAnnouncesSimulatedProvider(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(binary, "serve", "--db", filepath.Join(dir, "g.db"), "--addr", "127.0.0.1:0")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	buf := make([]byte, 4096)
+	var got strings.Builder
+	for !strings.Contains(got.String(), "listening on") {
+		n, err := stdout.Read(buf)
+		if err != nil {
+			t.Fatalf("serve output ended: %q (%v)", got.String(), err)
+		}
+		got.Write(buf[:n])
+	}
+	if !strings.Contains(got.String(), "no upstream configured: serving from the built-in simulated provider") {
+		t.Fatalf("startup output: %q", got.String())
+	}
+}
