@@ -30,7 +30,7 @@ import (
 // harness is a real gateway on loopback HTTP in front of a real simulated
 // provider on loopback HTTP, over a real SQLite file.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	URL    string // gateway base, e.g. http://127.0.0.1:PORT
 	Sim    *sim.Server
 	SimURL string
@@ -92,7 +92,7 @@ func withGate(g *gate) harnessOpt {
 	return func(c *config.Config, _ *sim.Config) { gates.Store(c, g) }
 }
 
-func newHarness(t *testing.T, opts ...harnessOpt) *harness {
+func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
@@ -141,7 +141,11 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 		upURL = gated.URL
 	}
 	up := gateway.Upstream{BaseURL: upURL + "/v1", Provider: "sim"}
-	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem,
+	var rec gateway.Recorder = lw
+	if cfg.Ledger.Disabled {
+		rec = nil
+	}
+	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
 		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(func() {
@@ -232,7 +236,7 @@ func errorType(t *testing.T, body []byte) string {
 var _ = bytes.Compare
 
 // hashOf fingerprints body as the gateway does for the keyless tenant.
-func hashOf(t *testing.T, shape, body string) string {
+func hashOf(t testing.TB, shape, body string) string {
 	t.Helper()
 	r, err := fingerprint.Compute(fingerprint.Params{Shape: groundhog.Shape(shape), Tenant: groundhog.LocalTenant}, []byte(body))
 	if err != nil {

@@ -484,7 +484,7 @@ func (s *Server) setHeaders(h http.Header, c *call, state string) {
 // row starts the ledger row of c.
 func (s *Server) row(c *call, outcome groundhog.Outcome, status int) groundhog.LedgerEntry {
 	return groundhog.LedgerEntry{
-		ID:          groundhog.NewID(),
+		ID:          groundhog.NewTimeID(c.start),
 		Time:        c.start.UTC(),
 		Tenant:      c.tenant,
 		Operation:   c.op,

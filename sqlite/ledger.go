@@ -15,19 +15,25 @@ const ledgerColumns = `id, time, tenant, operation, request_hash, shape, model, 
 
 const ledgerNumCols = 23
 
-// ledgerBatch is how many rows one INSERT statement carries: 40 × 23 = 920
-// parameters, well under SQLite's limit of 32,766, and few enough
-// statement executions that 1,000 rows take a couple of milliseconds.
-const ledgerBatch = 40
+// ledgerStoredCols are the columns of the ledger table: the four that
+// queries filter and order on, and the packed row.
+const (
+	ledgerStoredCols   = "id, time, tenant, operation, row"
+	ledgerNumStoredCol = 5
+)
+
+// ledgerBatch is how many rows one INSERT statement carries: 100 × 5 = 500
+// parameters, well under SQLite's limit of 32,766.
+const ledgerBatch = 100
 
 var qInsertLedger = func() string {
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", ledgerNumCols), ", ") + ")"
-	return "INSERT OR IGNORE INTO ledger (" + ledgerColumns + ") VALUES " +
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", ledgerNumStoredCol), ", ") + ")"
+	return "INSERT OR IGNORE INTO ledger (" + ledgerStoredCols + ") VALUES " +
 		strings.TrimSuffix(strings.Repeat(row+", ", ledgerBatch), ", ")
 }()
 
-var qInsertLedgerOne = "INSERT OR IGNORE INTO ledger (" + ledgerColumns + ") VALUES (" +
-	strings.TrimSuffix(strings.Repeat("?, ", ledgerNumCols), ", ") + ")"
+var qInsertLedgerOne = "INSERT OR IGNORE INTO ledger (" + ledgerStoredCols + ") VALUES (" +
+	strings.TrimSuffix(strings.Repeat("?, ", ledgerNumStoredCol), ", ") + ")"
 
 // AppendLedger stores rows in one transaction; rows whose ID is already
 // stored (or repeated within rows) are skipped, so a journal can be
@@ -46,7 +52,7 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	}
 	defer tx.Rollback()
 
-	args := make([]any, 0, ledgerBatch*ledgerNumCols)
+	args := make([]any, 0, ledgerBatch*ledgerNumStoredCol)
 	if len(rows) >= ledgerBatch {
 		stmt, err := tx.PrepareContext(ctx, qInsertLedger)
 		if err != nil {
@@ -84,11 +90,7 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 }
 
 func appendLedgerArgs(args []any, e *groundhog.LedgerEntry) []any {
-	return append(args, e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, e.RequestHash, string(e.Shape),
-		e.Model, e.Provider, string(e.Outcome), e.Status,
-		e.Usage.InputTokens, e.Usage.CachedInputTokens, e.Usage.CacheWriteTokens, e.Usage.OutputTokens,
-		int64(e.Cost), int64(e.Saved), int64(e.FullCost), int64(e.Latency), e.Attempt,
-		boolInt(e.InFlight), boolInt(e.CacheOn), boolInt(e.Idempotent), boolInt(e.Stream))
+	return append(args, e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, packLedger(e))
 }
 
 // ScanLedger calls fn for every row matching f in (Time, ID) order and
@@ -120,7 +122,7 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 		where = append(where, "time < ?")
 		args = append(args, f.To.UnixNano())
 	}
-	q := "SELECT " + packLedgerFunc + "(" + ledgerColumns + ") FROM ledger"
+	q := "SELECT row FROM ledger"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

@@ -151,21 +151,8 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	return db, nil
 }
 
-// drv is this package's own instance of the modernc driver: the SQL
-// functions it registers (groundhog_ledger_row) reach only this package's
-// connections, not every user of the "sqlite" driver in the process.
-var drv = func() *msqlite.Driver {
-	d := &msqlite.Driver{}
-	d.MustRegisterFunction(packLedgerFunc, &msqlite.FunctionImpl{
-		NArgs:         ledgerNumCols,
-		Deterministic: true,
-		// The arguments are copied into the result before the function
-		// returns, so zero-copy views are safe.
-		VolatileArgs: true,
-		Scalar:       packLedgerRow,
-	})
-	return d
-}()
+// drv is this package's own instance of the modernc driver.
+var drv = &msqlite.Driver{}
 
 // connector opens connections of drv for sql.OpenDB.
 type connector struct{ dsn string }

@@ -32,29 +32,14 @@ CREATE INDEX cache_expires_at ON cache (expires_at) WHERE expires_at IS NOT NULL
 -- Duplicate-work ledger. Rows are append-only; INSERT OR IGNORE on id makes
 -- replaying a journal harmless.
 CREATE TABLE ledger (
-    id                  TEXT    NOT NULL PRIMARY KEY,
-    time                INTEGER NOT NULL,
-    tenant              TEXT    NOT NULL,
-    operation           TEXT    NOT NULL,
-    request_hash        TEXT    NOT NULL,
-    shape               TEXT    NOT NULL,
-    model               TEXT    NOT NULL,
-    provider            TEXT    NOT NULL,
-    outcome             TEXT    NOT NULL,
-    status              INTEGER NOT NULL,
-    input_tokens        INTEGER NOT NULL,
-    cached_input_tokens INTEGER NOT NULL,
-    cache_write_tokens  INTEGER NOT NULL,
-    output_tokens       INTEGER NOT NULL,
-    cost                INTEGER NOT NULL,
-    saved               INTEGER NOT NULL,
-    full_cost           INTEGER NOT NULL,
-    latency             INTEGER NOT NULL,
-    attempt             INTEGER NOT NULL,
-    in_flight           INTEGER NOT NULL,
-    cache_on            INTEGER NOT NULL,
-    idempotent          INTEGER NOT NULL,
-    stream              INTEGER NOT NULL
+    id        TEXT    NOT NULL PRIMARY KEY,
+    time      INTEGER NOT NULL,
+    tenant    TEXT    NOT NULL,
+    operation TEXT    NOT NULL,
+    -- The whole row (these four columns included) packed as tagged values in
+    -- the order of ledgerColumns (sqlite/ledgerpack.go): one bind on insert
+    -- and one column read on scan instead of 23 of each.
+    row       BLOB    NOT NULL
 );
 -- ScanLedger orders by (time, id); both indexes end in id so the ORDER BY is
 -- read straight off the index, without a sort.
