@@ -22,6 +22,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/wire"
 )
 
 // ReportPath is where the gateway mounts ReportHandler. The dashboard links
@@ -87,29 +88,8 @@ func New(o Options) *Dashboard {
 	return &Dashboard{o: o}
 }
 
-// codeMethod is this package's code for a wrong HTTP method (405).
-const codeMethod = "method_not_allowed"
-
-// statusFor maps an error code to the HTTP status the gateway uses for it
-// (the same mapping as gateway.statusFor, restricted to the codes these
-// handlers can meet).
-func statusFor(code string) int {
-	switch code {
-	case groundhog.EINVALID:
-		return http.StatusBadRequest
-	case groundhog.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case groundhog.ENOTFOUND:
-		return http.StatusNotFound
-	case groundhog.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	case groundhog.ETIMEOUT:
-		return http.StatusGatewayTimeout
-	case codeMethod:
-		return http.StatusMethodNotAllowed
-	}
-	return http.StatusInternalServerError
-}
+// codeMethod is the code of a wrong HTTP method (405).
+const codeMethod = wire.CodeMethod
 
 // errorType is the OpenAI error "type" for a status.
 func errorType(status int) string {
@@ -337,3 +317,7 @@ func (d *Dashboard) serveReport(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
 }
+
+// statusFor maps an error code to its HTTP status: wire.Status is the one
+// mapping.
+func statusFor(code string) int { return wire.Status(code) }

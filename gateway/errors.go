@@ -10,39 +10,12 @@ import (
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
-// statusFor is the one place where an error code becomes an HTTP status.
-func statusFor(code string) int {
-	switch code {
-	case groundhog.EINVALID:
-		return http.StatusBadRequest
-	case groundhog.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case groundhog.ENOTFOUND:
-		return http.StatusNotFound
-	case groundhog.ECONFLICT, groundhog.ESTALE:
-		return http.StatusConflict
-	case groundhog.EPRECONDITION:
-		return http.StatusPreconditionFailed
-	case groundhog.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case groundhog.EMEDIATYPE:
-		return http.StatusUnsupportedMediaType
-	case groundhog.EMISMATCH:
-		return http.StatusUnprocessableEntity
-	case groundhog.EUPSTREAM:
-		return http.StatusBadGateway
-	case groundhog.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	case groundhog.ETIMEOUT:
-		return http.StatusGatewayTimeout
-	case codeMethod:
-		return http.StatusMethodNotAllowed
-	}
-	return http.StatusInternalServerError
-}
+// statusFor maps an error code to its HTTP status: wire.Status is the one
+// mapping.
+func statusFor(code string) int { return wire.Status(code) }
 
-// codeMethod is the gateway-local code for a wrong HTTP method.
-const codeMethod = "method_not_allowed"
+// codeMethod is the code of a wrong HTTP method.
+const codeMethod = wire.CodeMethod
 
 // writeError answers err as a JSON error in the provider's shape for shape
 // (OpenAI's for every non-Anthropic route). Internal detail is logged, never

@@ -17,6 +17,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/fingerprint"
+	"github.com/groundhog-ai/groundhog/wire"
 )
 
 // OperationsPath is where the gateway mounts Handler.
@@ -28,8 +29,12 @@ const MaxBodyBytes = 1 << 20
 // MaxPreferWait caps the wait a client may ask for with "Prefer: wait=<s>".
 const MaxPreferWait = 60 * time.Second
 
-// codeMethod is the local code for a wrong HTTP method (405).
-const codeMethod = "method_not_allowed"
+// codeMethod is the code of a wrong HTTP method (405).
+const codeMethod = wire.CodeMethod
+
+// statusFor maps an error code to its HTTP status: wire.Status is the one
+// mapping.
+func statusFor(code string) int { return wire.Status(code) }
 
 // Handler serves the tool operations API: a generic begin → lease →
 // complete/fail protocol over the same records as the gateway's
@@ -444,33 +449,6 @@ func errorType(code string) string {
 		return "operation_in_progress"
 	}
 	return code
-}
-
-// statusFor maps an error code to the HTTP status of DESIGN.md §7. It
-// mirrors the gateway's single mapping (which this package cannot import:
-// the gateway imports it).
-func statusFor(code string) int {
-	switch code {
-	case groundhog.EINVALID:
-		return http.StatusBadRequest
-	case groundhog.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case groundhog.ENOTFOUND:
-		return http.StatusNotFound
-	case codeMethod:
-		return http.StatusMethodNotAllowed
-	case groundhog.ECONFLICT, groundhog.ESTALE:
-		return http.StatusConflict
-	case groundhog.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case groundhog.EMEDIATYPE:
-		return http.StatusUnsupportedMediaType
-	case groundhog.EMISMATCH:
-		return http.StatusUnprocessableEntity
-	case groundhog.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 func errorBody(err error) map[string]any {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	groundhog "github.com/groundhog-ai/groundhog"
+	"net/http"
 )
 
 // ErrorType returns the provider's error "type" string for a groundhog
@@ -100,4 +101,41 @@ func ErrorEvent(shape groundhog.Shape, code, message string) groundhog.Event {
 		return groundhog.Event{Name: "error", Data: o.bytes()}
 	}
 	return groundhog.Event{Data: ErrorBody(shape, code, message)}
+}
+
+// CodeMethod is the error code of a wrong HTTP method (405). It exists only
+// at the HTTP layer, so it lives here rather than among the root codes.
+const CodeMethod = "method_not_allowed"
+
+// Status is the one mapping from a groundhog error code to the HTTP status
+// of DESIGN.md §7; every handler (gateway, tool operations API, report and
+// dashboard) answers through it.
+func Status(code string) int {
+	switch code {
+	case groundhog.EINVALID:
+		return http.StatusBadRequest
+	case groundhog.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case groundhog.ENOTFOUND:
+		return http.StatusNotFound
+	case CodeMethod:
+		return http.StatusMethodNotAllowed
+	case groundhog.ECONFLICT, groundhog.ESTALE:
+		return http.StatusConflict
+	case groundhog.EPRECONDITION:
+		return http.StatusPreconditionFailed
+	case groundhog.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case groundhog.EMEDIATYPE:
+		return http.StatusUnsupportedMediaType
+	case groundhog.EMISMATCH:
+		return http.StatusUnprocessableEntity
+	case groundhog.EUPSTREAM:
+		return http.StatusBadGateway
+	case groundhog.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	case groundhog.ETIMEOUT:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
 }
