@@ -181,6 +181,13 @@ func TestKill9BeforeCommitIsRecoveredByLeaseExpiry(t *testing.T) {
 	if replays != 3 {
 		t.Fatalf("ledger replays = %d, want 3", replays)
 	}
+	rep, err := ledger.BuildReport(bg, store, ledger.ReportParams{Day: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Total.Retries != 1 || rep.Total.RetryCost <= 0 {
+		t.Fatalf("report: retry_attempts %d retry_cost %s, want the recovery attempt and its cost", rep.Total.Retries, rep.Total.RetryCost)
+	}
 	op, err := store.GetOperationByKey(bg, groundhog.LocalTenant, "order-4711")
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,8 @@ type jsonRow struct {
 type jsonReport struct {
 	Day              string    `json:"day"`
 	UnknownCostCalls int64     `json:"unknown_cost_calls"`
+	RetryAttempts    int64     `json:"retry_attempts"`
+	RetryCost        usd       `json:"retry_cost_usd"`
 	Operations       []jsonRow `json:"operations"`
 	Total            jsonRow   `json:"total"`
 }
@@ -72,7 +74,7 @@ func toJSONRow(r Row, withOp bool) jsonRow {
 }
 
 func (r *Report) toJSON() jsonReport {
-	j := jsonReport{Day: r.Day, UnknownCostCalls: r.Total.UnknownCostCalls, Operations: make([]jsonRow, 0, len(r.Operations)), Total: toJSONRow(r.Total, false)}
+	j := jsonReport{Day: r.Day, UnknownCostCalls: r.Total.UnknownCostCalls, RetryAttempts: r.Total.Retries, RetryCost: usd(r.Total.RetryCost), Operations: make([]jsonRow, 0, len(r.Operations)), Total: toJSONRow(r.Total, false)}
 	for _, op := range r.Operations {
 		j.Operations = append(j.Operations, toJSONRow(op, true))
 	}
@@ -95,7 +97,8 @@ func (r *Report) MarshalJSON() ([]byte, error) { return json.Marshal(r.toJSON())
 // shadow_saved_usd, projected_30d_usd (operations also "operation"). Money is
 // a JSON number in dollars with exactly six decimals; repeat_share has four.
 // unknown_cost_calls counts the calls left out of the USD figures because
-// their model has no price.
+// their model has no price; retry_attempts and retry_cost_usd count the
+// upstream attempts that re-ran an idempotent operation (attempt > 1).
 func (r *Report) WriteJSON(w io.Writer) error {
 	b, err := json.MarshalIndent(r.toJSON(), "", "  ")
 	if err != nil {
@@ -124,7 +127,7 @@ func WriteJSONReports(w io.Writer, reports []*Report) error {
 // total line), the report keys, and unknown_cost_calls.
 var csvHeader = []string{"day", "operation", "calls", "distinct", "repeats", "repeat_share", "repeat_cost_usd",
 	"concurrent_identical", "cache_hits", "coalesced", "replayed", "upstream_calls", "spend_usd", "saved_usd",
-	"shadow_saved_usd", "projected_30d_usd", "unknown_cost_calls"}
+	"shadow_saved_usd", "projected_30d_usd", "unknown_cost_calls", "retry_attempts", "retry_cost_usd"}
 
 // TotalLabel names the total line in the table and CSV outputs.
 const TotalLabel = "total"
@@ -141,7 +144,7 @@ func (r *Report) csvRecords(cw *csv.Writer) error {
 		if err := cw.Write([]string{r.Day, op, i(row.Calls), i(row.Distinct), i(row.Repeats),
 			strconv.FormatFloat(row.RepeatShare, 'f', 4, 64), m(row.RepeatCost), i(row.ConcurrentIdentical),
 			i(row.CacheHits), i(row.Coalesced), i(row.Replayed), i(row.UpstreamCalls), m(row.Spend), m(row.Saved),
-			m(row.ShadowSaved), m(row.Projected30d), i(row.UnknownCostCalls)}); err != nil {
+			m(row.ShadowSaved), m(row.Projected30d), i(row.UnknownCostCalls), i(row.Retries), m(row.RetryCost)}); err != nil {
 			return err
 		}
 	}
@@ -208,6 +211,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if n := r.Total.UnknownCostCalls; n > 0 {
 		fmt.Fprintf(&buf, "\nnote: %d call(s) have an unknown cost (model not in the price table); their cost is left out of the USD columns, never counted as 0.\n", n)
+	}
+	if n := r.Total.Retries; n > 0 {
+		fmt.Fprintf(&buf, "\nnote: %d upstream attempt(s) re-ran an idempotent operation after its first worker lost its lease (attempt > 1), costing %s.\n", n, tableMoney(r.Total.RetryCost))
 	}
 	_, err := w.Write(buf.Bytes())
 	return err

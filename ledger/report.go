@@ -53,6 +53,10 @@ type ReportParams struct {
 //     groundhog.CostUnknown (model not in the price table). Their unknown
 //     amounts are never summed as 0: they are left out of every USD figure
 //     and counted here instead.
+//   - Retries, RetryCost: upstream rows with Attempt > 1 — an idempotent
+//     operation executed again after its first worker lost its lease (a
+//     crash, a timeout) — and their known cost: duplicate spend that no
+//     cache removes, made visible.
 //
 // The total row is computed the same way over all rows of the report, not
 // summed from the operation rows (its Distinct and RepeatShare could not be).
@@ -73,6 +77,8 @@ type Row struct {
 	ShadowSaved         groundhog.Money
 	Projected30d        groundhog.Money
 	UnknownCostCalls    int64
+	Retries             int64
+	RetryCost           groundhog.Money
 }
 
 // Report is the duplicate-work report of one day: one row per operation,
@@ -190,6 +196,12 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 		r.Replayed++
 	case groundhog.OutcomeUpstream:
 		r.UpstreamCalls++
+		if e.Attempt > 1 {
+			r.Retries++
+			if e.Cost.Known() {
+				r.RetryCost += e.Cost
+			}
+		}
 	}
 	if e.Cost.Known() {
 		r.Spend += e.Cost

@@ -297,7 +297,7 @@ func TestOutputs(t *testing.T) {
 		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 			t.Fatal(err)
 		}
-		if got := sortedKeys(doc); got != "day,operations,total,unknown_cost_calls" {
+		if got := sortedKeys(doc); got != "day,operations,retry_attempts,retry_cost_usd,total,unknown_cost_calls" {
 			t.Fatalf("top-level keys = %s", got)
 		}
 		rowKeys := "calls,concurrent_identical,distinct,projected_30d_usd,repeat_cost_usd,repeat_share,repeats,replayed,saved_usd,shadow_saved_usd,spend_usd,upstream_calls,cache_hits,coalesced"
@@ -335,7 +335,7 @@ func TestOutputs(t *testing.T) {
 			t.Fatalf("csv = %v", recs)
 		}
 		last := recs[3]
-		if last[1] != "total" || last[2] != "3" || last[4] != "1" || last[len(last)-1] != "1" || last[12] != "0.008000" {
+		if last[1] != "total" || last[2] != "3" || last[4] != "1" || last[16] != "1" || last[12] != "0.008000" || last[17] != "0" || last[18] != "0.000000" {
 			t.Errorf("total line = %v", last)
 		}
 	})
@@ -390,5 +390,33 @@ func TestEmptyDay(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), `"operations": []`) || rep.Total.RepeatShare != 0 {
 		t.Fatalf("empty report = %s", b.String())
+	}
+}
+
+// An idempotent operation re-run after a lost lease (attempt 2) is counted
+// as a retry with its cost, apart from the first attempt.
+func TestRetriesAreVisible(t *testing.T) {
+	a := NewAccumulator("")
+	at := time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
+	for i, attempt := range []int{1, 2} {
+		a.Add(&groundhog.LedgerEntry{ID: fmt.Sprint(i), Time: at.Add(time.Duration(i) * time.Minute), Tenant: "t", Operation: "pay",
+			RequestHash: "sha256:x", Outcome: groundhog.OutcomeUpstream, Attempt: attempt,
+			Cost: 3 * groundhog.Microdollar, FullCost: 3 * groundhog.Microdollar, Idempotent: true})
+	}
+	rep := a.Report("2025-03-14")
+	if rep.Total.Retries != 1 || rep.Total.RetryCost != 3*groundhog.Microdollar || rep.Operations[0].Retries != 1 {
+		t.Fatalf("retries %d cost %s", rep.Total.Retries, rep.Total.RetryCost)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"retry_attempts": 1`) || !strings.Contains(b.String(), `"retry_cost_usd": 0.000003`) {
+		t.Fatalf("json: %s", b.String())
+	}
+	b.Reset()
+	_ = rep.WriteTable(&b)
+	if !strings.Contains(b.String(), "1 upstream attempt(s) re-ran an idempotent operation") {
+		t.Fatalf("table: %s", b.String())
 	}
 }
