@@ -37,7 +37,10 @@ type Config struct {
 	Operations map[string]Operation `yaml:"operations"`
 	// Rules name the operation of a call that carries no Groundhog-Operation
 	// header; the first matching rule wins, else "default".
-	Rules      []Rule                       `yaml:"rules"`
+	Rules []Rule `yaml:"rules"`
+	// Keys are gateway keys given by their SHA-256 (never the secret):
+	// serve adds them to the key store at start.
+	Keys       []KeyConfig                  `yaml:"keys"`
 	PricesFile string                       `yaml:"prices_file"`
 	Prices     map[string]pricing.YAMLPrice `yaml:"prices"`
 	Sim        SimConfig                    `yaml:"sim"`
@@ -81,6 +84,13 @@ type Operation struct {
 	Cache    bool          `yaml:"cache"`    // exact cache on for this operation
 	TTL      time.Duration `yaml:"ttl"`      // entry TTL (0: the cache default)
 	Versions string        `yaml:"versions"` // declared config versions joining the key, e.g. "prompt=4"
+}
+
+// KeyConfig is a gateway key in the configuration file: the tenant and the
+// hex SHA-256 of the secret, as `groundhog keys create` prints it.
+type KeyConfig struct {
+	Tenant string `yaml:"tenant"`
+	SHA256 string `yaml:"sha256"`
 }
 
 // Rule maps calls without a Groundhog-Operation header to an operation.
@@ -211,6 +221,14 @@ func (c *Config) Finish() error {
 			}
 		}
 	}
+	for i, k := range c.Keys {
+		if !ValidOperationName(k.Tenant) {
+			return fmt.Errorf("keys[%d]: invalid tenant %q", i, k.Tenant)
+		}
+		if !isSHA256Hex(k.SHA256) {
+			return fmt.Errorf("keys[%d]: sha256 must be 64 lowercase hex digits (the hash of the key, never the key itself)", i)
+		}
+	}
 	t := pricing.Default()
 	if c.PricesFile != "" {
 		ft, err := pricing.Load(c.PricesFile)
@@ -228,6 +246,18 @@ func (c *Config) Finish() error {
 	}
 	c.PriceTable = t
 	return nil
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func checkURL(u string) error {

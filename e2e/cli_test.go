@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"os"
@@ -90,5 +92,26 @@ func TestServeAnnouncesSimulatedProvider(t *testing.T) {
 	}
 	if !strings.Contains(got.String(), "no upstream configured: serving from the built-in simulated provider") {
 		t.Fatalf("startup output: %q", got.String())
+	}
+}
+
+// A gateway key declared in the configuration file by its SHA-256 serves
+// its tenant; the secret itself is never in the file.
+func TestConfigFileKey(t *testing.T) {
+	dir := t.TempDir()
+	secret := "gh_config_declared_secret_0123456789abcdef"
+	sum := sha256.Sum256([]byte(secret))
+	cfg := filepath.Join(dir, "g.yaml")
+	if err := os.WriteFile(cfg, []byte("keys:\n  - {tenant: globex, sha256: "+hex.EncodeToString(sum[:])+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := start(t, nil, "serve", "--config", cfg, "--db", filepath.Join(dir, "g.db"))
+	body := `{"model":"sim-small","messages":[{"role":"user","content":"hi"}]}`
+	if r := post(context.Background(), gw.URL+"/v1/chat/completions", body, nil); r.status != 401 {
+		t.Fatalf("without the key: %d", r.status)
+	}
+	r := post(context.Background(), gw.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer " + secret})
+	if r.status != 200 {
+		t.Fatalf("with the configured key: %d %s", r.status, r.body)
 	}
 }

@@ -40,6 +40,7 @@ func init() {
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), secret)
 			fmt.Fprintf(cmd.ErrOrStderr(), "created key %s… for tenant %q; it is shown only now: store it safely\n", k.ID, tenant)
+			fmt.Fprintf(cmd.ErrOrStderr(), "to declare it in a configuration file instead:\n  keys:\n    - {tenant: %s, sha256: %s}\n", tenant, k.Hash)
 			return nil
 		},
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/gateway"
@@ -70,6 +71,9 @@ func serve(ctx context.Context, cfg *config.Config, out interface{ Write([]byte)
 		return fmt.Errorf("open database %s: %w", cfg.DB, err)
 	}
 	defer db.Close()
+	if err := addConfigKeys(ctx, db, cfg.Keys); err != nil {
+		return err
+	}
 	nkeys, err := db.CountKeys(ctx)
 	if err != nil {
 		return err
@@ -177,4 +181,24 @@ func purgeCache(ctx context.Context, db *sqlite.DB, log *slog.Logger) {
 			}
 		}
 	}
+}
+
+// addConfigKeys stores the configuration file's gateway keys (hashes) that
+// the key store does not have yet.
+func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) error {
+	for _, k := range keys {
+		tenant, err := db.TenantForKey(ctx, k.SHA256)
+		switch {
+		case err == nil && tenant != k.Tenant:
+			return fmt.Errorf("config key %s… is already stored for tenant %q, not %q", k.SHA256[:8], tenant, k.Tenant)
+		case err == nil:
+		case groundhog.IsNotFound(err):
+			if err := db.CreateKey(ctx, groundhog.APIKey{ID: "cfg-" + k.SHA256[:8], Tenant: k.Tenant, Hash: k.SHA256, CreatedAt: time.Now().UTC()}); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	return nil
 }
