@@ -366,7 +366,7 @@ func TestLedgerUnpackRejectsCorruptRows(t *testing.T) {
 	packed := packLedger(&groundhog.LedgerEntry{ID: "id", Time: time.Unix(0, 42), Tenant: "t", Operation: "op", RequestHash: "h",
 		Shape: "chat", Model: "m", Provider: "p", Outcome: "upstream", Status: 200,
 		Usage: groundhog.Usage{InputTokens: 1, CachedInputTokens: 2, CacheWriteTokens: 3, OutputTokens: 4},
-		Cost: groundhog.CostUnknown, Saved: 6, FullCost: 7, Latency: 8, Attempt: 9, InFlight: true, Idempotent: true})
+		Cost:  groundhog.CostUnknown, Saved: 6, FullCost: 7, Latency: 8, Attempt: 9, InFlight: true, Idempotent: true})
 	if err := u.unpack(packed, &e); err != nil {
 		t.Fatalf("unpack: %v", err)
 	}
