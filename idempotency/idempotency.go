@@ -40,6 +40,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/maypok86/otter/v2"
 	"log/slog"
 	"os"
 	"strconv"
@@ -122,7 +123,16 @@ type Service struct {
 
 	mu      sync.Mutex
 	waiters map[waitKey]*waitEntry
+
+	// done keeps terminal records in memory so replays skip the store.
+	// A terminal record never changes before its retention ends (and
+	// lookups check ExpiresAt), so this cannot serve a stale answer, also
+	// across replicas.
+	done *otter.Cache[waitKey, *groundhog.Operation]
 }
+
+// doneCacheBytes bounds the in-memory terminal records (by result size).
+const doneCacheBytes = 64 << 20
 
 // waitKey names an operation in the in-process wake-up map.
 type waitKey struct{ tenant, key string }
@@ -158,7 +168,21 @@ func New(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	done := otter.Must(&otter.Options[waitKey, *groundhog.Operation]{
+		MaximumWeight: doneCacheBytes,
+		Weigher: func(k waitKey, op *groundhog.Operation) uint32 {
+			n := 512 + len(k.tenant) + len(k.key)
+			if r := op.Result; r != nil {
+				n += len(r.Body)
+				for _, ev := range r.Events {
+					n += 48 + len(ev.Name) + len(ev.Data)
+				}
+			}
+			return uint32(min(n, 1<<31))
+		},
+	})
 	return &Service{
+		done:      done,
 		store:     o.Store,
 		clock:     o.Clock,
 		lease:     o.Lease,
@@ -218,6 +242,13 @@ func (s *Service) begin(ctx context.Context, tenant, key, hash string) (*groundh
 	if hash == "" {
 		return nil, "", groundhog.Errorf(groundhog.EINVALID, "request hash is empty")
 	}
+	now := s.clock.Now()
+	if op, ok := s.done.GetIfPresent(waitKey{tenant, key}); ok && now.Before(op.ExpiresAt) {
+		if op.RequestHash != hash {
+			return op, groundhog.BeginMismatch, nil
+		}
+		return op, groundhog.BeginDone, nil
+	}
 	op, outcome, err := s.store.Begin(ctx, groundhog.BeginParams{
 		Tenant:      tenant,
 		Key:         key,
@@ -225,10 +256,13 @@ func (s *Service) begin(ctx context.Context, tenant, key, hash string) (*groundh
 		Owner:       s.owner + "/" + randomHex(6),
 		Lease:       s.lease,
 		Retention:   s.retention,
-		Now:         s.clock.Now(),
+		Now:         now,
 	})
 	if err != nil {
 		return nil, "", unavailable("begin", err)
+	}
+	if outcome == groundhog.BeginDone && !op.ExpiresAt.IsZero() {
+		s.done.Set(waitKey{tenant, key}, op)
 	}
 	return op, outcome, nil
 }
