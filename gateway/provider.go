@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
@@ -59,6 +60,7 @@ type call struct {
 	includeUsage bool // chat stream_options.include_usage (for synthesized streams)
 	idemKey      string
 	claim        *idempotency.Claim // held while this call runs an idempotent operation
+	orphan       orphanState        // the leader's row when its client leaves before the flight ends
 	header       http.Header        // the client's request headers
 	start        time.Time
 	inFlight     bool
@@ -440,6 +442,9 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 		}
 		buf = wire.AppendEvent(buf[:0], ev)
 		if _, err := w.Write(buf); err != nil {
+			if !isTerminal(c.shape, ev) { // the terminal event's row is already recorded
+				s.abandon(c, leader, err)
+			}
 			return // the client went away; the flight goes on for the others
 		}
 		_ = rc.Flush()
@@ -450,12 +455,12 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 // error event in the provider's format, then the connection is aborted so
 // the client cannot take the truncated stream for a complete one.
 func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, err error, leader bool, buf []byte) {
-	code := groundhog.ErrorCode(err)
-	row := s.row(c, groundhog.OutcomeError, statusFor(code))
-	if ctxErr := r.Context().Err(); ctxErr != nil {
-		row.Status = 499
+	if r.Context().Err() != nil {
+		s.abandon(c, leader, err)
+		return
 	}
-	s.finish(c, row, nil, err)
+	code := groundhog.ErrorCode(err)
+	s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
 	buf = wire.AppendEvent(buf[:0], wire.ErrorEvent(c.shape, code, groundhog.ErrorMessage(err)))
 	_, _ = w.Write(buf)
 	_ = http.NewResponseController(w).Flush()
@@ -464,14 +469,76 @@ func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, er
 
 // fail answers a call whose flight failed before any response was sent.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error, leader bool) {
-	code := groundhog.ErrorCode(err)
-	row := s.row(c, groundhog.OutcomeError, statusFor(code))
 	if r.Context().Err() != nil {
-		row.Status = 499 // the client went away
+		s.abandon(c, leader, err)
+		return
 	}
-	s.finish(c, row, nil, err)
+	code := groundhog.ErrorCode(err)
+	s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
 	s.setHeaders(w.Header(), c, "")
 	s.writeError(w, r, c.shape, err)
+}
+
+// statusClientGone is the ledger status of a call whose client left before
+// its response was complete (nginx's convention; never sent on the wire).
+const statusClientGone = 499
+
+// orphanState hands the leader's ledger row (and idempotency claim) to its
+// flight when the leader's client leaves first. Followers may still be
+// waiting, so the upstream call goes on — and what it costs must still reach
+// the ledger under this call, as the upstream attempt it is.
+type orphanState struct {
+	mu      sync.Mutex
+	done    bool                   // the flight's work has ended
+	resp    *groundhog.Response    // its result, when done
+	err     error                  // its error, when done
+	pending *groundhog.LedgerEntry // the leader's row, waiting for the flight
+}
+
+// abandon ends a call whose client went away. A follower's row is recorded
+// now (status 499). The leader's row waits for the flight: when it ends, the
+// row gets the upstream outcome, usage and cost (still status 499) and the
+// claim, if any, is settled with the real result — so a retry after a
+// client timeout replays the answer instead of paying for it again.
+func (s *Server) abandon(c *call, leader bool, err error) {
+	row := s.row(c, groundhog.OutcomeError, statusClientGone)
+	if !leader {
+		s.finish(c, row, nil, err)
+		return
+	}
+	c.orphan.mu.Lock()
+	defer c.orphan.mu.Unlock()
+	if c.orphan.done {
+		s.finishOrphan(c, row)
+		return
+	}
+	c.orphan.pending = &row
+}
+
+// flightDone is called by the leader's flight when its work ends.
+func (s *Server) flightDone(c *call, resp *groundhog.Response, err error) {
+	c.orphan.mu.Lock()
+	defer c.orphan.mu.Unlock()
+	c.orphan.done, c.orphan.resp, c.orphan.err = true, resp, err
+	if c.orphan.pending != nil {
+		s.finishOrphan(c, *c.orphan.pending)
+		c.orphan.pending = nil
+	}
+}
+
+// finishOrphan records the abandoned leader's row with the flight's result.
+// Called with c.orphan.mu held.
+func (s *Server) finishOrphan(c *call, row groundhog.LedgerEntry) {
+	resp, err := c.orphan.resp, c.orphan.err
+	if err == nil && resp != nil {
+		row.Outcome = groundhog.OutcomeUpstream
+		if !resp.OK() {
+			row.Outcome = groundhog.OutcomeError
+		}
+		row.Usage, row.Cost, row.FullCost = resp.Usage, resp.Cost, resp.Cost
+		row.Model = firstNonEmpty(resp.Model, c.fp.Model)
+	}
+	s.finish(c, row, resp, err)
 }
 
 func (s *Server) setHeaders(h http.Header, c *call, state string) {

@@ -41,6 +41,20 @@ var dropHeaders = map[string]bool{
 // success in the cache (before returning, so a request that arrives after
 // the flight ends finds the entry) and returns the response.
 func (s *Server) upstreamCall(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, error) {
+	ended := false
+	defer func() {
+		if !ended { // a panic: coalesce turns it into every waiter's error
+			s.flightDone(c, nil, groundhog.Errorf(groundhog.EINTERNAL, "upstream call failed"))
+		}
+	}()
+	resp, err := s.callUpstream(ctx, c, pub)
+	ended = true
+	s.flightDone(c, resp, err)
+	return resp, err
+}
+
+// callUpstream does upstreamCall's work.
+func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, error) {
 	// A flight that just ended may have filled the cache between this call's
 	// lookup and its becoming leader: look once more before paying.
 	if c.policy == policyUse {
