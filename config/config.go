@@ -149,8 +149,8 @@ var envVars = map[string]func(c *Config, v string) error{
 	},
 }
 
-// LoadEnv overlays GROUNDHOG_* variables, and the provider keys from
-// OPENAI_API_KEY / ANTHROPIC_API_KEY when the file did not set them.
+// LoadEnv overlays GROUNDHOG_* variables and the provider keys from
+// OPENAI_API_KEY / ANTHROPIC_API_KEY (set variables win over the file).
 func (c *Config) LoadEnv(getenv func(string) string) error {
 	for name, set := range envVars {
 		if v := getenv(name); v != "" {
@@ -159,11 +159,11 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 			}
 		}
 	}
-	if c.OpenAIAPIKey == "" {
-		c.OpenAIAPIKey = getenv("OPENAI_API_KEY")
+	if v := getenv("OPENAI_API_KEY"); v != "" {
+		c.OpenAIAPIKey = v
 	}
-	if c.AnthropicAPIKey == "" {
-		c.AnthropicAPIKey = getenv("ANTHROPIC_API_KEY")
+	if v := getenv("ANTHROPIC_API_KEY"); v != "" {
+		c.AnthropicAPIKey = v
 	}
 	return nil
 }
@@ -185,6 +185,17 @@ func (c *Config) Finish() error {
 	}
 	if c.Idempotency.Lease <= 0 || c.Idempotency.Retention <= 0 {
 		return fmt.Errorf("idempotency lease and retention must be positive")
+	}
+	if c.ShutdownTimeout <= 0 {
+		return fmt.Errorf("shutdown_timeout must be positive")
+	}
+	if c.Cache.MaxTTL <= 0 || c.Cache.DefaultTTL < 0 || c.Cache.DefaultTTL > c.Cache.MaxTTL {
+		return fmt.Errorf("cache: max_ttl must be positive and default_ttl between 0 and max_ttl")
+	}
+	for name, op := range c.Operations {
+		if op.TTL < 0 || op.TTL > c.Cache.MaxTTL {
+			return fmt.Errorf("operations.%s.ttl must be between 0 and cache.max_ttl", name)
+		}
 	}
 	if c.Upstream == "" {
 		c.Upstream = "sim"

@@ -95,3 +95,22 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+func TestProviderKeyFromEnvWinsOverFile(t *testing.T) {
+	c := Default()
+	c.OpenAIAPIKey = "from-file"
+	_ = c.LoadEnv(func(k string) string {
+		if k == "OPENAI_API_KEY" {
+			return "from-env"
+		}
+		return ""
+	})
+	if c.OpenAIAPIKey != "from-env" {
+		t.Fatalf("key %q", c.OpenAIAPIKey)
+	}
+	c = Default()
+	c.Operations = map[string]Operation{"x": {TTL: -time.Second}}
+	if err := c.Finish(); err == nil {
+		t.Fatal("negative operation TTL accepted (it would mean an entry that never expires)")
+	}
+}

@@ -81,8 +81,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, c *call, op *gro
 
 // reject records a call refused before any work and answers err.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, c *call, outcome groundhog.Outcome, err error) {
-	row := s.row(c, outcome, statusFor(groundhog.ErrorCode(err)))
-	s.record(c, row)
+	_ = s.record(c, s.row(c, outcome, statusFor(groundhog.ErrorCode(err)))) // an error response: nothing to withhold
 	s.setHeaders(w.Header(), c, "")
 	s.writeError(w, r, c.shape, err)
 }

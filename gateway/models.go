@@ -3,7 +3,9 @@ package gateway
 import (
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strings"
+	"unicode"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -21,7 +23,18 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	up := s.upstreamFor(groundhog.ShapeChat)
-	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(r.URL.Path, "/v1")
+	url := strings.TrimSuffix(up.BaseURL, "/") + "/models"
+	if r.URL.Path != "/v1/models" {
+		// The id is one path segment: anything that could climb out of
+		// /models ("..", "/", an encoded query) would reach other provider
+		// endpoints with the gateway's provider key.
+		id := r.PathValue("id")
+		if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/?#%\\") || strings.ContainsFunc(id, unicode.IsControl) {
+			s.writeError(w, r, "", groundhog.Errorf(groundhog.EINVALID, "invalid model id"))
+			return
+		}
+		url += "/" + neturl.PathEscape(id)
+	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		s.writeError(w, r, "", groundhog.WrapError(groundhog.EINTERNAL, "", err))

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
@@ -61,6 +62,7 @@ type call struct {
 	idemKey      string
 	claim        *idempotency.Claim // held while this call runs an idempotent operation
 	orphan       orphanState        // the leader's row when its client leaves before the flight ends
+	recheckHit   atomic.Bool        // the leader's flight found the entry on its second cache look-up
 	header       http.Header        // the client's request headers
 	start        time.Time
 	inFlight     bool
@@ -106,12 +108,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if err := s.readHeaders(c, r.Header); err != nil {
 		return nil, err
 	}
-	opCfg := s.cfg.Operations[c.op]
-	versions := opCfg.Versions
-	if v := r.Header.Get(hdrCacheVersion); v != "" {
-		versions += "|" + v
-	}
-	c.fp, err = fingerprint.Compute(fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versions}, body)
+	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
+	c.fp, err = fingerprint.Compute(params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -122,9 +120,17 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 		return nil, groundhog.Errorf(groundhog.EINVALID, "embeddings cannot be streamed")
 	}
 	if c.op == "" {
+		// The operation comes from a rule, which needs the model: its
+		// declared versions join the key now.
 		c.op = s.cfg.OperationFor(c.route, c.fp.Model)
-		opCfg = s.cfg.Operations[c.op]
+		if v := s.cfg.Operations[c.op].Versions; v != "" {
+			params.Versions = versionsFor(v, shape, r.Header)
+			if c.fp, err = fingerprint.Compute(params, body); err != nil {
+				return nil, err
+			}
+		}
 	}
+	opCfg := s.cfg.Operations[c.op]
 	if c.policy == policyOff && opCfg.Cache {
 		c.policy = policyUse
 	}
@@ -144,6 +150,26 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 		c.includeUsage = so.StreamOptions.IncludeUsage
 	}
 	return c, nil
+}
+
+// versionsFor joins what, besides the body, decides a response: the
+// operation's configured versions, the client's Groundhog-Cache-Version, and
+// for Anthropic the API version and beta features requested by header. The
+// order is fixed: the fingerprint hashes the string as given.
+func versionsFor(opVersions string, shape groundhog.Shape, h http.Header) string {
+	var parts []string
+	add := func(name, v string) {
+		if v != "" {
+			parts = append(parts, name+"="+v)
+		}
+	}
+	add("op", opVersions)
+	add("client", h.Get(hdrCacheVersion))
+	if shape == groundhog.ShapeMessages {
+		add("anthropic-version", strings.TrimSpace(h.Get("Anthropic-Version")))
+		add("anthropic-beta", strings.Join(h.Values("Anthropic-Beta"), ","))
+	}
+	return strings.Join(parts, "|") // "" when nothing is declared
 }
 
 // readHeaders validates the groundhog request headers.
@@ -167,7 +193,7 @@ func (s *Server) readHeaders(c *call, h http.Header) error {
 	}
 	if v := h.Get(hdrCacheTTL); v != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || n <= 0 || time.Duration(n)*time.Second > s.cfg.Cache.MaxTTL {
+		if err != nil || n <= 0 || n > int64(s.cfg.Cache.MaxTTL/time.Second) { // compared before converting: no overflow
 			return groundhog.Errorf(groundhog.EINVALID, "%s must be a whole number of seconds from 1 to %d", hdrCacheTTL, int64(s.cfg.Cache.MaxTTL/time.Second))
 		}
 		c.ttl = time.Duration(n) * time.Second
@@ -303,6 +329,9 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 		s.fail(w, r, c, err, leader)
 		return
 	}
+	if leader && c.recheckHit.Load() {
+		state = "hit"
+	}
 	if c.fp.Stream && streamed && status/100 == 2 {
 		s.relay(w, r, c, sub, leader, state, ct)
 		return
@@ -312,9 +341,9 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 		s.fail(w, r, c, err, leader)
 		return
 	}
-	outcome, cost, saved := s.accounting(resp, leader)
+	outcome, cost, saved := s.accounting(c, resp, leader)
 	row := s.row(c, outcome, resp.Status)
-	row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader, resp), cost, saved, resp.Cost
+	row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader && !c.recheckHit.Load(), resp), cost, saved, resp.Cost
 	row.Model = firstNonEmpty(resp.Model, c.fp.Model)
 	if !resp.OK() {
 		row.Outcome = groundhog.OutcomeError
@@ -324,9 +353,15 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 
 // accounting returns the ledger outcome, cost and saving of a call that got
 // resp from a flight it led or followed.
-func (s *Server) accounting(resp *groundhog.Response, leader bool) (groundhog.Outcome, groundhog.Money, groundhog.Money) {
-	if leader {
+func (s *Server) accounting(c *call, resp *groundhog.Response, leader bool) (groundhog.Outcome, groundhog.Money, groundhog.Money) {
+	if leader && !c.recheckHit.Load() {
 		return groundhog.OutcomeUpstream, resp.Cost, 0
+	}
+	if leader {
+		if !resp.Cost.Known() {
+			return groundhog.OutcomeCacheHit, 0, 0
+		}
+		return groundhog.OutcomeCacheHit, 0, resp.Cost
 	}
 	if !resp.Cost.Known() {
 		return groundhog.OutcomeCoalesced, 0, 0
@@ -335,7 +370,7 @@ func (s *Server) accounting(resp *groundhog.Response, leader bool) (groundhog.Ou
 }
 
 func usageIf(leader bool, resp *groundhog.Response) groundhog.Usage {
-	if leader {
+	if leader && resp != nil {
 		return resp.Usage
 	}
 	return groundhog.Usage{}
@@ -347,7 +382,14 @@ func usageIf(leader bool, resp *groundhog.Response) groundhog.Usage {
 func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, resp *groundhog.Response, state string, cost, saved groundhog.Money, row groundhog.LedgerEntry) {
 	h := w.Header()
 	s.setHeaders(h, c, state)
-	if winner := s.finish(c, row, resp, nil); winner != nil && winner.Result != nil {
+	winner, rerr := s.finish(c, row, resp, nil)
+	if rerr != nil {
+		// No durable row, no response: the answer stays in the cache and
+		// the operation record for the retry.
+		s.writeError(w, r, c.shape, rerr)
+		return
+	}
+	if winner != nil && winner.Result != nil {
 		// This attempt lost its lease to another one that committed first:
 		// answer with the committed result, as every later retry will.
 		resp, cost, saved = winner.Result, 0, 0
@@ -413,42 +455,60 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	buf := make([]byte, 0, 4096)
+	recorded := false
 	for {
 		ev, err := sub.Next(ctx)
 		if err == io.EOF {
+			if !recorded {
+				// Complete per the flight, but no terminal event was seen:
+				// record and settle from the result all the same.
+				s.finishRelay(ctx, c, sub, leader, h)
+			}
 			break
 		}
 		if err != nil {
 			s.breakStream(w, r, c, err, leader, buf)
 			return
 		}
-		if isTerminal(c.shape, ev) {
+		if wire.IsTerminal(c.shape, ev) {
 			// Hold the terminal event until the row is durable.
-			resp, err := sub.Wait(ctx)
-			if err != nil {
+			if err := s.finishRelay(ctx, c, sub, leader, h); err != nil {
 				s.breakStream(w, r, c, err, leader, buf)
 				return
 			}
-			outcome, cost, saved := s.accounting(resp, leader)
-			row := s.row(c, outcome, http.StatusOK)
-			row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader, resp), cost, saved, resp.Cost
-			row.Model = firstNonEmpty(resp.Model, c.fp.Model)
-			s.finish(c, row, resp, nil)
-			h.Set(hdrCost, costString(cost)) // a trailer: net/http matches trailers by canonical key
-			h.Set(hdrSaved, saved.String())
+			recorded = true
 		}
 		if hiddenUsageChunk(c, ev) {
 			continue
 		}
 		buf = wire.AppendEvent(buf[:0], ev)
 		if _, err := w.Write(buf); err != nil {
-			if !isTerminal(c.shape, ev) { // the terminal event's row is already recorded
+			if !wire.IsTerminal(c.shape, ev) { // the terminal event's row is already recorded
 				s.abandon(c, leader, err)
 			}
 			return // the client went away; the flight goes on for the others
 		}
 		_ = rc.Flush()
 	}
+}
+
+// finishRelay records a relayed call's row and settles its claim from the
+// flight's result, and sets the cost trailers.
+func (s *Server) finishRelay(ctx context.Context, c *call, sub *coalesce.Subscription, leader bool, h http.Header) error {
+	resp, err := sub.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	outcome, cost, saved := s.accounting(c, resp, leader)
+	row := s.row(c, outcome, resp.Status)
+	row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader && !c.recheckHit.Load(), resp), cost, saved, resp.Cost
+	row.Model = firstNonEmpty(resp.Model, c.fp.Model)
+	if _, err := s.finish(c, row, resp, nil); err != nil {
+		return err // the stream is broken off: no durable row, no complete response
+	}
+	h.Set(hdrCost, costString(cost)) // a trailer: net/http matches trailers by canonical key
+	h.Set(hdrSaved, saved.String())
+	return nil
 }
 
 // breakStream ends a stream whose flight failed after the head was sent: an
@@ -460,7 +520,7 @@ func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, er
 		return
 	}
 	code := groundhog.ErrorCode(err)
-	s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
+	_, _ = s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
 	buf = wire.AppendEvent(buf[:0], wire.ErrorEvent(c.shape, code, groundhog.ErrorMessage(err)))
 	_, _ = w.Write(buf)
 	_ = http.NewResponseController(w).Flush()
@@ -474,7 +534,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 		return
 	}
 	code := groundhog.ErrorCode(err)
-	s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
+	_, _ = s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
 	s.setHeaders(w.Header(), c, "")
 	s.writeError(w, r, c.shape, err)
 }
@@ -503,7 +563,7 @@ type orphanState struct {
 func (s *Server) abandon(c *call, leader bool, err error) {
 	row := s.row(c, groundhog.OutcomeError, statusClientGone)
 	if !leader {
-		s.finish(c, row, nil, err)
+		_, _ = s.finish(c, row, nil, err)
 		return
 	}
 	c.orphan.mu.Lock()
@@ -531,14 +591,15 @@ func (s *Server) flightDone(c *call, resp *groundhog.Response, err error) {
 func (s *Server) finishOrphan(c *call, row groundhog.LedgerEntry) {
 	resp, err := c.orphan.resp, c.orphan.err
 	if err == nil && resp != nil {
-		row.Outcome = groundhog.OutcomeUpstream
+		outcome, cost, saved := s.accounting(c, resp, true)
 		if !resp.OK() {
-			row.Outcome = groundhog.OutcomeError
+			outcome = groundhog.OutcomeError
 		}
-		row.Usage, row.Cost, row.FullCost = resp.Usage, resp.Cost, resp.Cost
+		row.Outcome, row.Cost, row.Saved, row.FullCost = outcome, cost, saved, resp.Cost
+		row.Usage = usageIf(!c.recheckHit.Load(), resp)
 		row.Model = firstNonEmpty(resp.Model, c.fp.Model)
 	}
-	s.finish(c, row, resp, err)
+	_, _ = s.finish(c, row, resp, err)
 }
 
 func (s *Server) setHeaders(h http.Header, c *call, state string) {
@@ -580,23 +641,26 @@ func attemptFor(o groundhog.Outcome) int {
 // recorded first (so an attempt that paid the provider is in the ledger even
 // if the process dies before the commit), then the claim is settled. It
 // returns the winning record when the claim was stale.
-func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Response, err error) *groundhog.Operation {
+func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Response, err error) (*groundhog.Operation, error) {
 	if c.claim != nil {
 		row.Attempt = c.claim.Attempt()
 	}
-	s.record(c, row)
-	return s.settle(c, resp, err)
+	rerr := s.record(c, row)
+	return s.settle(c, resp, err), rerr
 }
 
-// record completes the row's latency and hands it to the ledger.
-func (s *Server) record(c *call, row groundhog.LedgerEntry) {
+// record completes the row's latency and hands it to the ledger. An error
+// means the row is not durable: the caller must not complete the response.
+func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	row.Latency = s.clock.Now().Sub(c.start)
 	if s.opts.Ledger == nil {
-		return
+		return nil
 	}
 	if err := s.opts.Ledger.Record(row); err != nil {
 		s.log.Error("ledger record failed", append(logAttrs(c), "err", err)...)
+		return groundhog.WrapError(groundhog.EUNAVAILABLE, "ledger unavailable", err)
 	}
+	return nil
 }
 
 func costString(m groundhog.Money) string {

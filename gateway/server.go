@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -72,7 +73,8 @@ type Server struct {
 
 	flights  coalesce.Group   // identical cacheable calls in flight
 	tracker  coalesce.Tracker // every call in flight, for the ledger's in-flight flag
-	inflight atomic.Int64
+	inflight atomic.Int64     // provider-route handlers running
+	working  atomic.Int64     // upstream flights running (they may outlive their handlers)
 
 	keyMu     sync.RWMutex
 	keyCache  map[string]keyCacheEntry // key hash → tenant ("" = unknown key)
@@ -106,12 +108,16 @@ func New(o Options) *Server {
 		}
 	}
 	s := &Server{
-		opts:     o,
-		cfg:      o.Config,
-		clock:    o.Clock,
-		log:      o.Logger,
-		mux:      http.NewServeMux(),
-		client:   &http.Client{Transport: tr},
+		opts:  o,
+		cfg:   o.Config,
+		clock: o.Clock,
+		log:   o.Logger,
+		mux:   http.NewServeMux(),
+		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+			// Never follow a provider's redirect: it would carry the
+			// provider key to wherever the redirect points.
+			return http.ErrUseLastResponse
+		}},
 		keyCache: map[string]keyCacheEntry{},
 	}
 	s.routes()
@@ -141,6 +147,23 @@ func (s *Server) routes() {
 // ServeHTTP runs the request through the mux.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
+}
+
+// Drain waits until no provider handler and no upstream flight is running,
+// or ctx ends. Call it after http.Server.Shutdown and before closing the
+// ledger and the stores: an abandoned leader's flight records its row when
+// it ends, after its handler has returned.
+func (s *Server) Drain(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for s.inflight.Load() > 0 || s.working.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gateway: %d handlers and %d flights still running: %w", s.inflight.Load(), s.working.Load(), ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // InFlight returns how many provider calls are being served now.

@@ -41,6 +41,8 @@ var dropHeaders = map[string]bool{
 // success in the cache (before returning, so a request that arrives after
 // the flight ends finds the entry) and returns the response.
 func (s *Server) upstreamCall(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, error) {
+	s.working.Add(1)
+	defer s.working.Add(-1)
 	ended := false
 	defer func() {
 		if !ended { // a panic: coalesce turns it into every waiter's error
@@ -59,6 +61,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	// lookup and its becoming leader: look once more before paying.
 	if c.policy == policyUse {
 		if e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash); err == nil {
+			c.recheckHit.Store(true)
 			resp := e.Response
 			pub.Head(resp.Status, resp.ContentType, resp.Streamed)
 			for _, ev := range resp.Events {
@@ -126,6 +129,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			}
 			resp.Events = append(resp.Events, ev)
 			pub.Event(ev)
+			if wire.IsTerminal(c.shape, ev) {
+				break // done: do not wait for a server that keeps the stream open
+			}
 		}
 		if !wire.StreamComplete(c.shape, resp.Events) {
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream ended before completion")
@@ -133,9 +139,17 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		resp.Streamed = true
 		resp.Model, resp.Usage, _ = wire.UsageFromEvents(c.shape, resp.Events)
 	} else {
-		body, err := io.ReadAll(io.LimitReader(res.Body, maxUpstreamBody))
+		body, err := io.ReadAll(io.LimitReader(res.Body, maxUpstreamBody+1))
 		if err != nil {
 			return nil, upstreamError(ctx, err)
+		}
+		if len(body) > maxUpstreamBody {
+			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response is over %d bytes", maxUpstreamBody)
+		}
+		if !json.Valid(body) {
+			// A connection closed early can look like a clean end: a
+			// success must be whole JSON to be served, cached or committed.
+			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response body is incomplete or not JSON")
 		}
 		resp.Body = body
 		resp.Model, resp.Usage, _ = wire.UsageFromBody(c.shape, body)
@@ -180,20 +194,6 @@ func upstreamError(ctx context.Context, err error) error {
 func isEventStream(ct string) bool {
 	mt, _, _ := mime.ParseMediaType(ct)
 	return mt == "text/event-stream"
-}
-
-// isTerminal reports whether ev is the last event of a successful stream of
-// shape: the one the ledger row must precede.
-func isTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
-	switch shape {
-	case groundhog.ShapeChat:
-		return string(ev.Data) == "[DONE]"
-	case groundhog.ShapeResponses:
-		return ev.Name == "response.completed" || (ev.Name == "" && bytes.Contains(ev.Data, []byte(`"type":"response.completed"`)))
-	case groundhog.ShapeMessages:
-		return ev.Name == "message_stop"
-	}
-	return false
 }
 
 // withIncludeUsage returns body with stream_options.include_usage set to

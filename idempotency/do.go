@@ -42,7 +42,9 @@ func (d Disposition) String() string {
 //     end — the caller reports those as errors, with or without a partial
 //     resp) or no response → DispositionRelease;
 //   - a 2xx response → DispositionComplete;
-//   - 408 (request timeout) and 429 (rate limited) → DispositionRelease;
+//   - 408 (request timeout), 429 (rate limited), and 401/403 (the
+//     gateway's provider credentials were refused: a configuration fault,
+//     not an answer about this request) → DispositionRelease;
 //   - any other 4xx (the provider refused this request as it is) →
 //     DispositionFail: stored and replayed;
 //   - 5xx, and anything else that is not a definitive answer (1xx, 3xx) →
@@ -54,7 +56,7 @@ func Classify(resp *groundhog.Response, err error) Disposition {
 	switch s := resp.Status; {
 	case s >= 200 && s < 300:
 		return DispositionComplete
-	case s == 408 || s == 429:
+	case s == 408 || s == 429 || s == 401 || s == 403:
 		return DispositionRelease
 	case s >= 400 && s < 500:
 		return DispositionFail

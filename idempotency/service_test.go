@@ -754,7 +754,8 @@ func TestClassify(t *testing.T) {
 		{201, nil, idempotency.DispositionComplete},
 		{299, nil, idempotency.DispositionComplete},
 		{400, nil, idempotency.DispositionFail},
-		{401, nil, idempotency.DispositionFail},
+		{401, nil, idempotency.DispositionRelease}, // the provider refused our credentials, not the request
+		{403, nil, idempotency.DispositionRelease},
 		{404, nil, idempotency.DispositionFail},
 		{422, nil, idempotency.DispositionFail},
 		{408, nil, idempotency.DispositionRelease},

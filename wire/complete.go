@@ -96,10 +96,17 @@ func responsesComplete(events []groundhog.Event) bool {
 		}
 		last := i == len(events)-1
 		switch typ {
-		case "error", "response.failed", "response.incomplete":
+		case "error", "response.failed":
 			return false
 		case "response.completed":
 			if !last || (e.Response.Status != nil && *e.Response.Status != "completed") {
+				return false
+			}
+		case "response.incomplete":
+			// Ended by max_output_tokens or a content filter: a whole,
+			// deterministic answer to these inputs, like chat's
+			// finish_reason "length".
+			if !last || (e.Response.Status != nil && *e.Response.Status != "incomplete") {
 				return false
 			}
 		default:
@@ -168,4 +175,40 @@ func messagesComplete(events []groundhog.Event) bool {
 		}
 	}
 	return false
+}
+
+// IsTerminal reports whether ev is the event that ends a successful stream
+// of shape — "[DONE]" for chat, response.completed or response.incomplete
+// for responses, message_stop for messages — judged by the same parsing as
+// StreamComplete, so a stream StreamComplete accepts always shows its
+// terminal event here. The gateway records a call's ledger row before it
+// writes this event.
+func IsTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
+	switch shape {
+	case groundhog.ShapeChat:
+		return bytes.Equal(bytes.TrimSpace(ev.Data), doneData)
+	case groundhog.ShapeResponses:
+		return eventType(ev, "response.completed") || eventType(ev, "response.incomplete")
+	case groundhog.ShapeMessages:
+		return eventType(ev, "message_stop")
+	}
+	return false
+}
+
+// eventType reports whether ev's type (its JSON "type", else its SSE event
+// name) is typ. The JSON is parsed only when the bytes could match.
+func eventType(ev groundhog.Event, typ string) bool {
+	if !bytes.Contains(ev.Data, []byte(typ)) {
+		return ev.Name == typ && len(bytes.TrimSpace(ev.Data)) == 0
+	}
+	var e struct {
+		Type string `json:"type"`
+	}
+	if unmarshalObject(ev.Data, &e) != nil {
+		return false
+	}
+	if e.Type == "" {
+		return ev.Name == typ
+	}
+	return e.Type == typ
 }

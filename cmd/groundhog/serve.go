@@ -138,7 +138,10 @@ func serve(ctx context.Context, cfg *config.Config, out interface{ Write([]byte)
 		_ = lw.Close(context.Background())
 		return err
 	}
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	base, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	mode := "keyless: single tenant \"local\""
 	if nkeys > 0 {
 		mode = fmt.Sprintf("%d gateway key(s)", nkeys)
@@ -152,14 +155,25 @@ func serve(ctx context.Context, cfg *config.Config, out interface{ Write([]byte)
 		return err
 	case <-ctx.Done():
 	}
+	// Graceful stop: stop accepting, let requests finish for the grace
+	// period, then cancel the rest (their rows are recorded as 499) and
+	// wait for handlers and upstream flights before the ledger closes, so
+	// no row is written to a closed ledger.
 	log.Info("shutting down: draining requests and the ledger")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	serr := srv.Shutdown(sctx)
-	if err := lw.Close(sctx); err != nil {
+	cancelRequests()
+	_ = srv.Close()
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer dcancel()
+	if err := gw.Drain(dctx); err != nil {
+		log.Error("shutdown: work still running", "err", err)
+	}
+	if err := lw.Close(dctx); err != nil {
 		log.Error("ledger drain failed; the journal keeps the rows for the next start", "err", err)
 	}
-	if serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+	if serr != nil && !errors.Is(serr, http.ErrServerClosed) && !errors.Is(serr, context.DeadlineExceeded) {
 		return serr
 	}
 	return nil
