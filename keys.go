@@ -21,8 +21,11 @@ type APIKey struct {
 // CreateKey stores k. TenantForKey returns the tenant of the key whose hash
 // is hash, or an error with code ENOTFOUND. CountKeys returns how many keys
 // exist (zero keys puts the gateway in single-tenant "local" mode).
+// DeleteKey removes the keys whose public ID is id and returns how many; none
+// is an error with code ENOTFOUND.
 type KeyStore interface {
 	CreateKey(ctx context.Context, k APIKey) error
+	DeleteKey(ctx context.Context, id string) (int, error)
 	TenantForKey(ctx context.Context, hash string) (string, error)
 	ListKeys(ctx context.Context) ([]APIKey, error)
 	CountKeys(ctx context.Context) (int, error)

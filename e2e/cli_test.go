@@ -115,3 +115,38 @@ func TestConfigFileKey(t *testing.T) {
 		t.Fatalf("with the configured key: %d %s", r.status, r.body)
 	}
 }
+
+// keys revoke: the revoked key stops working (the gateway re-reads keys
+// within 10 s; a fresh gateway at once).
+func TestKeysRevoke(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "g.db")
+	secret, err := exec.Command(binary, "keys", "create", "--tenant", "acme", "--db", db).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(secret))
+	id := key[:len("gh_")+8]
+	if out, err := exec.Command(binary, "keys", "revoke", id, "--db", db).CombinedOutput(); err != nil || !strings.Contains(string(out), "revoked 1 key") {
+		t.Fatalf("revoke: %v %s", err, out)
+	}
+	if out, err := exec.Command(binary, "keys", "revoke", id, "--db", db).CombinedOutput(); err == nil {
+		t.Fatalf("revoking twice succeeded: %s", out)
+	}
+	groundhogKey(t, db, "other") // keep the gateway in keyed mode
+	gw := start(t, nil, "serve", "--db", db)
+	r := post(context.Background(), gw.URL+"/v1/chat/completions", `{"model":"sim-small","messages":[]}`, map[string]string{"Authorization": "Bearer " + key})
+	if r.status != 401 {
+		t.Fatalf("revoked key: %d %s", r.status, r.body)
+	}
+}
+
+// groundhogKey creates a key for tenant with the CLI and returns it.
+func groundhogKey(t *testing.T, db, tenant string) string {
+	t.Helper()
+	out, err := exec.Command(binary, "keys", "create", "--tenant", tenant, "--db", db).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}

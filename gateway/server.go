@@ -221,9 +221,10 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "unknown gateway key")
 }
 
-// lookupKey finds the tenant of a key hash. Found keys are remembered for a
-// minute and unknown ones for two seconds, so the hot path rarely reads the
-// store; finding a key also ends keyless mode at once.
+// lookupKey finds the tenant of a key hash. Found keys are remembered for
+// ten seconds (so a revoked key stops working within that) and unknown ones
+// for two, so the hot path rarely reads the store; finding a key also ends
+// keyless mode at once.
 func (s *Server) lookupKey(ctx context.Context, hash string) (string, bool, error) {
 	now := s.clock.Now()
 	s.keyMu.RLock()
@@ -233,7 +234,7 @@ func (s *Server) lookupKey(ctx context.Context, hash string) (string, bool, erro
 		return e.tenant, e.tenant != "", nil
 	}
 	tenant, err := s.opts.Keys.TenantForKey(ctx, hash)
-	ttl := time.Minute
+	ttl := 10 * time.Second
 	switch {
 	case groundhog.IsNotFound(err):
 		tenant, ttl = "", 2*time.Second

@@ -27,6 +27,21 @@ func (db *DB) CreateKey(ctx context.Context, k groundhog.APIKey) error {
 	return nil
 }
 
+// DeleteKey removes the keys whose public ID is id; none is ENOTFOUND.
+func (db *DB) DeleteKey(ctx context.Context, id string) (int, error) {
+	if err := db.check(); err != nil {
+		return 0, err
+	}
+	tag, err := db.pool.Exec(ctx, "DELETE FROM api_keys WHERE id = $1", id)
+	if err != nil {
+		return 0, mapErr(fmt.Errorf("postgres: delete key: %w", err))
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, groundhog.Errorf(groundhog.ENOTFOUND, "no key with id %q", id)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // TenantForKey returns the tenant of the key whose hash is hash, or an
 // error with code ENOTFOUND.
 func (db *DB) TenantForKey(ctx context.Context, hash string) (string, error) {

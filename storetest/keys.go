@@ -12,6 +12,7 @@ import (
 var keyTests = []suiteTest{
 	{"Keys/CreateLookupListCount", testKeys},
 	{"Keys/DuplicateHash", testKeyDuplicate},
+	{"Keys/Delete", testKeyDelete},
 }
 
 func testKeys(t *testing.T, s Stores) {
@@ -82,4 +83,23 @@ func testKeyDuplicate(t *testing.T, s Stores) {
 	if got != "acme" {
 		t.Errorf("TenantForKey = %q after a duplicate create, want acme", got)
 	}
+}
+
+func testKeyDelete(t *testing.T, s Stores) {
+	_, a := groundhog.NewAPIKey("acme", t0)
+	_, b := groundhog.NewAPIKey("acme", t0)
+	must(t, s.CreateKey(ctx, a), "CreateKey")
+	must(t, s.CreateKey(ctx, b), "CreateKey")
+	n, err := s.DeleteKey(ctx, a.ID)
+	must(t, err, "DeleteKey")
+	if n != 1 {
+		t.Fatalf("DeleteKey removed %d keys, want 1", n)
+	}
+	_, err = s.TenantForKey(ctx, a.Hash)
+	wantCode(t, err, groundhog.ENOTFOUND, "TenantForKey of a deleted key")
+	if tenant, err := s.TenantForKey(ctx, b.Hash); err != nil || tenant != "acme" {
+		t.Fatalf("the other key of the tenant: %q %v", tenant, err)
+	}
+	_, err = s.DeleteKey(ctx, a.ID)
+	wantCode(t, err, groundhog.ENOTFOUND, "DeleteKey of a deleted key")
 }

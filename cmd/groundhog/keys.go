@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -76,6 +77,32 @@ func init() {
 		},
 	}
 	addConfigFlags(list.Flags(), &lf)
-	keys.AddCommand(create, list)
+
+	var rf configFlags
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a gateway key by its ID (as `keys list` shows it); a running gateway stops accepting it within 10 seconds",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := rf.load(cmd)
+			if err != nil {
+				return err
+			}
+			db, err := sqlite.Open(cmd.Context(), cfg.DB)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			id := strings.TrimSuffix(args[0], "…")
+			n, err := db.DeleteKey(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %d key(s) with id %s\n", n, id)
+			return nil
+		},
+	}
+	addConfigFlags(revoke.Flags(), &rf)
+	keys.AddCommand(create, list, revoke)
 	rootCmd.AddCommand(keys)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -197,9 +198,25 @@ func purgeCache(ctx context.Context, db *sqlite.DB, log *slog.Logger) {
 	}
 }
 
-// addConfigKeys stores the configuration file's gateway keys (hashes) that
-// the key store does not have yet.
+// addConfigKeys makes the configuration file's gateway keys (hashes) the
+// store's "cfg-" keys: the missing ones are added, and the ones no longer in
+// the file are removed — deleting a key from the file revokes it.
 func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) error {
+	declared := map[string]bool{}
+	for _, k := range keys {
+		declared[k.SHA256] = true
+	}
+	stored, err := db.ListKeys(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range stored {
+		if strings.HasPrefix(k.ID, "cfg-") && !declared[k.Hash] {
+			if _, err := db.DeleteKey(ctx, k.ID); err != nil && !groundhog.IsNotFound(err) {
+				return err
+			}
+		}
+	}
 	for _, k := range keys {
 		tenant, err := db.TenantForKey(ctx, k.SHA256)
 		switch {
