@@ -6,14 +6,13 @@ import (
 	"testing"
 
 	"github.com/groundhog-ai/groundhog/config"
-	"github.com/groundhog-ai/groundhog/sim"
 )
 
 // Bad input gets the right status and a JSON error in the provider's shape,
 // and nothing reaches the provider or the stores.
 func TestBadInput(t *testing.T) {
 	const limit = 4096
-	h := newHarness(t, func(c *config.Config, _ *sim.Config) { c.MaxBodyBytes = limit })
+	h := newHarness(t, withConfig(func(c *config.Config) { c.MaxBodyBytes = limit }))
 	ok := `{"model":"sim-small","messages":[{"role":"user","content":"hi"}]}`
 	atLimit := `{"model":"sim-small","messages":[{"role":"user","content":"` + strings.Repeat("a", limit-len(ok)+2) + `"}]}`
 	if len(atLimit) != limit {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/groundhog-ai/groundhog/config"
-	"github.com/groundhog-ai/groundhog/sim"
 )
 
 // BenchmarkHitPath measures a cache hit through real loopback HTTP, with the
@@ -20,7 +19,7 @@ func BenchmarkHitPath(b *testing.B) {
 			name = "ledger=off"
 		}
 		b.Run(name, func(b *testing.B) {
-			h := newHarness(b, func(c *config.Config, _ *sim.Config) { c.Ledger.Disabled = !ledgerOn })
+			h := newHarness(b, withConfig(func(c *config.Config) { c.Ledger.Disabled = !ledgerOn }))
 			body := `{"model":"sim-small","messages":[{"role":"user","content":"` + strings.Repeat("hit path ", 100) + `"}]}`
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 			do := func() {

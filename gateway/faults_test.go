@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog/config"
-	"github.com/groundhog-ai/groundhog/sim"
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
@@ -21,7 +20,7 @@ func TestUpstreamFaults(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", fault, stream), func(t *testing.T) {
 				g := newGate()
-				h := newHarness(t, withGate(g), func(c *config.Config, _ *sim.Config) { c.UpstreamTimeout = 500 * time.Millisecond })
+				h := newHarness(t, withGate(g), withConfig(func(c *config.Config) { c.UpstreamTimeout = 500 * time.Millisecond }))
 				body := fmt.Sprintf(`{"model":"sim-small","stream":%v,"messages":[{"role":"user","content":"fault %s"}]}`, stream, fault)
 				const n = 5
 				type result struct {

@@ -38,10 +38,34 @@ type harness struct {
 	Ledger *ledger.Writer
 	GW     *gateway.Server
 	Cfg    *config.Config
-	gate   *gate
+	Idem   *idempotency.Service
 }
 
-type harnessOpt func(*config.Config, *sim.Config)
+// setup is what options may change before the harness starts.
+type setup struct {
+	cfg       *config.Config
+	sim       *sim.Config
+	gate      *gate
+	upstream  string // base URL ending in /v1 instead of the sim
+	apiKey    string // provider key sent upstream
+	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
+}
+
+type harnessOpt func(*setup)
+
+// withConfig changes the gateway configuration.
+func withConfig(f func(*config.Config)) harnessOpt { return func(s *setup) { f(s.cfg) } }
+
+// withUpstream sends provider calls to url (ending in /v1) with a provider
+// key, instead of to the simulated provider.
+func withUpstream(url, apiKey string) harnessOpt {
+	return func(s *setup) { s.upstream, s.apiKey = url, apiKey }
+}
+
+// withCacheStore wraps the durable cache store.
+func withCacheStore(wrap func(groundhog.CacheStore) groundhog.CacheStore) harnessOpt {
+	return func(s *setup) { s.wrapStore = wrap }
+}
 
 // gate holds the simulated provider's first token until released, so tests
 // can make calls overlap without sleeping.
@@ -81,15 +105,12 @@ func (g *gate) open() {
 	}
 }
 
-// gates maps a harness config to its gate (set by withGate).
-var gates sync.Map // *config.Config → *gate
-
 // withGate puts a gate between the gateway and the simulated provider: a
 // reverse proxy that holds every upstream request until the gate opens, so
 // a test decides exactly when the provider starts answering — faults
 // included.
 func withGate(g *gate) harnessOpt {
-	return func(c *config.Config, _ *sim.Config) { gates.Store(c, g) }
+	return func(s *setup) { s.gate = g }
 }
 
 func newHarness(t testing.TB, opts ...harnessOpt) *harness {
@@ -97,8 +118,9 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	ctx := context.Background()
 	cfg := config.Default()
 	sc := sim.Config{}
+	st := &setup{cfg: &cfg, sim: &sc}
 	for _, o := range opts {
-		o(&cfg, &sc)
+		o(st)
 	}
 	dir := t.TempDir()
 	cfg.DB = filepath.Join(dir, "groundhog.db")
@@ -116,7 +138,11 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cache.New(cache.Options{Store: db, MaxBytes: cfg.Cache.MemoryBytes})
+	var store groundhog.CacheStore = db
+	if st.wrapStore != nil {
+		store = st.wrapStore(db)
+	}
+	c, err := cache.New(cache.Options{Store: store, MaxBytes: cfg.Cache.MemoryBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,12 +153,12 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
 	upURL := simURL
-	if g, ok := gates.Load(&cfg); ok {
+	if g := st.gate; g != nil {
 		target, _ := url.Parse(simURL)
 		rp := httputil.NewSingleHostReverseProxy(target)
 		rp.FlushInterval = -1
 		gated := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := g.(*gate).sleep(r.Context(), 0); err != nil {
+			if err := g.sleep(r.Context(), 0); err != nil {
 				return
 			}
 			rp.ServeHTTP(w, r)
@@ -141,6 +167,9 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		upURL = gated.URL
 	}
 	up := gateway.Upstream{BaseURL: upURL + "/v1", Provider: "sim"}
+	if st.upstream != "" {
+		up = gateway.Upstream{BaseURL: st.upstream, APIKey: st.apiKey, Provider: "openai"}
+	}
 	var rec gateway.Recorder = lw
 	if cfg.Ledger.Disabled {
 		rec = nil
@@ -153,7 +182,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		_ = lw.Close(context.Background())
 		_ = db.Close()
 	})
-	return &harness{t: t, URL: srv.URL, Sim: s, SimURL: simURL, DB: db, Ledger: lw, GW: gw, Cfg: &cfg}
+	return &harness{t: t, URL: srv.URL, Sim: s, SimURL: simURL, DB: db, Ledger: lw, GW: gw, Cfg: &cfg, Idem: idem}
 }
 
 // bill reads the simulated provider's bill over HTTP, as a user would.

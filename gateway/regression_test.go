@@ -7,10 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,118 +16,11 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
-	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/config"
-	"github.com/groundhog-ai/groundhog/gateway"
-	"github.com/groundhog-ai/groundhog/idempotency"
-	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/sim"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 const reviewProviderKey = "sk-provider-SECRET-do-not-leak"
-
-// rig is a gateway like the harness's, but with an injectable upstream URL
-// and cache store, and a provider key set.
-type rig struct {
-	t    *testing.T
-	URL  string
-	GW   *gateway.Server
-	DB   *sqlite.DB
-	LW   *ledger.Writer
-	Idem *idempotency.Service
-	Cfg  *config.Config
-}
-
-type rigOpts struct {
-	upstream  string // base URL ending in /v1; "" starts a sim
-	mod       func(*config.Config)
-	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
-}
-
-func newRig(t *testing.T, o rigOpts) *rig {
-	t.Helper()
-	ctx := context.Background()
-	cfg := config.Default()
-	dir := t.TempDir()
-	cfg.DB = filepath.Join(dir, "g.db")
-	if o.mod != nil {
-		o.mod(&cfg)
-	}
-	if err := cfg.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if o.upstream == "" {
-		s := sim.New(sim.Config{Prices: cfg.PriceTable})
-		u, shutdown, err := s.Listen("127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = shutdown(context.Background()) })
-		o.upstream = u + "/v1"
-	}
-	db, err := sqlite.Open(ctx, cfg.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var store groundhog.CacheStore = db
-	if o.wrapStore != nil {
-		store = o.wrapStore(db)
-	}
-	c, err := cache.New(cache.Options{Store: store, MaxBytes: cfg.Cache.MemoryBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: filepath.Join(dir, "journal")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
-	up := gateway.Upstream{BaseURL: o.upstream, APIKey: reviewProviderKey, Provider: "openai"}
-	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem,
-		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping})
-	srv := httptest.NewServer(gw)
-	t.Cleanup(func() {
-		srv.Close()
-		_ = lw.Close(context.Background())
-		_ = db.Close()
-	})
-	return &rig{t: t, URL: srv.URL, GW: gw, DB: db, LW: lw, Idem: idem, Cfg: &cfg}
-}
-
-func (r *rig) post(path, body string, hdr map[string]string) (*http.Response, []byte) {
-	r.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, r.URL+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res, b
-}
-
-func (r *rig) rows() []groundhog.LedgerEntry {
-	r.t.Helper()
-	ctx := context.Background()
-	if err := r.LW.Flush(ctx); err != nil {
-		r.t.Fatal(err)
-	}
-	var rows []groundhog.LedgerEntry
-	err := r.DB.ScanLedger(ctx, groundhog.LedgerFilter{From: time.Unix(0, 0), To: time.Now().Add(time.Hour)}, func(e *groundhog.LedgerEntry) error {
-		rows = append(rows, *e)
-		return nil
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return rows
-}
 
 // 1. isTerminal and wire.StreamComplete disagree: a stream that
 // StreamComplete accepts (and that is cached) may never show relay a
@@ -150,7 +41,7 @@ func TestReviewRelayUnrecognisedTerminalLosesRow(t *testing.T) {
 		}
 	}))
 	defer up.Close()
-	r := newRig(t, rigOpts{upstream: up.URL + "/v1", mod: func(c *config.Config) { c.Idempotency.Lease = 300 * time.Millisecond }})
+	r := newHarness(t, withUpstream(up.URL+"/v1", reviewProviderKey), withConfig(func(c *config.Config) { c.Idempotency.Lease = 300 * time.Millisecond }))
 	body := `{"model":"sim-small","stream":true,"input":"hi"}`
 	res, b := r.post("/v1/responses", body, map[string]string{"Idempotency-Key": "k-terminal", "Groundhog-Cache": "use"})
 	if res.StatusCode != 200 || !strings.Contains(string(b), "response.completed") {
@@ -159,7 +50,7 @@ func TestReviewRelayUnrecognisedTerminalLosesRow(t *testing.T) {
 	if res.Trailer.Get("Groundhog-Cost-USD") == "" {
 		t.Errorf("complete stream delivered without a Groundhog-Cost-USD trailer")
 	}
-	if rows := r.rows(); len(rows) != 1 {
+	if rows := r.ledgerRows(); len(rows) != 1 {
 		t.Errorf("ledger rows for one complete streamed call: got %d, want 1", len(rows))
 	}
 	// The claim is settled before the terminal event is written, so the
@@ -203,7 +94,7 @@ func TestReviewRecheckHitCountedAsUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer shutdown(context.Background())
-	r := newRig(t, rigOpts{upstream: simURL + "/v1", wrapStore: func(s groundhog.CacheStore) groundhog.CacheStore { bs.CacheStore = s; return bs }})
+	r := newHarness(t, withUpstream(simURL+"/v1", reviewProviderKey), withCacheStore(func(s groundhog.CacheStore) groundhog.CacheStore { bs.CacheStore = s; return bs }))
 	body := `{"model":"sim-small","messages":[{"role":"user","content":"recheck"}]}`
 	hdr := map[string]string{"Groundhog-Cache": "use"}
 	var wg sync.WaitGroup
@@ -219,7 +110,7 @@ func TestReviewRecheckHitCountedAsUpstream(t *testing.T) {
 
 	var spend groundhog.Money
 	upstream := 0
-	for _, row := range r.rows() {
+	for _, row := range r.ledgerRows() {
 		if row.Outcome == groundhog.OutcomeUpstream {
 			upstream++
 			spend += row.Cost
@@ -258,7 +149,7 @@ func TestReviewModelsPathEscapesToOtherProviderEndpoints(t *testing.T) {
 	})
 	up := httptest.NewServer(mux)
 	defer up.Close()
-	r := newRig(t, rigOpts{upstream: up.URL + "/v1"})
+	r := newHarness(t, withUpstream(up.URL+"/v1", reviewProviderKey))
 	res, err := http.Get(r.URL + "/v1/models/..%2Ffiles")
 	if err != nil {
 		t.Fatal(err)
@@ -290,10 +181,10 @@ func TestReviewCacheTTLOverflow(t *testing.T) {
 // operation's versions does not invalidate its cache entries.
 func TestReviewRuleOperationVersionsNotInFingerprint(t *testing.T) {
 	hashWith := func(versions string, header bool) string {
-		h := newHarness(t, func(c *config.Config, _ *sim.Config) {
+		h := newHarness(t, withConfig(func(c *config.Config) {
 			c.Operations = map[string]config.Operation{"extract": {Cache: true, Versions: versions}}
 			c.Rules = []config.Rule{{Model: "sim-*", Operation: "extract"}}
-		})
+		}))
 		hdr := map[string]string{}
 		if header {
 			hdr["Groundhog-Operation"] = "extract"
@@ -354,7 +245,7 @@ func TestReviewTruncatedCloseDelimitedBodyCached(t *testing.T) {
 		buf.Flush()
 	}))
 	defer up.Close()
-	r := newRig(t, rigOpts{upstream: up.URL + "/v1"})
+	r := newHarness(t, withUpstream(up.URL+"/v1", reviewProviderKey))
 	body := `{"model":"sim-small","messages":[{"role":"user","content":"truncated"}]}`
 	hdr := map[string]string{"Groundhog-Cache": "use"}
 	res1, b1 := r.post("/v1/chat/completions", body, hdr)

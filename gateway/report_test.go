@@ -10,7 +10,6 @@ import (
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/pricing"
-	"github.com/groundhog-ai/groundhog/sim"
 )
 
 // DESIGN.md §2's worked example through the real pipeline and the
@@ -21,10 +20,10 @@ func TestReportWorkedExampleThroughThePipeline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("4,000 calls through the gateway")
 	}
-	h := newHarness(t, func(c *config.Config, _ *sim.Config) {
+	h := newHarness(t, withConfig(func(c *config.Config) {
 		// $0.04 per output token, input free; max_tokens 1 → $0.04 a call.
 		c.Prices = map[string]pricing.YAMLPrice{"ledger-test": {Input: "0", CachedInput: "0", CacheWrite: "0", Output: "40000"}}
-	})
+	}))
 	const distinct, repeats = 3400, 600
 	body := func(i int) string {
 		return fmt.Sprintf(`{"model":"ledger-test","max_tokens":1,"messages":[{"role":"user","content":"document %d"}]}`, i)
