@@ -609,6 +609,17 @@ func (s *Server) setHeaders(h http.Header, c *call, state string) {
 	}
 }
 
+// maxModelName bounds the model name kept in the ledger: it comes from the
+// client's body and every row is journaled.
+const maxModelName = 256
+
+func boundModel(m string) string {
+	if len(m) > maxModelName {
+		return m[:maxModelName]
+	}
+	return m
+}
+
 // row starts the ledger row of c.
 func (s *Server) row(c *call, outcome groundhog.Outcome, status int) groundhog.LedgerEntry {
 	return groundhog.LedgerEntry{
@@ -653,6 +664,7 @@ func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Resp
 // means the row is not durable: the caller must not complete the response.
 func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	row.Latency = s.clock.Now().Sub(c.start)
+	row.Model = boundModel(row.Model)
 	if s.opts.Ledger == nil {
 		return nil
 	}

@@ -257,7 +257,10 @@ func createSegment(dir string, seq uint64) (*os.File, error) {
 		return nil, err
 	}
 	if _, err := f.Write([]byte(segMagic)); err != nil {
+		// Remove the headless file: the next attempt (after the disk has
+		// room again) must be able to create this sequence number.
 		f.Close()
+		_ = os.Remove(f.Name())
 		return nil, err
 	}
 	return f, nil

@@ -316,7 +316,9 @@ func (w *Writer) newSegment() (*segment, error) {
 // e.ID is replaced by a fresh groundhog.NewID(); a zero e.Time is an error.
 //
 // Record fails only if the journal write fails (disk full, I/O error), after
-// Close (ErrClosed), or, without a journal, when the backlog is full.
+// Close (ErrClosed), without a journal when the backlog is full, or for a row
+// larger than the journal's record limit (1 MiB; callers bound their
+// strings far below it).
 func (w *Writer) Record(e groundhog.LedgerEntry) error {
 	if e.Time.IsZero() {
 		return errors.New("ledger: entry has no time")
@@ -326,6 +328,13 @@ func (w *Writer) Record(e groundhog.LedgerEntry) error {
 	}
 	bp := bufPool.Get().(*[]byte)
 	b := appendRecord((*bp)[:0], &e)
+	if len(b)-recHeaderSize > maxRecordSize {
+		// Replay would take a longer record for a torn tail and drop it
+		// with everything after it: refuse it here instead.
+		*bp = b
+		bufPool.Put(bp)
+		return fmt.Errorf("ledger: row of %d bytes is over the journal's %d-byte record limit", len(b)-recHeaderSize, maxRecordSize)
+	}
 	err := w.append(&e, b)
 	*bp = b
 	bufPool.Put(bp)
@@ -529,11 +538,14 @@ func (w *Writer) run() {
 			resetTimer(timer, time.Until(w.backoffUntil))
 			continue
 		}
-		ctx, cancel := w.ctx, context.CancelFunc(func() {})
+		// Every attempt is bounded by storeTimeout and ends with the
+		// Writer (Close's deadline); a Flush's attempt also ends with the
+		// Flush caller's context.
+		ctx, cancel := context.WithTimeout(w.ctx, storeTimeout)
 		if req != nil {
-			ctx = req.ctx
-		} else {
-			ctx, cancel = context.WithTimeout(w.ctx, storeTimeout)
+			stop := context.AfterFunc(req.ctx, cancel)
+			cancelTimeout := cancel
+			cancel = func() { stop(); cancelTimeout() }
 		}
 		err := w.attempt(ctx)
 		cancel()
