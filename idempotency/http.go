@@ -265,7 +265,15 @@ func (h *handler) fenced(w http.ResponseWriter, r *http.Request, tenant, id, act
 	defer cancel()
 	now := h.s.clock.Now()
 	st := h.s.store
-	var err error
+	// Read the record first: its key wakes this process's waiters after
+	// the write, and the answer can be built from it if the re-read after
+	// the write fails (the write is committed: it must not be answered as
+	// a failure).
+	before, err := h.s.Get(ctx, tenant, id)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	switch {
 	case action == "renew":
 		err = st.Renew(ctx, tenant, id, token, now.Add(h.s.lease))
@@ -285,13 +293,24 @@ func (h *handler) fenced(w http.ResponseWriter, r *http.Request, tenant, id, act
 		h.writeError(w, r, err)
 		return
 	}
+	if action != "renew" {
+		h.s.notify(tenant, before.Key)
+	}
 	op, err := h.s.Get(ctx, tenant, id)
 	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	if action != "renew" {
-		h.s.notify(tenant, op.Key)
+		// Committed, but unreadable just now: answer from what was written.
+		op = before
+		op.UpdatedAt = now
+		switch {
+		case action == "renew":
+			op.LeaseExpiresAt = now.Add(h.s.lease)
+		case action == "complete":
+			op.Status, op.Result = groundhog.StatusCompleted, result
+		case retryable:
+			op.Status, op.LeaseOwner = groundhog.StatusPending, ""
+		default:
+			op.Status, op.Result = groundhog.StatusFailed, result
+		}
 	}
 	writeJSON(w, http.StatusOK, recordOf(op))
 }

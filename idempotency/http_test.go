@@ -462,9 +462,10 @@ func TestHTTPPreferWait(t *testing.T) {
 		reads := a.store.reads.Load()
 		a.write(t, "key-a", r.rec.ID, "complete", map[string]any{"fencing_token": 1, "result": "sent"}).want(t, http.StatusOK, "")
 		wantReplay(t, recv(t, done), "completed", `"sent"`)
-		// The complete handler read the record once; the waiter once more.
-		if got := a.store.reads.Load() - reads; got != 2 {
-			t.Fatalf("%d store reads between the completion and the answer, want 2", got)
+		// The complete handler read the record before and after its write;
+		// the waiter, woken in process, once more: no polling.
+		if got := a.store.reads.Load() - reads; got != 3 {
+			t.Fatalf("%d store reads between the completion and the answer, want 3", got)
 		}
 	})
 	t.Run("lease expiry", func(t *testing.T) {

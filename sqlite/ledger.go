@@ -128,7 +128,7 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 	}
 	q += " ORDER BY time, id"
 
-	rows, err := db.r.QueryContext(ctx, q, args...)
+	rows, err := db.scan.QueryContext(ctx, q, args...)
 	if err != nil {
 		return mapErr(fmt.Errorf("sqlite: scan ledger: %w", err))
 	}

@@ -64,9 +64,13 @@ import (
 type DB struct {
 	path   string
 	w      *sql.DB // exactly one connection: every write goes through it
-	r      *sql.DB // read-only pool
+	r      *sql.DB // read-only pool of the request path
+	scan   *sql.DB // read-only pool of ledger scans (scanConns connections)
 	closed atomic.Bool
 }
+
+// scanConns is how many ledger scans run at once; more wait for a turn.
+const scanConns = 2
 
 var (
 	_ groundhog.CacheStore     = (*DB)(nil)
@@ -148,6 +152,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, mapErr(fmt.Errorf("sqlite: open %s: %w", path, err))
 	}
+	// Ledger scans (reports, dashboards) run long: they get their own
+	// small pool, so however many run at once they never hold the
+	// connections that key lookups, cache reads and Begin need — and a
+	// scan callback may read the store through db.r without deadlocking.
+	sc := sql.OpenDB(connector{dsn: path + "?" + rq.Encode()})
+	sc.SetMaxOpenConns(scanConns)
+	sc.SetMaxIdleConns(1)
+	db.scan = sc
 	return db, nil
 }
 
@@ -180,6 +192,9 @@ func (db *DB) Close() error {
 		return nil
 	}
 	var errs []error
+	if db.scan != nil {
+		errs = append(errs, db.scan.Close())
+	}
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}
