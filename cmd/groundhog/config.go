@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 // configFlags are the flags every subcommand that reads the configuration
@@ -57,6 +58,15 @@ func (cf *configFlags) load(cmd *cobra.Command) (*config.Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// openStore opens the SQLite store of cmd's effective configuration.
+func (cf *configFlags) openStore(cmd *cobra.Command) (*sqlite.DB, error) {
+	cfg, err := cf.load(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return sqlite.Open(cmd.Context(), cfg.DB)
 }
 
 func newLogger(level string) (*slog.Logger, error) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/config"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 func init() {
@@ -26,11 +25,7 @@ func init() {
 			if !config.ValidOperationName(tenant) {
 				return fmt.Errorf("--tenant must be 1–128 characters of letters, digits and . _ - : /")
 			}
-			cfg, err := cf.load(cmd)
-			if err != nil {
-				return err
-			}
-			db, err := sqlite.Open(cmd.Context(), cfg.DB)
+			db, err := cf.openStore(cmd)
 			if err != nil {
 				return err
 			}
@@ -55,11 +50,7 @@ func init() {
 		Short: "List gateway keys (ids and tenants, never secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := lf.load(cmd)
-			if err != nil {
-				return err
-			}
-			db, err := sqlite.Open(cmd.Context(), cfg.DB)
+			db, err := lf.openStore(cmd)
 			if err != nil {
 				return err
 			}
@@ -84,11 +75,7 @@ func init() {
 		Short: "Revoke a gateway key by its ID (as `keys list` shows it); a running gateway stops accepting it within 10 seconds",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := rf.load(cmd)
-			if err != nil {
-				return err
-			}
-			db, err := sqlite.Open(cmd.Context(), cfg.DB)
+			db, err := rf.openStore(cmd)
 			if err != nil {
 				return err
 			}
