@@ -79,7 +79,9 @@ const (
 // with code ESTALE (ENOTFOUND if there is no such record). Complete stores
 // result with status completed; Fail stores result with status failed
 // (terminal); Release returns the record to pending with no owner so the next
-// Begin runs it again (a retryable failure). Renew extends the lease to until.
+// Begin runs it again (a retryable failure). Renew extends the lease to until
+// and the record's ExpiresAt to at least until: a record never expires under
+// a live lease.
 //
 // PurgeOperations deletes records expired at now and returns how many.
 type OperationStore interface {

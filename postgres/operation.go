@@ -58,7 +58,7 @@ func scanOperation(row pgx.Row) (*groundhog.Operation, error) {
 // new ID, CreatedAt = p.Now and the next fencing token: tokens of a
 // (tenant, key) never go back while its row exists, and fenced writes that
 // still name the old ID find no record (ENOTFOUND). A takeover keeps the
-// record's ID, CreatedAt and ExpiresAt.
+// record's ID and CreatedAt, and pushes ExpiresAt to at least the new lease's end.
 func (db *DB) Begin(ctx context.Context, p groundhog.BeginParams) (*groundhog.Operation, groundhog.BeginOutcome, error) {
 	if err := db.check(); err != nil {
 		return nil, "", err
@@ -169,10 +169,13 @@ func transition(ctx context.Context, tx pgx.Tx, cur, fresh *groundhog.Operation,
 	cur.LeaseOwner = p.Owner
 	cur.LeaseExpiresAt = fresh.LeaseExpiresAt
 	cur.UpdatedAt = now
+	if !cur.ExpiresAt.IsZero() && cur.ExpiresAt.Before(cur.LeaseExpiresAt) {
+		cur.ExpiresAt = cur.LeaseExpiresAt // never expire under a live lease
+	}
 	tag, err := tx.Exec(ctx, `UPDATE operations SET status = $1, fencing_token = $2, attempts = $3,
-			lease_owner = $4, lease_expires_at = $5, updated_at = $6
-		WHERE id = $7 AND fencing_token = $8`,
-		string(cur.Status), cur.FencingToken, int32(cur.Attempts), cur.LeaseOwner, ns(cur.LeaseExpiresAt), ns(now), cur.ID, cur.FencingToken-1)
+			lease_owner = $4, lease_expires_at = $5, updated_at = $6, expires_at = $7
+		WHERE id = $8 AND fencing_token = $9`,
+		string(cur.Status), cur.FencingToken, int32(cur.Attempts), cur.LeaseOwner, ns(cur.LeaseExpiresAt), ns(now), ns(cur.ExpiresAt), cur.ID, cur.FencingToken-1)
 	if err != nil {
 		return nil, "", err
 	}
@@ -212,7 +215,10 @@ func (db *DB) getOperation(ctx context.Context, where string, args ...any) (*gro
 // Renew extends the lease of a running record to until, if token is
 // current (see fenced).
 func (db *DB) Renew(ctx context.Context, tenant, id string, token int64, until time.Time) error {
-	return db.fenced(ctx, "renew", tenant, id, token, []string{"lease_expires_at"}, ns(until))
+	// A record never expires under a live lease: retention is pushed to
+	// at least the end of the lease (NULL, never expiring, stays NULL).
+	return db.fenced(ctx, "renew", tenant, id, token,
+		[]string{"lease_expires_at", "expires_at = CASE WHEN expires_at IS NULL THEN NULL ELSE GREATEST(expires_at, ?) END"}, ns(until), ns(until))
 }
 
 // Complete stores result and marks the record completed, if token is
@@ -255,6 +261,10 @@ func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, 
 	}
 	set := make([]string, len(cols))
 	for i, c := range cols {
+		if strings.Contains(c, "?") { // an expression: "col = f(col, ?)"
+			set[i] = strings.Replace(c, "?", "$"+strconv.Itoa(i+1), 1)
+			continue
+		}
 		set[i] = c + " = $" + strconv.Itoa(i+1)
 	}
 	n := len(cols)

@@ -49,7 +49,7 @@ func scanOperation(row interface{ Scan(...any) error }) (*groundhog.Operation, e
 // new ID, CreatedAt = p.Now and the next fencing token: tokens of a
 // (tenant, key) never go back while its row exists, and fenced writes that
 // still name the old ID find no record (ENOTFOUND). A takeover keeps the
-// record's ID, CreatedAt and ExpiresAt.
+// record's ID and CreatedAt, and pushes ExpiresAt to at least the new lease's end.
 func (db *DB) Begin(ctx context.Context, p groundhog.BeginParams) (*groundhog.Operation, groundhog.BeginOutcome, error) {
 	if err := db.check(); err != nil {
 		return nil, "", err
@@ -162,10 +162,13 @@ func beginTx(ctx context.Context, tx *sql.Tx, p groundhog.BeginParams) (*groundh
 	cur.LeaseOwner = p.Owner
 	cur.LeaseExpiresAt = leaseUntil
 	cur.UpdatedAt = now
+	if !cur.ExpiresAt.IsZero() && cur.ExpiresAt.Before(leaseUntil) {
+		cur.ExpiresAt = leaseUntil // never expire under a live lease
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE operations SET status = ?, fencing_token = ?, attempts = ?,
-			lease_owner = ?, lease_expires_at = ?, updated_at = ?
+			lease_owner = ?, lease_expires_at = ?, updated_at = ?, expires_at = ?
 		WHERE id = ?`,
-		string(cur.Status), cur.FencingToken, cur.Attempts, cur.LeaseOwner, ns(cur.LeaseExpiresAt), ns(now), cur.ID); err != nil {
+		string(cur.Status), cur.FencingToken, cur.Attempts, cur.LeaseOwner, ns(cur.LeaseExpiresAt), ns(now), ns(cur.ExpiresAt), cur.ID); err != nil {
 		return nil, "", err
 	}
 	return cur, groundhog.BeginClaimed, nil
@@ -201,8 +204,10 @@ func (db *DB) getOperation(ctx context.Context, where string, args ...any) (*gro
 // Renew extends the lease of a running record to until, if token is
 // current (see fenced).
 func (db *DB) Renew(ctx context.Context, tenant, id string, token int64, until time.Time) error {
+	// A record never expires under a live lease: retention is pushed to
+	// at least the end of the lease (NULL, never expiring, stays NULL).
 	return db.fenced(ctx, "renew", tenant, id, token,
-		"lease_expires_at = ?", ns(until))
+		"lease_expires_at = ?, expires_at = CASE WHEN expires_at IS NULL THEN NULL ELSE MAX(expires_at, ?) END", ns(until), ns(until))
 }
 
 // Complete stores result and marks the record completed, if token is

@@ -17,6 +17,7 @@ var operationTests = []suiteTest{
 	{"Operations/FencedWritesNeedRunning", testFencedNeedRunning},
 	{"Operations/FencedWritesUnknownRecord", testFencedUnknown},
 	{"Operations/CompleteThenReplay", testCompleteReplay},
+	{"Operations/RenewKeepsRecordPastRetention", testRenewKeepsRecordPastRetention},
 	{"Operations/RenewExtendsLease", testRenew},
 	{"Operations/ReleaseThenReclaim", testRelease},
 	{"Operations/TenantsIndependent", testOperationTenants},
@@ -575,5 +576,22 @@ func raceBegin(t *testing.T, s Stores, d time.Duration, want int64) {
 	}
 	if got := get(t, s); got.Attempts != int(want) || got.FencingToken != want {
 		t.Errorf("record after the race: attempts %d token %d, want %d and %d", got.Attempts, got.FencingToken, want, want)
+	}
+}
+
+// A lease renewed past the record's retention keeps the record: a record
+// never expires under a live lease, so a long run is never executed twice.
+func testRenewKeepsRecordPastRetention(t *testing.T, s Stores) {
+	p := params("w", 0)
+	p.Retention = time.Minute
+	op := begin(t, s, p, groundhog.BeginClaimed)
+	must(t, s.Renew(ctx, "t", op.ID, op.FencingToken, at(5*time.Minute)), "Renew")
+	p.Now, p.Owner = at(2*time.Minute), "other" // past the original retention, inside the lease
+	got := begin(t, s, p, groundhog.BeginInProgress)
+	if got.ID != op.ID || got.FencingToken != op.FencingToken {
+		t.Fatalf("record replaced under a live lease: %+v", got)
+	}
+	if !got.ExpiresAt.Equal(at(5 * time.Minute)) {
+		t.Errorf("ExpiresAt = %v, want the lease's end %v", got.ExpiresAt, at(5*time.Minute))
 	}
 }
