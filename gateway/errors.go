@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -26,11 +25,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, shape ground
 	if status >= 500 {
 		s.log.Warn("request failed", "path", r.URL.Path, "status", status, "err", err)
 	}
-	var e *groundhog.Error
-	msg := groundhog.ErrorMessage(err)
-	if errors.As(err, &e) && e.Code == groundhog.EINTERNAL && e.Message == "" {
-		msg = "internal error"
-	}
+	msg := groundhog.ErrorMessage(err) // never internal detail
 	if shape == "" {
 		shape = groundhog.ShapeChat
 	}

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -261,8 +260,6 @@ func errorType(t *testing.T, body []byte) string {
 	}
 	return e.Error.Type
 }
-
-var _ = bytes.Compare
 
 // hashOf fingerprints body as the gateway does for the keyless tenant.
 func hashOf(t testing.TB, shape, body string) string {

@@ -41,10 +41,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/groundhog-ai/groundhog/internal/migrations"
 	"io"
 	"io/fs"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -130,37 +130,15 @@ func (db *DB) check() error {
 	return nil
 }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+// migration is one embedded schema change.
+type migration = migrations.Migration
 
+// loadMigrations reads the embedded migrations, sorted by version.
 func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
+	migs, err := migrations.Load(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list migrations: %w", err)
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	var migs []migration
-	seen := map[int]string{}
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("postgres: migration %s: name must be NNNN_description.sql", base)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("postgres: migrations %s and %s share version %d", prev, base, v)
-		}
-		seen[v] = base
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: read migration %s: %w", base, err)
-		}
-		migs = append(migs, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
 	return migs, nil
 }
 
@@ -206,18 +184,18 @@ func (db *DB) migrate(ctx context.Context) (err error) {
 func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		var n int
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM schema_migrations WHERE version = $1", m.version).Scan(&n); err != nil {
-			return mapErr(fmt.Errorf("postgres: migration %s: %w", m.name, err))
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM schema_migrations WHERE version = $1", m.Version).Scan(&n); err != nil {
+			return mapErr(fmt.Errorf("postgres: migration %s: %w", m.Name, err))
 		}
 		if n > 0 {
 			return nil
 		}
 		// Simple protocol: a migration file holds several statements.
-		if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-			return mapErr(fmt.Errorf("postgres: apply migration %s: %w", m.name, err))
+		if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return mapErr(fmt.Errorf("postgres: apply migration %s: %w", m.Name, err))
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-			return mapErr(fmt.Errorf("postgres: record migration %s: %w", m.name, err))
+		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+			return mapErr(fmt.Errorf("postgres: record migration %s: %w", m.Name, err))
 		}
 		return nil
 	})

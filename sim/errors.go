@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/groundhog-ai/groundhog/wire"
 	"net/http"
 
 	"github.com/groundhog-ai/groundhog"
@@ -21,21 +22,9 @@ func familyOf(shape groundhog.Shape) family {
 	return familyOpenAI
 }
 
-// statusFor maps a client error code to its HTTP status, in one place.
-func statusFor(err error) int {
-	switch groundhog.ErrorCode(err) {
-	case groundhog.EINVALID:
-		return http.StatusBadRequest
-	case groundhog.ENOTFOUND:
-		return http.StatusNotFound
-	case groundhog.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case groundhog.EMEDIATYPE:
-		return http.StatusUnsupportedMediaType
-	default:
-		return http.StatusInternalServerError
-	}
-}
+// statusFor maps err's code to its HTTP status: wire.Status is the one
+// mapping.
+func statusFor(err error) int { return wire.Status(groundhog.ErrorCode(err)) }
 
 // writeErr answers with err's client-safe message in fam's error shape.
 func writeErr(w http.ResponseWriter, fam family, err error) {

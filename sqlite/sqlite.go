@@ -45,10 +45,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/groundhog-ai/groundhog/internal/migrations"
 	"io/fs"
 	"net/url"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -251,63 +251,40 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+// migration is one embedded schema change.
+type migration = migrations.Migration
 
-// loadMigrations reads migrations/NNNN_name.sql files, sorted by version.
+// loadMigrations reads the embedded migrations, sorted by version.
 func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
+	migs, err := migrations.Load(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list migrations: %w", err)
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	var migs []migration
-	seen := map[int]string{}
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("sqlite: migration %s: name must be NNNN_description.sql", base)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("sqlite: migrations %s and %s share version %d", prev, base, v)
-		}
-		seen[v] = base
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: read migration %s: %w", base, err)
-		}
-		migs = append(migs, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
 	return migs, nil
 }
 
 func (db *DB) applyMigration(ctx context.Context, m migration) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
-		return mapErr(fmt.Errorf("sqlite: migration %s: %w", m.name, err))
+		return mapErr(fmt.Errorf("sqlite: migration %s: %w", m.Name, err))
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&n); err != nil {
-		return mapErr(fmt.Errorf("sqlite: migration %s: %w", m.name, err))
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.Version).Scan(&n); err != nil {
+		return mapErr(fmt.Errorf("sqlite: migration %s: %w", m.Name, err))
 	}
 	if n > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return mapErr(fmt.Errorf("sqlite: apply migration %s: %w", m.name, err))
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return mapErr(fmt.Errorf("sqlite: apply migration %s: %w", m.Name, err))
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-		m.version, m.name, time.Now().UnixNano()); err != nil {
-		return mapErr(fmt.Errorf("sqlite: record migration %s: %w", m.name, err))
+		m.Version, m.Name, time.Now().UnixNano()); err != nil {
+		return mapErr(fmt.Errorf("sqlite: record migration %s: %w", m.Name, err))
 	}
 	if err := tx.Commit(); err != nil {
-		return mapErr(fmt.Errorf("sqlite: commit migration %s: %w", m.name, err))
+		return mapErr(fmt.Errorf("sqlite: commit migration %s: %w", m.Name, err))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -62,7 +63,7 @@ built-in simulated provider, on one SQLite file, listening on loopback.`,
 
 // serve runs the gateway until ctx ends, then drains: in-flight requests
 // finish, the ledger journal is flushed into the store, the store closes.
-func serve(ctx context.Context, cfg *config.Config, out interface{ Write([]byte) (int, error) }) error {
+func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	log, err := newLogger(cfg.LogLevel)
 	if err != nil {
 		return err
