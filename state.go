@@ -1,0 +1,50 @@
+package groundhog
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// WorkingState is an agent's durable working state for one (tenant,
+// session) (DESIGN.md §5): what the next step needs instead of the whole
+// transcript. Constraints and Objective are the user's exact words and are
+// stored verbatim; no summarizer may rewrite them. Evidence entries are
+// either "ev_<sha256 hex>" references to stored evidence or external
+// locators (a path, a ticket id), kept as given. Ext holds application
+// fields as raw JSON.
+type WorkingState struct {
+	Objective        string          `json:"objective"`
+	Constraints      []string        `json:"constraints"`
+	Findings         []string        `json:"findings"`
+	FailedApproaches []string        `json:"failed_approaches"`
+	Evidence         []string        `json:"evidence"`
+	NextStep         string          `json:"next_step"`
+	Ext              json.RawMessage `json:"ext,omitempty"`
+}
+
+// StateVersion is one stored version of a session's working state. Every
+// write makes a new version (1, 2, …); a delete is a tombstone version
+// (Deleted true, State empty), and every earlier version stays readable.
+type StateVersion struct {
+	Tenant    string
+	Session   string
+	Version   int64
+	State     WorkingState
+	Deleted   bool
+	Author    string // who wrote it: the gateway key id, or "local"
+	CreatedAt time.Time
+}
+
+// EvidenceRefPrefix starts every evidence reference: "ev_" + hex SHA-256 of
+// the content.
+const EvidenceRefPrefix = "ev_"
+
+// EvidenceInfo describes one stored evidence blob.
+type EvidenceInfo struct {
+	Tenant      string
+	Ref         string // "ev_<sha256 hex>"
+	Bytes       int64
+	Lines       int64
+	ContentType string
+	CreatedAt   time.Time
+}
