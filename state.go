@@ -1,6 +1,7 @@
 package groundhog
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 )
@@ -47,4 +48,22 @@ type EvidenceInfo struct {
 	Lines       int64
 	ContentType string
 	CreatedAt   time.Time
+}
+
+// StateStore keeps every version of every session's working state.
+//
+// GetState returns the newest version of (tenant, session), tombstones
+// included (Deleted true); ENOTFOUND when the session has no version.
+// PutState appends v as version expect+1 if and only if the newest stored
+// version is expect (0: the session has no version yet), atomically, and
+// returns the stored version (Version and CreatedAt set). When the newest
+// version is not expect it stores nothing and returns an error with code
+// EPRECONDITION. A delete is a PutState of a tombstone (Deleted true).
+// ListStateVersions returns every version, newest first; GetStateVersion one,
+// or ENOTFOUND. Sessions of different tenants never see each other.
+type StateStore interface {
+	GetState(ctx context.Context, tenant, session string) (*StateVersion, error)
+	PutState(ctx context.Context, v StateVersion, expect int64) (*StateVersion, error)
+	ListStateVersions(ctx context.Context, tenant, session string) ([]StateVersion, error)
+	GetStateVersion(ctx context.Context, tenant, session string, version int64) (*StateVersion, error)
 }
