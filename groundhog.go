@@ -44,11 +44,18 @@ func (s Shape) Valid() bool {
 // providers. InputTokens counts every prompt token including the cached and
 // cache-write ones (OpenAI semantics); for Anthropic, whose input_tokens
 // excludes cache reads and writes, the sum is taken when parsing.
+//
+// CacheWriteTokens counts every prompt token written to the provider's
+// prompt cache on this call, whatever its TTL; CacheWrite1hTokens is the part
+// of them written with a one-hour TTL (Anthropic's "1h" entries, priced
+// higher), so CacheWriteTokens − CacheWrite1hTokens were written at the
+// short (5- or 30-minute) rate.
 type Usage struct {
-	InputTokens       int64 `json:"input_tokens"`
-	CachedInputTokens int64 `json:"cached_input_tokens"`
-	CacheWriteTokens  int64 `json:"cache_write_tokens"`
-	OutputTokens      int64 `json:"output_tokens"`
+	InputTokens        int64 `json:"input_tokens"`
+	CachedInputTokens  int64 `json:"cached_input_tokens"`
+	CacheWriteTokens   int64 `json:"cache_write_tokens"`
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"`
+	OutputTokens       int64 `json:"output_tokens"`
 }
 
 // Add returns the element-wise sum of u and v.
@@ -56,8 +63,9 @@ func (u Usage) Add(v Usage) Usage {
 	return Usage{
 		InputTokens:       u.InputTokens + v.InputTokens,
 		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
-		CacheWriteTokens:  u.CacheWriteTokens + v.CacheWriteTokens,
-		OutputTokens:      u.OutputTokens + v.OutputTokens,
+		CacheWriteTokens:   u.CacheWriteTokens + v.CacheWriteTokens,
+		CacheWrite1hTokens: u.CacheWrite1hTokens + v.CacheWrite1hTokens,
+		OutputTokens:       u.OutputTokens + v.OutputTokens,
 	}
 }
 

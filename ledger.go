@@ -48,6 +48,21 @@ type LedgerEntry struct {
 	CacheOn    bool // the cache policy for this call was on (use/refresh)
 	Idempotent bool // the call carried an Idempotency-Key
 	Stream     bool
+
+	// Provider prompt caching (DESIGN.md §4). PromptCacheSaved is the net
+	// saving of the provider's prompt cache on this call: what the cached
+	// reads saved against the uncached input rate minus what the cache
+	// writes cost above it (negative when caching lost money; CostUnknown
+	// when the model has no price). PromptCacheBreak is the cause of a break
+	// in prefix reuse ("" when none), one of the names of the wire contract
+	// (tools_reordered, ttl_gap, …), and PromptCacheLostTokens the prompt
+	// tokens the break left uncached (expected reusable prefix minus what the
+	// provider read). FanOutHeld says the call was held by warm-then-fan-out
+	// until a sibling had written the shared prefix.
+	PromptCacheSaved      Money
+	PromptCacheBreak      string
+	PromptCacheLostTokens int64
+	FanOutHeld            bool
 }
 
 // LedgerFilter selects ledger rows: From inclusive, To exclusive; empty
