@@ -61,8 +61,8 @@ type Usage struct {
 // Add returns the element-wise sum of u and v.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{
-		InputTokens:       u.InputTokens + v.InputTokens,
-		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
+		InputTokens:        u.InputTokens + v.InputTokens,
+		CachedInputTokens:  u.CachedInputTokens + v.CachedInputTokens,
 		CacheWriteTokens:   u.CacheWriteTokens + v.CacheWriteTokens,
 		CacheWrite1hTokens: u.CacheWrite1hTokens + v.CacheWrite1hTokens,
 		OutputTokens:       u.OutputTokens + v.OutputTokens,
