@@ -51,7 +51,7 @@ func (c *anthropicCache) mark(cc json.RawMessage, path string, emptyText bool) e
 	}
 	c.breaks = append(c.breaks, len(c.bounds)-1)
 	c.ttls = append(c.ttls, ttl)
-	c.where = append(c.where, path)
+	c.where = append(c.where, path+".cache_control")
 	return nil
 }
 
@@ -106,7 +106,7 @@ func (c *anthropicCache) plan() (lookup []PrefixPoint, store []PrefixWrite, long
 	for i := 1; i < len(c.ttls); i++ {
 		if c.ttls[i] > c.ttls[i-1] {
 			return nil, nil, 0, groundhog.Errorf(groundhog.EINVALID,
-				"%s.cache_control: a ttl='1h' cache_control block cannot come after a ttl='5m' one (longer TTLs must come first, in the order tools, system, messages)", c.where[i])
+				"%s: a ttl='1h' cache_control block cannot come after a ttl='5m' one (longer TTLs must come first, in the order tools, system, messages)", c.where[i])
 		}
 	}
 	minTokens := c.limits.AnthropicMinTokens
