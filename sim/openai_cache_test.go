@@ -337,6 +337,27 @@ func TestOpenAIExplicitTTLAndBill(t *testing.T) {
 			t.Fatalf("step %d: cached %d, want %d", i, u.cached, step.cached)
 		}
 	}
+	// Automatic caching: 5 minutes, or 24 hours with prompt_cache_retention.
+	for _, c := range []struct {
+		retention string
+		after     time.Duration
+		cached    int64
+	}{
+		{"", 5*time.Minute + time.Second, 0},
+		{"in_memory", 5*time.Minute + time.Second, 0},
+		{"24h", 23 * time.Hour, 1152},
+	} {
+		f := map[string]any{"prompt_cache_key": "retention-" + c.retention}
+		if c.retention != "" {
+			f["prompt_cache_retention"] = c.retention
+		}
+		body := respReq(f, rmsg{"developer", "rule", 1200, false}, rmsg{"user", "hi", 1, false})
+		callResponses(t, base, body)
+		clock.Advance(c.after)
+		if u, _ := callResponses(t, base, body); u.cached != c.cached || u.written != 0 {
+			t.Fatalf("retention %q after %v: %+v, want cached %d", c.retention, c.after, u, c.cached)
+		}
+	}
 }
 
 // TestOpenAIExplicitChat: chat accepts prompt_cache_options and

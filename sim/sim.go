@@ -49,8 +49,10 @@ type Config struct {
 	// PrefixCache is the provider-side prompt prefix cache; nil means
 	// NewPrefixCache(PrefixCacheTTL). Use NoPrefixCache{} to disable caching.
 	PrefixCache PrefixCache
-	// PrefixCacheTTL is the lifetime of an unused prefix-cache entry, refreshed
-	// on every reuse; 0 means 5 minutes. Ignored when PrefixCache is set.
+	// PrefixCacheTTL is the lifetime of an unused short-lived prefix-cache
+	// entry (OpenAI automatic caching, Anthropic "5m"), refreshed on every
+	// reuse; 0 means 5 minutes. Entries with a lifetime of their own (30
+	// minutes, 1 hour, 24 hours) keep it. Ignored when PrefixCache is set.
 	PrefixCacheTTL time.Duration
 }
 
