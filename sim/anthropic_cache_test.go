@@ -240,11 +240,26 @@ func TestAnthropicLongTTLSDK(t *testing.T) {
 	} {
 		clock.Advance(step.advance)
 		before := s.Bill()
-		msg, err := client.Messages.New(ctx, params)
-		if err != nil {
-			t.Fatal(err)
+		var u anthropic.Usage
+		if i%2 == 0 {
+			msg, err := client.Messages.New(ctx, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u = msg.Usage
+		} else { // the stream reports the same, split included
+			st := client.Messages.NewStreaming(ctx, params)
+			var acc anthropic.Message
+			for st.Next() {
+				if err := acc.Accumulate(st.Current()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Err(); err != nil {
+				t.Fatal(err)
+			}
+			u = acc.Usage
 		}
-		u := msg.Usage
 		if u.CacheReadInputTokens != step.read || u.CacheCreation.Ephemeral5mInputTokens != step.written5m ||
 			u.CacheCreation.Ephemeral1hInputTokens != step.written1h || u.CacheCreationInputTokens != step.written5m+step.written1h ||
 			u.InputTokens != total-1203 {

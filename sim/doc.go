@@ -31,8 +31,9 @@
 // The answer is derived from SHA-256 of the route and the request body as
 // canonical JSON (sorted keys, normalized numbers), without the fields that
 // do not change content (stream, stream_options, user, metadata, store,
-// prompt_cache_key, prompt_cache_retention, safety_identifier, service_tier,
-// n, the max-token limits) and without cache_control markers. Identical
+// prompt_cache_key, prompt_cache_retention, prompt_cache_options,
+// safety_identifier, service_tier, n, the max-token limits) and without
+// cache_control and prompt_cache_breakpoint markers. Identical
 // inputs give identical text, streamed or not; changing temperature, seed,
 // the messages or the model changes it. The natural length is 16–64 tokens;
 // a max-token limit (max_completion_tokens or max_tokens, max_output_tokens,

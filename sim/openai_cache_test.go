@@ -431,4 +431,18 @@ func TestOpenAIExplicitSDK(t *testing.T) {
 	if got[0] != [2]int64{0, 1203} || got[1] != [2]int64{1203, 0} {
 		t.Fatalf("responses (cached, written) = %v, want [[0 1203] [1203 0]]", got)
 	}
+	// The stream's terminal event reports the same usage.
+	st := client.Responses.NewStreaming(ctx, params)
+	var final responses.Response
+	for st.Next() {
+		if ev := st.Current(); ev.Type == "response.completed" {
+			final = ev.Response
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := final.Usage.InputTokensDetails; d.CachedTokens != 1203 || d.CacheWriteTokens != 0 {
+		t.Fatalf("streamed usage %s", final.Usage.RawJSON())
+	}
 }
