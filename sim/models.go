@@ -90,9 +90,10 @@ var smallLimits = CacheLimits{
 	AnthropicMinTokens: 1024, AnthropicMaxBreakpoints: 4, AnthropicLookback: 20,
 }
 
-// ModelCacheLimits is the sim's model table of prompt-caching rules. Every
-// limit the sim enforces comes from here, so a test (or a new model) changes
-// them in one place.
+// ModelCacheLimits is the sim's model table of prompt-caching rules: every
+// caching limit the sim enforces comes from here, so a new model or limit is
+// one entry. Servers read it on every call: change it only before any
+// Server runs.
 var ModelCacheLimits = map[string]CacheLimits{
 	"sim-small": smallLimits,
 	"sim-large": func() CacheLimits { l := smallLimits; l.AnthropicMinTokens = 2048; return l }(),
