@@ -132,6 +132,7 @@ func (s *Server) routes() {
 	m.HandleFunc("/v1/messages", s.provider(groundhog.ShapeMessages))
 	m.HandleFunc("/v1/models", s.models)
 	m.HandleFunc("/v1/models/{id}", s.models)
+	m.HandleFunc("/v1/", s.passthrough) // every other provider route
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
