@@ -135,13 +135,7 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Header[k] = vs
 	}
-	if up.APIKey != "" {
-		if shape == groundhog.ShapeMessages {
-			req.Header.Set("X-Api-Key", up.APIKey)
-		} else {
-			req.Header.Set("Authorization", "Bearer "+up.APIKey)
-		}
-	}
+	up.authorize(req, r.Header, shape == groundhog.ShapeMessages)
 	row := groundhog.LedgerEntry{
 		ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant, Operation: op,
 		Provider: up.Provider, Outcome: groundhog.OutcomePassthrough,

@@ -39,6 +39,11 @@ type Upstream struct {
 	// Provider names the provider in the ledger: "openai", "anthropic" or
 	// "sim".
 	Provider string
+	// ForwardClientKey sends the client's own Authorization / x-api-key to
+	// the provider when APIKey is empty. Only for the embedded transport,
+	// where the caller owns the provider key; a gateway serving tenants
+	// never forwards their credentials.
+	ForwardClientKey bool
 }
 
 // Options wires a Server. Config, Keys, Cache and Ledger are required.
