@@ -33,9 +33,18 @@ type Config struct {
 	UpstreamTimeout         time.Duration `yaml:"upstream_timeout"`
 	ShutdownTimeout         time.Duration `yaml:"shutdown_timeout"`
 	LogLevel                string        `yaml:"log_level"`
-	Cache                   CacheConfig   `yaml:"cache"`
-	Idempotency             IdemConfig    `yaml:"idempotency"`
-	Ledger                  LedgerConfig  `yaml:"ledger"`
+	// LogFormat is "text" (default) or "json"; every call logs one line.
+	LogFormat string `yaml:"log_format"`
+	// OTLPEndpoint, when set, exports one trace span per call over
+	// OTLP/HTTP (e.g. http://127.0.0.1:4318).
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// MetricsToken, when set, lets clients on other hosts scrape /metrics
+	// with "Authorization: Bearer <token>"; without it /metrics is
+	// loopback-only.
+	MetricsToken string       `yaml:"metrics_token"`
+	Cache        CacheConfig  `yaml:"cache"`
+	Idempotency  IdemConfig   `yaml:"idempotency"`
+	Ledger       LedgerConfig `yaml:"ledger"`
 	// Operations configures per-operation policy by operation name.
 	Operations map[string]Operation `yaml:"operations"`
 	// Rules name the operation of a call that carries no Groundhog-Operation
@@ -143,6 +152,9 @@ var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_UPSTREAM":           func(c *Config, v string) error { c.Upstream = v; return nil },
 	"GROUNDHOG_ANTHROPIC_UPSTREAM": func(c *Config, v string) error { c.AnthropicUpstream = v; return nil },
 	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
+	"GROUNDHOG_LOG_FORMAT":         func(c *Config, v string) error { c.LogFormat = v; return nil },
+	"GROUNDHOG_OTLP_ENDPOINT":      func(c *Config, v string) error { c.OTLPEndpoint = v; return nil },
+	"GROUNDHOG_METRICS_TOKEN":      func(c *Config, v string) error { c.MetricsToken = v; return nil },
 	"GROUNDHOG_MAX_BODY_BYTES": func(c *Config, v string) (err error) {
 		c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64)
 		return err
@@ -192,6 +204,11 @@ func (c *Config) Finish() error {
 	}
 	if c.Idempotency.Lease <= 0 || c.Idempotency.Retention <= 0 {
 		return fmt.Errorf("idempotency lease and retention must be positive")
+	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		return fmt.Errorf("log_format %q: use text or json", c.LogFormat)
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown_timeout must be positive")
