@@ -152,7 +152,7 @@ func (s *Server) routes() {
 
 // ServeHTTP runs the request through the mux.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
+	s.compression(w, r, s.mux)
 }
 
 // Drain waits until no provider handler and no upstream flight is running,
