@@ -75,6 +75,7 @@ type Server struct {
 	billMu     sync.Mutex
 	bill       Bill
 	onHang     func() // test hook: a request starts hanging (timeout fault)
+	fs         fileStore
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
@@ -391,6 +392,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.countTokens(w, r)
+	case fam == familyOpenAI && (path == "/v1/files" || strings.HasPrefix(path, "/v1/files/")):
+		s.files(w, r, path)
 	case path == "/v1/models":
 		if !allow(w, r, fam, http.MethodGet) {
 			return
