@@ -42,21 +42,19 @@ func Ref(b []byte) string {
 	return groundhog.EvidenceRefPrefix + hex.EncodeToString(h[:])
 }
 
-// bigBlob is a blob of several chunks whose lines have varied lengths
-// (some longer than a chunk), binary bytes included.
+// bigBlob is a blob of four chunks: short lines (some empty, some with
+// multi-byte UTF-8) across the first chunk boundaries, then one line longer
+// than a chunk with binary bytes, then a last line without '\n'.
 func bigBlob() []byte {
 	var b bytes.Buffer
-	for i := 0; b.Len() < 2*evblob.ChunkBytes+evblob.ChunkBytes/2; i++ {
-		switch {
-		case i%97 == 0:
-			b.Write(bytes.Repeat([]byte{0xff, 0x00, 'x'}, evblob.ChunkBytes/2)) // a line longer than a chunk
-		case i%13 == 0:
-			// an empty line
-		default:
+	for i := 0; b.Len() < 2*evblob.ChunkBytes+evblob.ChunkBytes/10; i++ {
+		if i%13 != 0 { // every 13th line is empty
 			fmt.Fprintf(&b, "line %d %s", i+1, strings.Repeat("é", i%50))
 		}
 		b.WriteByte('\n')
 	}
+	b.Write(bytes.Repeat([]byte{0xff, 0x00, 'x'}, evblob.ChunkBytes/3+7))
+	b.WriteByte('\n')
 	b.WriteString("no newline at the end")
 	return b.Bytes()
 }
