@@ -407,4 +407,3 @@ func (h *Handler) getVersion(w http.ResponseWriter, r *http.Request, tenant, ses
 	}
 	h.writeState(w, r, http.StatusOK, v)
 }
-
