@@ -60,7 +60,6 @@ func JSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(data)))
-	h.Del("Content-Range")
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
 }
