@@ -141,8 +141,8 @@ func Default() Config {
 		Cache:                   CacheConfig{MemoryBytes: 256 << 20, DefaultTTL: time.Hour, MaxTTL: 30 * 24 * time.Hour},
 		Idempotency:             IdemConfig{Lease: 30 * time.Second, Retention: 24 * time.Hour},
 		PriceTable:              pricing.Default(),
-		State:           StateConfig{MaxBytes: 256 << 10},
-		Evidence:        EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
+		State:                   StateConfig{MaxBytes: 256 << 10},
+		Evidence:                EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
 	}
 }
 
