@@ -146,6 +146,8 @@ type pendingCall struct {
 	model     string
 	cost      groundhog.Money
 	duration  int64 // nanoseconds
+	usage     groundhog.Usage
+	pcSaved   groundhog.Money // prompt-cache net saving, priced from usage
 }
 
 type callHeap []pendingCall
@@ -489,17 +491,22 @@ func (p *parser) parse(b []byte, n int64) (pendingCall, error) {
 		}
 		c.duration = int64(math.Round(ms * 1e6))
 	}
+	// The prompt-cache figures come from usage even when cost_usd gives
+	// the cost: a log line carries no saving of its own.
+	c.pcSaved = p.prices.PromptCacheSaving(c.model, groundhog.Usage{})
+	if usage != nil && !isNull(usage) {
+		if c.usage, err = parseUsage(usage); err != nil {
+			return pendingCall{}, err
+		}
+		c.pcSaved = p.prices.PromptCacheSaving(c.model, c.usage)
+	}
 	switch {
 	case cost != nil && !isNull(cost):
 		if c.cost, err = parseUSD(cost); err != nil {
 			return pendingCall{}, err
 		}
 	case usage != nil && !isNull(usage):
-		u, err := parseUsage(usage)
-		if err != nil {
-			return pendingCall{}, err
-		}
-		c.cost = p.prices.Cost(c.model, u)
+		c.cost = p.prices.Cost(c.model, c.usage)
 	default:
 		c.cost = groundhog.CostUnknown
 	}
@@ -584,6 +591,9 @@ func (an *analyzer) release(c pendingCall) {
 		FullCost:    c.cost,
 		Latency:     time.Duration(c.duration),
 		InFlight:    seen && c.t < until,
+		Usage:       c.usage,
+
+		PromptCacheSaved: c.pcSaved,
 	}
 	an.acc.Add(e)
 }
@@ -740,14 +750,19 @@ func (o optInt) or(p optInt) optInt {
 // includes cached and cache-write tokens). It understands the OpenAI chat
 // (prompt_tokens, completion_tokens, prompt_tokens_details.cached_tokens),
 // OpenAI responses (input_tokens, output_tokens,
-// input_tokens_details.cached_tokens), Anthropic (input_tokens excluding
-// cache_read_input_tokens and cache_creation_input_tokens) and groundhog
-// (cached_input_tokens, cache_write_tokens) forms; other keys are ignored.
+// input_tokens_details.cached_tokens; cache_write_tokens in either details),
+// Anthropic (input_tokens excluding cache_read_input_tokens and
+// cache_creation_input_tokens, whose 1-hour part is
+// cache_creation.ephemeral_1h_input_tokens), Bedrock (inputTokens excluding
+// cacheReadInputTokens and cacheWriteInputTokens) and groundhog
+// (cached_input_tokens, cache_write_tokens, cache_write_1h_tokens) forms;
+// other keys are ignored.
 // It reads the object with scanObject instead of encoding/json: on a
 // million-line log that is a sixth of Analyze's time saved.
 func parseUsage(v []byte) (groundhog.Usage, error) {
 	bad := errors.New(`"usage" must be an object of token counts`)
 	var prompt, completion, input, output, cachedInput, cacheWrite, cacheRead, cacheCreation, detCached, detWrite optInt
+	var write1h, eph5m, eph1h, brIn, brOut, brRead, brWrite optInt
 	count := func(dst *optInt, val []byte) error {
 		if isNull(val) {
 			return nil
@@ -801,6 +816,29 @@ func parseUsage(v []byte) (groundhog.Usage, error) {
 			return count(&cacheCreation, val)
 		case "prompt_tokens_details", "input_tokens_details":
 			return details(val)
+		case "cache_write_1h_tokens":
+			return count(&write1h, val)
+		case "cache_creation":
+			if isNull(val) {
+				return nil
+			}
+			return scanObject(val, func(key, val []byte) error {
+				switch string(key) {
+				case "ephemeral_5m_input_tokens":
+					return count(&eph5m, val)
+				case "ephemeral_1h_input_tokens":
+					return count(&eph1h, val)
+				}
+				return nil
+			})
+		case "inputTokens":
+			return count(&brIn, val)
+		case "outputTokens":
+			return count(&brOut, val)
+		case "cacheReadInputTokens":
+			return count(&brRead, val)
+		case "cacheWriteInputTokens":
+			return count(&brWrite, val)
 		}
 		return nil
 	})
@@ -808,17 +846,29 @@ func parseUsage(v []byte) (groundhog.Usage, error) {
 		return groundhog.Usage{}, bad
 	}
 	var u groundhog.Usage
-	if cacheRead.ok || cacheCreation.ok {
-		// Anthropic: input_tokens excludes cache reads and writes.
+	switch {
+	case brIn.ok || brOut.ok:
+		// Bedrock: inputTokens excludes cache reads and writes.
+		u.CachedInputTokens, u.CacheWriteTokens = brRead.v, brWrite.v
+		u.InputTokens = brIn.v + brRead.v + brWrite.v
+		u.OutputTokens = brOut.v
+	case cacheRead.ok || cacheCreation.ok || eph5m.ok || eph1h.ok:
+		// Anthropic: input_tokens excludes cache reads and writes;
+		// cache_creation splits the writes by TTL.
 		u.CachedInputTokens = cacheRead.v
-		u.CacheWriteTokens = cacheCreation.v
-		u.InputTokens = input.v + cacheRead.v + cacheCreation.v
+		u.CacheWriteTokens = cacheCreation.or(optInt{eph5m.v + eph1h.v, true}).v
+		u.CacheWrite1hTokens = eph1h.v
+		u.InputTokens = input.v + u.CachedInputTokens + u.CacheWriteTokens
 		u.OutputTokens = output.v
-	} else {
+	default:
 		u.InputTokens = prompt.or(input).v
 		u.OutputTokens = completion.or(output).v
 		u.CachedInputTokens = cachedInput.or(detCached).v
 		u.CacheWriteTokens = cacheWrite.or(detWrite).v
+		u.CacheWrite1hTokens = write1h.v
+	}
+	if u.CacheWrite1hTokens > u.CacheWriteTokens {
+		return groundhog.Usage{}, bad
 	}
 	return u, nil
 }
