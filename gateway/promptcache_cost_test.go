@@ -29,6 +29,7 @@ type fullBill struct {
 	CacheWrite1hTokens int64  `json:"cache_write_1h_tokens"` // absent on a sim without it: 0
 	OutputTokens       int64  `json:"output_tokens"`
 	USD                string `json:"usd"`
+	InputUSD           string `json:"input_usd"` // all input: uncached, reads and writes
 }
 
 func readFullBill(t *testing.T, h *harness) fullBill {
@@ -43,6 +44,16 @@ func readFullBill(t *testing.T, h *harness) fullBill {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// mustMoney returns base − the dollar amount s, as a six-decimal string.
+func mustMoney(t *testing.T, s string, base groundhog.Money) string {
+	t.Helper()
+	m, err := groundhog.ParseMoney(s)
+	if err != nil {
+		t.Fatalf("bill amount %q: %v", s, err)
+	}
+	return (base - m).String()
 }
 
 // words returns n distinct one-token words (the sim's tokenizer: one token
@@ -190,6 +201,9 @@ func TestPromptCacheReportEqualsSimBill(t *testing.T) {
 		// figure agrees to the picodollar.
 		{"prompt_cache_saved picodollars", fmt.Sprint(int64(pc.Saved)), fmt.Sprint(int64(none - h.Sim.Bill().USD))},
 		{"spend_usd", rep.Total.Spend.String(), bill.USD},
+		// The input side alone: uncached-rate input minus what the sim
+		// billed for input is the net saving too.
+		{"prompt_cache_saved_usd vs input_usd", pc.Saved.String(), mustMoney(t, bill.InputUSD, groundhog.Money(bill.InputTokens*p.Input))},
 		{"prompt_cache_unknown_calls", fmt.Sprint(pc.UnknownCalls), "0"},
 	}
 	for _, c := range checks {
