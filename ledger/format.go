@@ -96,7 +96,13 @@ func (r *Report) MarshalJSON() ([]byte, error) { return json.Marshal(r.toJSON())
 // Each operation object and the total carry exactly the keys calls,
 // distinct, repeats, repeat_share, repeat_cost_usd, concurrent_identical,
 // cache_hits, coalesced, replayed, upstream_calls, spend_usd, saved_usd,
-// shadow_saved_usd, projected_30d_usd (operations also "operation"). Money is
+// shadow_saved_usd, projected_30d_usd (operations also "operation"), then the
+// prompt-cache keys cached_read_tokens, cache_write_tokens,
+// cache_write_1h_tokens, uncached_input_tokens, prompt_cache_hit_ratio,
+// prompt_cache_saved_usd (null when unknown, negative when caching lost
+// money), prompt_cache_unknown_calls, prompt_cache_breaks ([{"cause",
+// "calls", "example_request_hash", "uncached_tokens"}]), fan_out_held and
+// fan_out_write_tokens_avoided (see PromptCache). Money is
 // a JSON number in dollars with exactly six decimals; repeat_share has four.
 // unknown_cost_calls counts the calls left out of the USD figures because
 // their model has no price; retry_attempts and retry_cost_usd count the
