@@ -243,10 +243,13 @@ func billInput(p groundhog.Price, u groundhog.Usage) groundhog.Money {
 
 // write1hRate is the price per token (picodollars) of a 1-hour cache write:
 // the table's 1h rate if it has one, else 2× the input rate (Anthropic's
-// multiplier).
-//
-// TODO(acct7): return p.CacheWrite1h when set, once pricing gains that field.
-func write1hRate(p groundhog.Price) int64 { return 2 * p.Input }
+// multiplier, the price table's default too).
+func write1hRate(p groundhog.Price) int64 {
+	if p.CacheWrite1h > 0 {
+		return p.CacheWrite1h
+	}
+	return 2 * p.Input
+}
 
 // InFlight returns how many requests the server is handling right now. A
 // request whose client has gone away stops counting as soon as its handler
