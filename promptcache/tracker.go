@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"sync"
-	"time"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -338,4 +337,4 @@ func (t *Tracker) Chains() int {
 	return t.lru.Len()
 }
 
-var _ = time.Second
+
