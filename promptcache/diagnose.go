@@ -137,7 +137,7 @@ func compare(p *Prefix, r Rules, e *promptRec, now time.Time, cross Cause, below
 	// A different conversation is not an edit: two prompts that share
 	// fewer than two messages only share what they share.
 	newConversation := cross != "" || (n < len(p.Segments) && n < len(e.segs) && sharedMessages(p, n) < 2 &&
-		(p.Segments[n].Kind == KindMessage || p.Segments[n].Kind == KindImage) && e.segs[n].Kind != KindParams)
+		p.Segments[n].Kind == KindMessage && e.segs[n].Kind != KindParams)
 
 	// Expected: the longest point e stored that the request could reach.
 	limit := p.Tokens
@@ -288,7 +288,7 @@ func classifyDivergence(p *Prefix, e *promptRec, n int) (Cause, string) {
 		return CauseToolsChanged, ""
 	case a.Kind == KindInstructions || b.Kind == KindInstructions:
 		return CauseInstructionsChanged, ""
-	case a.Kind == KindParams || b.Kind == KindParams, a.Kind == KindImage || b.Kind == KindImage:
+	case a.Kind == KindParams || b.Kind == KindParams, a.Kind == KindImage || b.Kind == KindImage, images(p) != recImages(e):
 		return CauseParametersChanged, ""
 	}
 	return CauseHistoryEdited, ""
@@ -322,3 +322,22 @@ func sameToolSet(p *Prefix, e *promptRec) bool {
 
 // rulesFor returns the rules of p's shape and model.
 func rulesFor(p *Prefix) Rules { return ModelRules(p.Shape, p.Model) }
+func (c Cause) String() string { return string(c) }
+
+func images(p *Prefix) (n int) {
+	for _, s := range p.Segments {
+		if s.Kind == KindImage {
+			n++
+		}
+	}
+	return n
+}
+
+func recImages(e *promptRec) (n int) {
+	for _, s := range e.segs {
+		if s.Kind == KindImage {
+			n++
+		}
+	}
+	return n
+}

@@ -81,7 +81,7 @@ func baseConvo(shape groundhog.Shape) convo {
 
 // next returns c with one more turn.
 func (c convo) next(i int) convo {
-	c.turns = append(append([]turn(nil), c.turns...), turn{user: fmt.Sprintf("Follow-up %d: ", i) + words("f", 50), assistant: fmt.Sprintf("Answer %d ", i) + words("r", 30)})
+	c.turns = append(append([]turn(nil), c.turns...), turn{user: fmt.Sprintf("Follow-up %d: ", i) + words("f", 150), assistant: fmt.Sprintf("Answer %d ", i) + words("r", 150)})
 	return c
 }
 
@@ -246,8 +246,7 @@ func newRig(t *testing.T, inject bool) *rig {
 	return &rig{t: t, clock: c, tr: NewTracker(Config{Clock: c}), sim: sim.New(sim.Config{Clock: c}), tenant: "acme", op: "support", inject: inject}
 }
 
-// do sends c; when u is non-nil it stands for the provider's answer
-// (for provider rules the in-tree sim does not model yet).
+// do sends c to the sim and returns the verdict.
 func (g *rig) do(c convo, u *groundhog.Usage) (Result, *Call) {
 	g.t.Helper()
 	call, err := g.tr.Before(context.Background(), &Request{Tenant: g.tenant, Operation: g.op, Shape: c.shape, Body: c.body(), Breakpoints: g.inject})
@@ -256,9 +255,26 @@ func (g *rig) do(c convo, u *groundhog.Usage) (Result, *Call) {
 	}
 	var usage groundhog.Usage
 	if u != nil {
+		// The provider's answer given by the test, for rules the in-tree sim
+		// does not model (yet): it reads u.CachedInputTokens of a prompt of
+		// groundhog's own estimated size.
 		usage = *u
+		usage.InputTokens = int64(call.prefix.Tokens)
 	} else {
 		usage = callSim(g.t, g.sim, c.shape, "sk-"+g.tenant, call.Body)
 	}
 	return g.tr.After(context.Background(), call, usage), call
 }
+
+// ok sends c and fails the test on a break.
+func (g *rig) ok(c convo) Result {
+	g.t.Helper()
+	res, call := g.do(c, nil)
+	if res.Break {
+		g.t.Fatalf("unexpected break %+v (diagnosis %+v)", res, call.Diagnosis)
+	}
+	return res
+}
+
+// read is a provider answer that read n tokens.
+func read(n int64) *groundhog.Usage { return &groundhog.Usage{CachedInputTokens: n} }

@@ -47,7 +47,7 @@ type volMatch struct {
 }
 
 func isWordByte(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == ':' || c == '.' || c == '+' || c == '/'
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == ':' || c == '.' || c == '+' || c == '/' || c == '='
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -201,29 +201,38 @@ func hasRequestPrefix(w []byte) bool {
 }
 
 // isNonce: at least 16 letters/digits (hyphens and underscores allowed),
-// with at least two digits and two letters, and no long run of lower-case
-// letters (which would be an ordinary identifier like user_profile_2024v2).
+// with at least two digits and two letters, none of whose hyphen- or
+// underscore-separated parts is a plain lower-case word of four letters or
+// more (that would be an identifier like user_profile_2024).
 func isNonce(w []byte) bool {
 	if len(w) < 16 {
 		return false
 	}
-	digits, letters, run, maxRun := 0, 0, 0, 0
+	digits, letters := 0, 0
 	for _, c := range w {
 		switch {
 		case isDigit(c):
 			digits++
-			run = 0
 		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
 			letters++
-			run++
-			maxRun = max(maxRun, run)
 		case c == '-' || c == '_':
-			run = 0
 		default:
 			return false
 		}
 	}
-	return digits >= 2 && letters >= 2 && maxRun < 8
+	if digits < 2 || letters < 2 {
+		return false
+	}
+	for _, part := range bytes.FieldsFunc(w, func(r rune) bool { return r == '-' || r == '_' }) {
+		lower := len(part) >= 4
+		for _, c := range part {
+			lower = lower && c >= 'a' && c <= 'z'
+		}
+		if lower {
+			return false
+		}
+	}
+	return true
 }
 
 // volatileSig hashes data with every volatile word masked and packs the
