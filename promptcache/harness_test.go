@@ -64,6 +64,7 @@ type convo struct {
 	key        string // prompt_cache_key
 	explicit   bool   // Responses explicit mode
 	marks      []int  // turns (indexes) whose user block the client marks
+	extraTools bool   // Responses: an additional_tools item after the newest turn
 }
 
 func baseConvo(shape groundhog.Shape) convo {
@@ -139,6 +140,9 @@ func (c convo) body() []byte {
 			if i < last {
 				msgs = append(msgs, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": t.assistant}}})
 			}
+		}
+		if c.extraTools {
+			msgs = append(msgs, map[string]any{"type": "additional_tools", "tools": []any{map[string]any{"type": "function", "name": "escalate", "parameters": map[string]any{"type": "object"}}}})
 		}
 		m["input"] = msgs
 		if c.key != "" {

@@ -336,5 +336,3 @@ func (t *Tracker) Chains() int {
 	defer t.mu.Unlock()
 	return t.lru.Len()
 }
-
-
