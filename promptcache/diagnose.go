@@ -276,7 +276,13 @@ func classifyDivergence(p *Prefix, e *promptRec, n int) (Cause, string) {
 				return CauseVolatileInPrefix, v.String()
 			}
 		}
-		return CauseVolatileInPrefix, "volatile"
+		// The 5-bit digests collided: name the first pattern present.
+		for v := Volatile(0); v < numVolatile; v++ {
+			if volField(a.Vol, v) != 0 {
+				return CauseVolatileInPrefix, v.String()
+			}
+		}
+		return CauseVolatileInPrefix, "volatile value"
 	}
 	switch {
 	case a.Kind == KindTool || b.Kind == KindTool:
