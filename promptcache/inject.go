@@ -145,9 +145,9 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
-// inject applies plan to p's body; it returns the new body and the number
-// of markers added (body itself when none).
-func inject(p *Prefix, r Rules, opts Options) ([]byte, int, error) {
+// inject applies plan to p's body; it returns the new body and the indexes
+// of the segments it marked (body itself when none).
+func inject(p *Prefix, r Rules, opts Options) ([]byte, []int, error) {
 	idx := plan(p, r)
 	b := p.body
 	var marker string
@@ -182,7 +182,7 @@ func inject(p *Prefix, r Rules, opts Options) ([]byte, int, error) {
 		}
 	}
 	if len(edits) == 0 {
-		return b, 0, nil
+		return b, nil, nil
 	}
 	sort.SliceStable(edits, func(i, j int) bool { return edits[i].at < edits[j].at })
 	n := len(b)
@@ -197,7 +197,7 @@ func inject(p *Prefix, r Rules, opts Options) ([]byte, int, error) {
 		last = e.at
 	}
 	out = append(out, b[last:]...)
-	return out, len(idx), nil
+	return out, idx, nil
 }
 
 // insertPoint returns where a new member goes in the object at v — right

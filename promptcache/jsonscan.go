@@ -2,9 +2,11 @@ package promptcache
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // The scanner below walks a request body in place: it never decodes into
@@ -33,21 +35,24 @@ func skipWS(b []byte, i int) int {
 }
 
 // skipString returns the offset just past the string starting at b[i]=='"'.
+// It jumps from quote to quote (IndexByte is vectorized) and counts the
+// backslashes before each: an even number means the quote ends the string.
 func skipString(b []byte, i int) (int, error) {
 	j := i + 1
 	for {
-		k := bytes.IndexAny(b[j:], "\"\\")
+		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
 			return 0, syntaxErr(i, "unterminated string")
 		}
 		j += k
-		if b[j] == '"' {
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
 			return j + 1, nil
 		}
-		j += 2 // backslash and the escaped byte
-		if j > len(b) {
-			return 0, syntaxErr(i, "unterminated string")
-		}
+		j++
 	}
 }
 
@@ -222,9 +227,107 @@ func str(b []byte, v span) string {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw)
 	}
-	var s string
-	json.Unmarshal(b[v.start:v.end], &s)
-	return s
+	return unescape(raw)
+}
+
+// strView is str without a copy when the string has no escapes; the result
+// must not outlive the body.
+func strView(b []byte, v span) string {
+	if !v.ok() || b[v.start] != '"' {
+		return ""
+	}
+	raw := b[v.start+1 : v.end-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return view(raw)
+	}
+	return unescape(raw)
+}
+
+// unescape decodes the JSON escapes of a string's contents (invalid escapes
+// are kept as they are: the body was validated before).
+func unescape(raw []byte) string {
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' || i+1 >= len(raw) {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'u':
+			if i+4 < len(raw) {
+				r, err := strconv.ParseUint(string(raw[i+1:i+5]), 16, 32)
+				if err == nil {
+					i += 4
+					rr := rune(r)
+					if utf16.IsSurrogate(rr) && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+						if r2, err := strconv.ParseUint(string(raw[i+3:i+7]), 16, 32); err == nil {
+							if d := utf16.DecodeRune(rr, rune(r2)); d != utf8.RuneError {
+								rr = d
+								i += 6
+							}
+						}
+					}
+					out = utf8.AppendRune(out, rr)
+					continue
+				}
+			}
+			out = append(out, '\\', 'u')
+		default:
+			out = append(out, raw[i])
+		}
+	}
+	return string(out)
 }
 
 func isNull(b []byte, v span) bool { return !v.ok() || string(b[v.start:v.end]) == "null" }
+
+// objInfo is what one pass over an object finds: the spans of the members
+// the prefix model reads, and (when asked) the whole spans of the members
+// other than content/output.
+type objInfo struct {
+	typ, text, role, content, output, marker span
+	others                                   []span
+}
+
+// scanObj reads the object at v in one pass. mk is the shape's marker key.
+func scanObj(b []byte, v span, mk string, others bool) objInfo {
+	var o objInfo
+	if !v.ok() || b[v.start] != '{' {
+		return o
+	}
+	members(b, v, func(m member) error {
+		switch string(m.key) {
+		case "type":
+			o.typ = m.val
+		case "text":
+			o.text = m.val
+		case "role":
+			o.role = m.val
+		case "content":
+			o.content = m.val
+			return nil
+		case "output":
+			o.output = m.val
+			return nil
+		case mk:
+			o.marker = m.val
+		}
+		if others {
+			o.others = append(o.others, m.whole)
+		}
+		return nil
+	})
+	return o
+}

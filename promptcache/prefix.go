@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -60,6 +61,9 @@ type Segment struct {
 	i, j, k    int    // indexes under top (-1 when unused)
 	sub        string // name between i and j: content, output
 	val        span   // the value's bytes in the body
+	text       span   // its "text" member, when it has one
+	mark       span   // its marker member, when it has one
+	scanned    bool   // text and mark are filled in
 	markable   bool   // an injected marker may go here
 	turnEnd    bool   // the last block of a user turn (user message, tool result)
 	textTokens bool   // value is text (tokens counted on the decoded string)
@@ -179,8 +183,14 @@ type builder struct {
 // overhead is the framing tokens charged before it.
 func (bd *builder) add(seg Segment, head []span, overhead int) {
 	b := bd.p.body
-	data := b[seg.val.start:seg.val.end]
-	if len(head) > 0 || bytes.Contains(data, bd.mk) {
+	raw := b[seg.val.start:seg.val.end]
+	markers := bytes.Count(raw, bd.mk)
+	if !seg.scanned && b[seg.val.start] == '{' {
+		o := scanObj(b, seg.val, string(bd.mk[1:len(bd.mk)-1]), false)
+		seg.text, seg.mark = o.text, o.marker
+	}
+	data := raw
+	if len(head) > 0 || markers > 0 {
 		buf := bd.scratch[:0]
 		for _, h := range head {
 			buf = bd.strip(buf, h)
@@ -200,39 +210,28 @@ func (bd *builder) add(seg Segment, head []span, overhead int) {
 	seg.Start = bd.tokens
 	n := overhead
 	if seg.Kind != KindParams {
-		if seg.textTokens {
-			n += sim.CountTokens(str(b, seg.val))
-		} else if t := field(b, seg.val, "text"); t.ok() && b[t.start] == '"' {
-			n += sim.CountTokens(str(b, t))
-		} else {
-			n += sim.CountTokens(string(data))
+		switch {
+		case seg.textTokens:
+			n += sim.CountTokens(strView(b, seg.val))
+		case seg.text.ok() && b[seg.text.start] == '"':
+			n += sim.CountTokens(strView(b, seg.text))
+		default:
+			n += sim.CountTokens(view(data))
 		}
 	}
 	bd.tokens += n
 	seg.End = bd.tokens
-	if m := bd.marker(seg.val); m.ok() {
+	if !isNull(b, seg.mark) {
 		seg.Marker = true
-		seg.MarkerTTL = parseTTL(str(b, field(b, m, "ttl")))
+		if b[seg.mark.start] == '{' {
+			seg.MarkerTTL = parseTTL(str(b, field(b, seg.mark, "ttl")))
+		}
 		bd.p.TTL = max(bd.p.TTL, seg.MarkerTTL)
 	}
 	// Every marker counts against the limit, nested ones (inside a
 	// tool_result) too.
-	bd.p.Markers += bytes.Count(b[seg.val.start:seg.val.end], bd.mk)
+	bd.p.Markers += markers
 	bd.p.Segments = append(bd.p.Segments, seg)
-}
-
-// marker returns the span of the shape's marker member directly on the
-// object at v.
-func (bd *builder) marker(v span) span {
-	b := bd.p.body
-	if !v.ok() || b[v.start] != '{' || !bytes.Contains(b[v.start:v.end], bd.mk) {
-		return span{}
-	}
-	m := field(b, v, string(bd.mk[1:len(bd.mk)-1]))
-	if isNull(b, m) {
-		return span{}
-	}
-	return m
 }
 
 // strip appends the bytes of v to dst with every marker member removed,
@@ -371,34 +370,32 @@ func (bd *builder) messages() error {
 	if isNull(b, msgs) {
 		return nil
 	}
+	mk := string(bd.mk[1 : len(bd.mk)-1])
+	var blocks []span
 	return elems(b, msgs, func(i int, m span) error {
 		if b[m.start] != '{' {
 			return syntaxErr(m.start, "a message must be an object")
 		}
-		role := str(b, field(b, m, "role"))
-		content := field(b, m, "content")
-		userTurn := role == "user"
+		mo := scanObj(b, m, mk, true)
+		content := mo.content
+		userTurn := str(b, mo.role) == "user"
 		if !content.ok() || b[content.start] != '[' {
 			s := seg(KindMessage, "messages", i, m)
 			s.Message, s.turnEnd = i, userTurn
 			bd.add(s, nil, sim.MessageOverhead)
 			return nil
 		}
-		var head []span
-		members(b, m, func(mb member) error {
-			if string(mb.key) != "content" {
-				head = append(head, mb.whole)
-			}
-			return nil
-		})
-		var blocks []span
+		head := mo.others
+		blocks = blocks[:0]
 		elems(b, content, func(_ int, e span) error { blocks = append(blocks, e); return nil })
 		for j, e := range blocks {
 			s := seg(KindMessage, "messages", i, e)
 			s.sub, s.j, s.Message = "content", j, i
 			typ := ""
 			if b[e.start] == '{' {
-				typ = str(b, field(b, e, "type"))
+				o := scanObj(b, e, mk, false)
+				typ = str(b, o.typ)
+				s.text, s.mark, s.scanned = o.text, o.marker, true
 			}
 			switch typ {
 			case "image", "document":
@@ -407,7 +404,7 @@ func (bd *builder) messages() error {
 			// Anthropic refuses cache_control on empty text and on thinking
 			// blocks.
 			s.markable = b[e.start] == '{' && typ != "thinking" && typ != "redacted_thinking" &&
-				!(typ == "text" && str(b, field(b, e, "text")) == "")
+				!(typ == "text" && (!s.text.ok() || s.text.end-s.text.start <= 2))
 			s.turnEnd = userTurn && j == len(blocks)-1
 			oh := 0
 			var h []span
@@ -590,4 +587,14 @@ func (bd *builder) responses() error {
 		}
 		return nil
 	})
+}
+
+// view returns b as a string without copying, for a call that only reads
+// it while b does not change (CountTokens on a segment's bytes: copying
+// 200 KB per request would double the garbage the stage makes).
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }

@@ -164,17 +164,23 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 	}
 	r := rulesFor(p)
 	if req.Breakpoints && !p.NotApplicable {
-		nb, n, err := inject(p, r, Options{})
+		nb, idx, err := inject(p, r, Options{})
 		if err != nil {
 			return nil, err
 		}
-		if n > 0 {
+		if n := len(idx); n > 0 {
+			// The markers change neither hashes nor token offsets: mark the
+			// chosen segments instead of parsing the new body again. The
+			// prefix's byte spans refer to the old body from here on, and
+			// nothing after this point reads them.
 			body = nb
-			if p, err = Parse(req.Shape, body); err != nil {
-				return nil, err
+			for _, i := range idx {
+				p.Segments[i].Marker = true
 			}
+			p.Markers += n
+			p.body, p.fields = nil, nil
+			c.Injected = n
 		}
-		c.Injected = n
 	}
 	c.Body, c.prefix, c.rules = body, p, r
 	c.chainKey, c.opKey = chainKeys(req.Tenant, req.Operation, p.CacheKey, p.Model)

@@ -56,15 +56,17 @@ func isAlnum(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'z' || c >= 'A
 
 // findVolatile appends the volatile words of data to out. Every pattern
 // contains a digit, so the scan jumps from digit to digit and looks at the
-// word around each; text without digits costs one pass of IndexAny.
+// word around each; text without digits costs one byte loop.
 func findVolatile(data []byte, out []volMatch) []volMatch {
 	i := 0
 	for i < len(data) {
-		k := bytes.IndexAny(data[i:], "0123456789")
-		if k < 0 {
+		p := i
+		for p < len(data) && data[p]-'0' > 9 {
+			p++
+		}
+		if p == len(data) {
 			break
 		}
-		p := i + k
 		s := p
 		for s > i && isWordByte(data[s-1]) {
 			s--
