@@ -2,6 +2,11 @@ package promptcache
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/groundhog-ai/groundhog"
@@ -10,7 +15,7 @@ import (
 
 var fuzzShapes = []groundhog.Shape{groundhog.ShapeMessages, groundhog.ShapeResponses, groundhog.ShapeChat, groundhog.ShapeEmbeddings}
 
-func fuzzSeeds(f *testing.F, add func(shape uint8, body []byte)) {
+func fuzzSeeds(_ *testing.F, add func(shape uint8, body []byte)) {
 	for i, shape := range []groundhog.Shape{messages, responses, chat} {
 		c := baseConvo(shape).next(1)
 		c.marks = []int{0}
@@ -91,5 +96,28 @@ func FuzzDiff(f *testing.F) {
 		if err != nil || !self.Match {
 			t.Fatalf("a body differs from itself: %v %+v", err, self)
 		}
+	})
+}
+
+// TestFuzzCorpus writes the seeds as files under testdata/fuzz with
+// -update (go test runs them as part of every plain test run too).
+func TestFuzzCorpus(t *testing.T) {
+	if !*update {
+		t.Skip("run with -update to rewrite testdata/fuzz")
+	}
+	n := 0
+	write := func(target string, args ...string) {
+		dir := filepath.Join("testdata", "fuzz", target)
+		os.MkdirAll(dir, 0o755)
+		text := "go test fuzz v1\n" + strings.Join(args, "\n") + "\n"
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed%02d", n)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	fuzzSeeds(nil, func(s uint8, b []byte) {
+		write("FuzzInject", fmt.Sprintf("byte(%q)", rune(s)), "[]byte("+strconv.Quote(string(b))+")")
+		write("FuzzDiff", fmt.Sprintf("byte(%q)", rune(s)), "[]byte("+strconv.Quote(string(b))+")",
+			"[]byte("+strconv.Quote(string(bytes.Replace(b, []byte("s1"), []byte("s2"), 1)))+")")
 	})
 }
