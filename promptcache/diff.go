@@ -21,13 +21,13 @@ type DiffResult struct {
 	// enough to be cached; below_minimum when they match but are shorter
 	// than the model's minimum).
 	Cause   Cause  `json:"cause"`
-	Pattern string `json:"pattern,omitempty"`
+	Pattern string `json:"-"`
 	// ReusableTokens is how many prompt tokens B shares with A (estimated).
 	ReusableTokens int `json:"reusable_tokens"`
 	// Path is the JSON path of the first differing value in B ("" on a match);
 	// TokenOffset its token offset.
 	Path        string `json:"path"`
-	TokenOffset int    `json:"token_offset"`
+	TokenOffset int    `json:"-"`
 	// A and B are the differing values with some context; the differing
 	// part is A[DiffA[0]:DiffA[1]] and B[DiffB[0]:DiffB[1]] (byte offsets).
 	A     string `json:"a"`
@@ -37,7 +37,7 @@ type DiffResult struct {
 	// Advice is a one-line fix.
 	Advice string `json:"advice"`
 	// NotApplicable is set for embeddings bodies (no prefix to speak of).
-	NotApplicable bool `json:"not_applicable,omitempty"`
+	NotApplicable bool `json:"-"`
 }
 
 // GuessShape infers the API shape of a request body: "input" with
