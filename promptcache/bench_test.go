@@ -16,7 +16,11 @@ import (
 // bytes and msgs messages: tools with schemas, a system prompt, then user
 // turns, assistant tool calls and tool results of mixed prose, code, JSON
 // and non-ASCII text (the idea of fingerprint's 200 KB chat body).
-func agentBody(size, msgs int) []byte {
+func agentBody(size, msgs int) []byte { return agentPrefix(size, msgs, msgs) }
+
+// agentPrefix is agentBody(size, msgs) cut to its first emit messages: the
+// same conversation an earlier turn.
+func agentPrefix(size, msgs, emit int) []byte {
 	paragraphs := []string{
 		"The quarterly report shows revenue grew 12% year over year, driven mostly by the EMEA region.\nOperating costs were flat.",
 		"Résumé of the meeting: the team agreed to ship the café-menu feature on Thursday; Zoë will own the rollout.",
@@ -39,7 +43,7 @@ func agentBody(size, msgs int) []byte {
 		return b.String()
 	}
 	var ms []any
-	for i := range msgs {
+	for i := range emit {
 		switch i % 3 {
 		case 0:
 			ms = append(ms, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": text(i)}}})
@@ -61,7 +65,7 @@ func agentBody(size, msgs int) []byte {
 // 200 KB, 300-message body (the ratio is the figure to report).
 func BenchmarkAgent200KB(b *testing.B) {
 	body := agentBody(200<<10, 300)
-	prev := agentBody(200<<10, 297) // the previous turn
+	prev := agentPrefix(200<<10, 300, 297) // the previous turn
 	b.Run("fingerprint", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
@@ -86,7 +90,21 @@ func BenchmarkAgent200KB(b *testing.B) {
 			}
 		}
 	})
+	b.Run("diagnose+inject-cold", func(b *testing.B) {
+		// A chain seen for the first time: every segment counted.
+		ctx := context.Background()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			tr := NewTracker(Config{})
+			call, err := tr.Before(ctx, &Request{Tenant: "t", Operation: "agent", Shape: messages, Body: body, Breakpoints: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			tr.After(ctx, call, groundhog.Usage{})
+		}
+	})
 	b.Run("diagnose+inject", func(b *testing.B) {
+		// The next turn of a known conversation (the gateway's common case).
 		tr := NewTracker(Config{})
 		ctx := context.Background()
 		req := &Request{Tenant: "t", Operation: "agent", Shape: messages, Body: prev, Breakpoints: true}

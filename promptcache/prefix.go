@@ -127,7 +127,16 @@ func markerKey(shape groundhog.Shape) string {
 // Parse builds the prefix model of a request body of shape. The body must be
 // a JSON object; errors are *groundhog.Error with code EINVALID. The
 // returned Prefix refers to body, which must not change while it is used.
-func Parse(shape groundhog.Shape, body []byte) (*Prefix, error) {
+func Parse(shape groundhog.Shape, body []byte) (*Prefix, error) { return parse(shape, body, nil) }
+
+// parse is Parse with a hint: hint, given the prefix's top-level fields
+// (model, cache key), returns the newest earlier prompt of its chain (or
+// nil). Segments whose chain value matches that prompt's at the same index
+// take their token count and volatile signature from it instead of
+// counting again: a growing conversation costs the counting of its new
+// turns only. hint's record must not change afterwards (records never do
+// once published).
+func parse(shape groundhog.Shape, body []byte, hint func(*Prefix) *promptRec) (*Prefix, error) {
 	if !shape.Valid() {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "unknown API shape %q", shape)
 	}
@@ -150,6 +159,9 @@ func Parse(shape groundhog.Shape, body []byte) (*Prefix, error) {
 	p.Model = str(body, p.fields["model"])
 	p.CacheKey = str(body, p.fields["prompt_cache_key"])
 	bd := builder{p: p, mk: []byte(`"` + markerKey(shape) + `"`)}
+	if hint != nil && shape != groundhog.ShapeEmbeddings {
+		bd.hint = hint(p)
+	}
 	switch shape {
 	case groundhog.ShapeEmbeddings:
 		p.NotApplicable = true
@@ -168,6 +180,14 @@ func Parse(shape groundhog.Shape, body []byte) (*Prefix, error) {
 	return p, nil
 }
 
+// volatileMessages is how many leading messages are scanned for volatile
+// values besides tools and instructions: where agents render "current time"
+// or session ids (the system prompt, the first user turn). A value that
+// changes in a later message is an edit of the history (history_edited);
+// not scanning the transcript keeps the stage's cost near the
+// fingerprint's.
+const volatileMessages = 2
+
 // builder appends segments to a Prefix.
 type builder struct {
 	p       *Prefix
@@ -176,6 +196,8 @@ type builder struct {
 	chain   uint64
 	scratch []byte
 	vm      []volMatch
+	hint    *promptRec // the earlier prompt whose matching segments need no counting
+	d       *xxhash.Digest
 }
 
 // add fingerprints the value at seg.val (with head, the bytes of the
@@ -189,19 +211,29 @@ func (bd *builder) add(seg Segment, head []span, overhead int) {
 		o := scanObj(b, seg.val, string(bd.mk[1:len(bd.mk)-1]), false)
 		seg.text, seg.mark = o.text, o.marker
 	}
-	data := raw
-	if len(head) > 0 || markers > 0 {
-		buf := bd.scratch[:0]
-		for _, h := range head {
-			buf = bd.strip(buf, h)
-			buf = append(buf, 0)
-		}
-		buf = bd.strip(buf, seg.val)
-		bd.scratch = buf
-		data = buf
+	// Hash the message's other fields, then the block, without copying
+	// them; only a block with markers is copied (to strip them).
+	if bd.d == nil {
+		bd.d = xxhash.New()
 	}
-	seg.Hash = xxhash.Sum64(data)
-	seg.Masked, seg.Vol, bd.vm = volatileSig(data, seg.Hash, bd.vm)
+	d := bd.d
+	d.Reset()
+	for _, h := range head {
+		if bytes.Contains(b[h.start:h.end], bd.mk) {
+			bd.scratch = bd.strip(bd.scratch[:0], h)
+			d.Write(bd.scratch)
+		} else {
+			d.Write(b[h.start:h.end])
+		}
+		d.Write([]byte{0})
+	}
+	data := raw
+	if markers > 0 {
+		bd.scratch = bd.strip(bd.scratch[:0], seg.val)
+		data = bd.scratch
+	}
+	d.Write(data)
+	seg.Hash = d.Sum64()
 	var c [16]byte
 	putU64(c[:8], bd.chain)
 	putU64(c[8:], seg.Hash)
@@ -209,15 +241,18 @@ func (bd *builder) add(seg Segment, head []span, overhead int) {
 	bd.chain = seg.Chain
 	seg.Start = bd.tokens
 	n := overhead
-	if seg.Kind != KindParams {
-		switch {
-		case seg.textTokens:
-			n += sim.CountTokens(strView(b, seg.val))
-		case seg.text.ok() && b[seg.text.start] == '"':
-			n += sim.CountTokens(strView(b, seg.text))
-		default:
-			n += sim.CountTokens(view(data))
+	if idx := len(bd.p.Segments); bd.hint != nil && idx < len(bd.hint.segs) && bd.hint.segs[idx].Chain == seg.Chain {
+		// Same segment at the same place as in the earlier prompt: same
+		// tokens, same volatile signature.
+		h := &bd.hint.segs[idx]
+		n = int(h.End) - seg.Start
+		seg.Masked, seg.Vol = uint64(h.Masked), h.Vol
+	} else {
+		seg.Masked = seg.Hash
+		if seg.Kind != KindMessage && seg.Kind != KindImage || seg.Message < volatileMessages {
+			seg.Masked, seg.Vol, bd.vm = volatileSig(data, seg.Hash, bd.vm)
 		}
+		n += bd.count(&seg, data)
 	}
 	bd.tokens += n
 	seg.End = bd.tokens
@@ -597,4 +632,19 @@ func view(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// count returns the tokens of a segment's content (framing excluded): of
+// its text when it is text, else of its JSON.
+func (bd *builder) count(seg *Segment, data []byte) int {
+	b := bd.p.body
+	switch {
+	case seg.Kind == KindParams:
+		return 0
+	case seg.textTokens:
+		return sim.CountTokens(strView(b, seg.val))
+	case seg.text.ok() && b[seg.text.start] == '"':
+		return sim.CountTokens(strView(b, seg.text))
+	}
+	return sim.CountTokens(view(data))
 }

@@ -158,7 +158,17 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 		}
 		body = nb
 	}
-	p, err := Parse(req.Shape, body)
+	p, err := parse(req.Shape, body, func(p *Prefix) *promptRec {
+		ck, _ := chainKeys(req.Tenant, req.Operation, p.CacheKey, p.Model)
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if el, ok := t.chains[ck]; ok {
+			if ps := el.Value.(*chain).prompts; len(ps) > 0 {
+				return ps[len(ps)-1]
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
