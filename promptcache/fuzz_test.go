@@ -29,6 +29,10 @@ func fuzzSeeds(_ *testing.F, add func(shape uint8, body []byte)) {
 	add(1, []byte(`{"input":[{"type":"function_call_output","output":[{"type":"input_text","text":"o"}]},{"type":"additional_tools","tools":[]}]}`))
 }
 
+// Run: go test ./promptcache -run XXX -fuzz FuzzInject -fuzzminimizetime 1x
+// (the seeds are large: minimizing each new input at the default 60 s
+// stalls the fuzzer).
+//
 // FuzzInject: no panic; an injected body parses, keeps every prefix hash
 // and the request hash, and never carries more markers than the provider
 // allows (when the client's own were within it).

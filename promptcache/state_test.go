@@ -184,3 +184,35 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// Parsing with the earlier prompt as a hint (the Tracker's fast path) gives
+// exactly the segments a plain Parse gives.
+func TestHintedParseEqualsParse(t *testing.T) {
+	for _, shape := range cacheShapes {
+		c := baseConvo(shape)
+		c.system = "Now 2026-12-01T09:00:00Z. " + c.system
+		c = c.next(1)
+		prev, err := Parse(shape, c.body())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := record(prev, rulesFor(prev), newClock().Now())
+		c = c.next(2)
+		c.turns[0].user += " edited 123e4567-e89b-12d3-a456-426614174000"
+		body := c.body()
+		plain, _ := Parse(shape, body)
+		hinted, err := parse(shape, body, func(*Prefix) *promptRec { return rec })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain.Tokens != hinted.Tokens || len(plain.Segments) != len(hinted.Segments) {
+			t.Fatalf("%s: tokens %d vs %d", shape, plain.Tokens, hinted.Tokens)
+		}
+		for i := range plain.Segments {
+			a, b := plain.Segments[i], hinted.Segments[i]
+			if a.Start != b.Start || a.End != b.End || uint32(a.Masked) != uint32(b.Masked) || a.Vol != b.Vol || a.Chain != b.Chain {
+				t.Fatalf("%s segment %s: %+v vs %+v", shape, a.Path(), a, b)
+			}
+		}
+	}
+}
