@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/fingerprint"
@@ -153,4 +154,36 @@ func BenchmarkChainMemory(b *testing.B) {
 		agent.After(ctx, ac, groundhog.Usage{})
 		b.ReportMetric(float64(agent.Bytes()), "bytes/agent-chain")
 	}
+}
+
+// BenchmarkAgent200KBRatio interleaves fingerprint.Compute and the
+// diagnosis stage (warm: the next turn of a known conversation) call by
+// call, so a loaded machine slows both alike, and reports the ratio of
+// their total times (the goal: ≤ 1.5).
+func BenchmarkAgent200KBRatio(b *testing.B) {
+	body := agentBody(200<<10, 300)
+	prev := agentPrefix(200<<10, 300, 297)
+	tr := NewTracker(Config{})
+	ctx := context.Background()
+	req := &Request{Tenant: "t", Operation: "agent", Shape: messages, Body: prev, Breakpoints: true}
+	call, _ := tr.Before(ctx, req)
+	tr.After(ctx, call, groundhog.Usage{})
+	req.Body = body
+	var fp, diag time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := fingerprint.Compute(fingerprint.Params{Shape: messages, Tenant: "t"}, body); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		call, err := tr.Before(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tr.After(ctx, call, groundhog.Usage{CachedInputTokens: int64(call.Diagnosis.Expected)})
+		t2 := time.Now()
+		fp += t1.Sub(t0)
+		diag += t2.Sub(t1)
+	}
+	b.ReportMetric(float64(diag)/float64(fp), "x-fingerprint")
 }
