@@ -86,6 +86,13 @@ func TestCauses(t *testing.T) {
 			// messages level (the in-tree sim does not model that yet).
 			return g.do(c, read(0))
 		}},
+		{CauseParametersChanged, "", []groundhog.Shape{messages}, true, func(g *rig, c convo) (Result, *Call) {
+			c.toolChoice = "auto"
+			g.ok(c)
+			c = c.next(1)
+			c.thinking = true // thinking turned on: the messages level is dropped
+			return g.do(c, read(0))
+		}},
 		{CauseParametersChanged, "", cacheShapes, true, func(g *rig, c convo) (Result, *Call) {
 			c = c.next(1).next(2)
 			g.ok(c)

@@ -61,6 +61,7 @@ type convo struct {
 	system     string
 	turns      []turn
 	toolChoice string // "" none, else a tool_choice type
+	thinking   bool   // Anthropic extended thinking on
 	key        string // prompt_cache_key
 	explicit   bool   // Responses explicit mode
 	marks      []int  // turns (indexes) whose user block the client marks
@@ -161,6 +162,9 @@ func (c convo) body() []byte {
 		m["system"] = []any{map[string]any{"type": "text", "text": c.system}}
 		if c.toolChoice != "" {
 			m["tool_choice"] = map[string]any{"type": c.toolChoice}
+		}
+		if c.thinking {
+			m["thinking"] = map[string]any{"type": "enabled", "budget_tokens": 1024}
 		}
 		for i, t := range c.turns {
 			block := map[string]any{"type": "text", "text": t.user}

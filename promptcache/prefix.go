@@ -19,7 +19,7 @@ type Kind uint8
 const (
 	KindTool         Kind = iota + 1 // one tool definition
 	KindInstructions                 // a system block, the instructions, or a leading system/developer message
-	KindParams                       // Anthropic tool_choice + thinking: a zero-token segment between system and messages, since changing them invalidates the messages level
+	KindParams                       // Anthropic tool_choice or thinking: a zero-token segment between system and messages, since changing them invalidates the messages level
 	KindMessage                      // one message, or one content block of a message
 	KindImage                        // an image (or document) content block
 	KindExtraTools                   // a Responses additional_tools item: part of the prompt, never able to hold a breakpoint
@@ -381,20 +381,13 @@ func (bd *builder) messages() error {
 			return fmt.Errorf("system: %w", err)
 		}
 	}
-	// tool_choice and thinking: one zero-token segment (hashed from both
-	// values) so that changing them diverges here, before the messages.
-	tc, th := p.fields["tool_choice"], p.fields["thinking"]
-	if tc.ok() || th.ok() {
-		s := seg(KindParams, "tool_choice", -1, tc)
-		if !tc.ok() {
-			s = seg(KindParams, "thinking", -1, th)
+	// tool_choice and thinking: zero-token segments between system and
+	// messages, so that changing them diverges there, before the messages
+	// (whose cached level they invalidate).
+	for _, k := range []string{"tool_choice", "thinking"} {
+		if v := p.fields[k]; v.ok() {
+			bd.add(seg(KindParams, k, -1, v), nil, 0)
 		}
-		var hs []span
-		if tc.ok() && th.ok() {
-			hs = []span{tc}
-			s.val = th
-		}
-		bd.add(s, hs, 0)
 	}
 	if cc := p.fields["cache_control"]; !isNull(b, cc) {
 		p.AutoMarker = true
