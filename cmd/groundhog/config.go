@@ -26,9 +26,14 @@ func addConfigFlags(fs *pflag.FlagSet, cf *configFlags) {
 	fs.StringVar(&cf.cfg.DB, "db", d.DB, "SQLite database file")
 }
 
+// upstreamUnset records that the last load found no upstream in the file,
+// the environment or the flags (serve says so at start).
+var upstreamUnset bool
+
 // load builds the effective configuration of cmd.
 func (cf *configFlags) load(cmd *cobra.Command) (*config.Config, error) {
 	c := config.Default()
+	c.Upstream = "" // so that "no upstream configured" can be told from "upstream: sim"
 	if cf.file != "" {
 		if err := c.LoadFile(cf.file); err != nil {
 			return nil, err
@@ -57,6 +62,7 @@ func (cf *configFlags) load(cmd *cobra.Command) (*config.Config, error) {
 	set("journal-dir", func() { c.Ledger.JournalDir = cf.cfg.Ledger.JournalDir })
 	set("lease", func() { c.Idempotency.Lease = cf.cfg.Idempotency.Lease })
 	set("retention", func() { c.Idempotency.Retention = cf.cfg.Idempotency.Retention })
+	upstreamUnset = c.Upstream == ""
 	if err := c.Finish(); err != nil {
 		return nil, err
 	}

@@ -108,7 +108,17 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		if cfg.AnthropicUpstream == "sim" {
 			anthropic = simUp
 		}
-		fmt.Fprintf(out, "groundhog: no upstream configured: serving from the built-in simulated provider (%s; bill at %s/sim/v1/bill)\n", base, base)
+		why := "upstream sim"
+		if upstreamUnset {
+			why = "no upstream configured"
+		}
+		fmt.Fprintf(out, "groundhog: %s: serving from the built-in simulated provider (%s; bill at %s/sim/v1/bill)\n", why, base, base)
+	}
+	if cfg.Upstream != "sim" && cfg.OpenAIAPIKey == "" {
+		fmt.Fprintf(out, "groundhog: warning: no OpenAI provider key (set OPENAI_API_KEY or openai_api_key): calls to %s go without one\n", cfg.Upstream)
+	}
+	if cfg.AnthropicUpstream != "sim" && cfg.AnthropicAPIKey == "" {
+		fmt.Fprintf(out, "groundhog: warning: no Anthropic provider key (set ANTHROPIC_API_KEY or anthropic_api_key): calls to %s go without one\n", cfg.AnthropicUpstream)
 	}
 
 	c, err := cache.New(cache.Options{Store: db, MaxBytes: cfg.Cache.MemoryBytes})
