@@ -45,9 +45,11 @@ type ReportParams struct {
 //     cache_hit, coalesced, replayed and upstream.
 //   - Spend: sum of Cost (known costs only).
 //   - Saved: sum of Saved (known amounts only).
-//   - ShadowSaved: sum of FullCost of the repeats whose CacheOn is false:
-//     what an exact cache plus coalescing would have saved for calls whose
-//     cache was off.
+//   - ShadowSaved: sum of FullCost of the repeats whose CacheOn is false
+//     and that were not avoided anyway (outcome other than cache_hit,
+//     coalesced, replayed): what an exact cache plus coalescing would have
+//     saved for calls whose cache was off. An avoided call's cost is in
+//     Saved, so no call is counted in both.
 //   - Projected30d: 30 × (Saved + ShadowSaved).
 //   - UnknownCostCalls: rows whose Cost, Saved or FullCost is
 //     groundhog.CostUnknown (model not in the price table). Their unknown
@@ -179,7 +181,7 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 		r.Repeats++
 		if e.FullCost.Known() {
 			r.RepeatCost += e.FullCost
-			if !e.CacheOn {
+			if !e.CacheOn && !avoided(e.Outcome) {
 				r.ShadowSaved += e.FullCost
 			}
 		}
@@ -212,6 +214,13 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 	if !e.Cost.Known() || !e.Saved.Known() || !e.FullCost.Known() {
 		r.UnknownCostCalls++
 	}
+}
+
+// avoided reports whether a call of outcome o did not reach the provider
+// because an earlier identical call's result answered it: its avoided cost
+// is its Saved, never also shadow savings.
+func avoided(o groundhog.Outcome) bool {
+	return o == groundhog.OutcomeCacheHit || o == groundhog.OutcomeCoalesced || o == groundhog.OutcomeReplayed
 }
 
 // finish fills the derived columns.
