@@ -130,6 +130,10 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
 		Logger: log, Ready: db.Ping, Extra: extraRoutes(db, idem, m, log),
+		// Keyless only for a loopback gateway that starts without keys: one
+		// that starts with keys, or listens beyond loopback, never serves
+		// without a key, even after its last key is revoked.
+		Keyless: nkeys == 0 && config.IsLoopback(cfg.Addr),
 	})
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
@@ -212,7 +216,7 @@ func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) 
 		return err
 	}
 	for _, k := range stored {
-		if strings.HasPrefix(k.ID, "cfg-") && !declared[k.Hash] {
+		if strings.HasPrefix(k.ID, groundhog.ConfigKeyIDPrefix) && !declared[k.Hash] {
 			if _, err := db.DeleteKey(ctx, k.ID); err != nil && !groundhog.IsNotFound(err) {
 				return err
 			}
@@ -225,7 +229,7 @@ func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) 
 			return fmt.Errorf("config key %s… is already stored for tenant %q, not %q", k.SHA256[:8], tenant, k.Tenant)
 		case err == nil:
 		case groundhog.IsNotFound(err):
-			if err := db.CreateKey(ctx, groundhog.APIKey{ID: "cfg-" + k.SHA256[:8], Tenant: k.Tenant, Hash: k.SHA256, CreatedAt: time.Now().UTC()}); err != nil {
+			if err := db.CreateKey(ctx, groundhog.APIKey{ID: groundhog.ConfigKeyIDPrefix + k.SHA256[:groundhog.KeyIDHexLen], Tenant: k.Tenant, Hash: k.SHA256, CreatedAt: time.Now().UTC()}); err != nil {
 				return err
 			}
 		default:
