@@ -121,6 +121,12 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	var gw *gateway.Server
 	m := metrics.New(func() float64 { return float64(gw.InFlight()) })
+	for name := range cfg.Operations {
+		m.DeclareOperations(name)
+	}
+	for _, r := range cfg.Rules {
+		m.DeclareOperations(r.Operation)
+	}
 	rec := observed{next: lw, m: m}
 	if cfg.Ledger.Disabled {
 		rec.next = nil
