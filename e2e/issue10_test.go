@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -158,5 +160,70 @@ func TestKeysRevokeRefusesAmbiguousAndConfigIDs(t *testing.T) {
 	list3, _ := exec.Command(binary, "keys", "list", "--db", db).Output()
 	if !strings.Contains(string(list3), "cfg-"+hash[:16]) {
 		t.Fatalf("the config key is gone after a refused revoke:\n%s", list3)
+	}
+}
+
+// reportCalls runs `groundhog report --format json` on db and returns the
+// total's calls.
+func reportCalls(t *testing.T, args ...string) int64 {
+	t.Helper()
+	out, err := exec.Command(binary, append([]string{"report", "--format", "json"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("report: %v %s", err, out)
+	}
+	var rep struct {
+		Total struct {
+			Calls int64 `json:"calls"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report output: %v %s", err, out)
+	}
+	return rep.Total.Calls
+}
+
+// TestReportIncludesEveryAnsweredCall (issue 10, report lag): right after N
+// answered calls — no wait — `groundhog report` on the running gateway's
+// database and GET /groundhog/v1/report both count N. The gateway's
+// commit interval is set to an hour so the rows are certainly still only in
+// its journal; each call is counted once after the commit too.
+func TestReportIncludesEveryAnsweredCall(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "g.db")
+	cfg := filepath.Join(dir, "g.yaml")
+	if err := os.WriteFile(cfg, []byte("ledger:\n  flush_interval: 1h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := start(t, nil, "serve", "--config", cfg, "--db", db)
+	const n = 6
+	for i := range n {
+		body := fmt.Sprintf(`{"model":"sim-small","messages":[{"role":"user","content":"call %d"}]}`, i%4)
+		if r := post(context.Background(), gw.URL+"/v1/chat/completions", body, nil); r.status != 200 {
+			t.Fatalf("call %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if got := reportCalls(t, "--db", db); got != n {
+		t.Fatalf("groundhog report right after %d calls: %d calls", n, got)
+	}
+	res, err := http.Get(gw.URL + "/groundhog/v1/report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Total struct {
+			Calls int64 `json:"calls"`
+		} `json:"total"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&rep)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET report: %d %v", res.StatusCode, err)
+	}
+	if rep.Total.Calls != n {
+		t.Fatalf("GET /groundhog/v1/report right after %d calls: %d calls", n, rep.Total.Calls)
+	}
+	// Now committed (the GET flushed): the CLI still counts each call once.
+	if got := reportCalls(t, "--db", db); got != n {
+		t.Fatalf("groundhog report after the commit: %d calls, want %d", got, n)
 	}
 }

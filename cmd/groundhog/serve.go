@@ -115,7 +115,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if journal == "" {
 		journal = cfg.DB + ".journal"
 	}
-	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: journal, Logger: log})
+	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: journal, Logger: log, FlushInterval: cfg.Ledger.FlushInterval})
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}
@@ -135,7 +135,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: db.Ping, Extra: extraRoutes(db, idem, m, log),
+		Logger: log, Ready: db.Ping, Extra: extraRoutes(db, lw.Fresh(db), idem, m, log),
 		// Keyless only for a loopback gateway that starts without keys: one
 		// that starts with keys, or listens beyond loopback, never serves
 		// without a key, even after its last key is revoked.
