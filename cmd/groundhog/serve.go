@@ -21,6 +21,7 @@ import (
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/metrics"
 	"github.com/groundhog-ai/groundhog/sim"
@@ -152,7 +153,11 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	base, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+	// No ReadTimeout or WriteTimeout: they would cut long streams (and a
+	// ReadTimeout cancels the request once it fires after the body). The
+	// guard bounds slow clients per request instead: a minimum body rate
+	// and a deadline on each response write.
+	srv := &http.Server{Handler: httpguard.Handler(gw, httpguard.Options{}), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	mode := "keyless: single tenant \"local\""
 	if nkeys > 0 {
