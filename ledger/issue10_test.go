@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,5 +28,27 @@ func TestReplayCountedOnce(t *testing.T) {
 	}
 	if got, want := tot.Projected30d.String(), "0.001740"; got != want {
 		t.Fatalf("projected_30d = %s, want %s", got, want)
+	}
+}
+
+// TestWithPendingMergesOnce: journal rows join the store's in (Time, ID)
+// order, filtered like the store's, and a row in both counts once.
+func TestWithPendingMergesOnce(t *testing.T) {
+	db := openDB(t)
+	stored := []groundhog.LedgerEntry{row(1, time.Minute, "a", "x", 0), row(3, 3*time.Minute, "a", "y", 0)}
+	appendRows(t, db, stored)
+	other := row(5, 2*time.Minute, "a", "z", 0)
+	other.Tenant = "globex"
+	pending := []groundhog.LedgerEntry{row(4, 4*time.Minute, "a", "x", 0), stored[1], row(2, 2*time.Minute, "b", "x", 0), other}
+	var got []string
+	err := WithPending(db, pending).ScanLedger(context.Background(), groundhog.LedgerFilter{Tenant: "acme"}, func(e *groundhog.LedgerEntry) error {
+		got = append(got, e.ID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "00000001 00000002 00000003 00000004"; strings.Join(got, " ") != want {
+		t.Fatalf("scan = %v, want %s", got, want)
 	}
 }
