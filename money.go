@@ -2,6 +2,7 @@ package groundhog
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -41,6 +42,9 @@ func (m Money) Format(decimals int) string {
 	if decimals > 12 {
 		decimals = 12
 	}
+	if m == math.MinInt64 {
+		return TotalOf(m).Format(decimals) // -m does not fit
+	}
 	neg := m < 0
 	v := int64(m)
 	if neg {
@@ -50,7 +54,10 @@ func (m Money) Format(decimals int) string {
 	for i := 0; i < 12-decimals; i++ {
 		unit *= 10
 	}
-	q := (v + unit/2) / unit // rounded count of 10^-decimals dollars
+	q := v / unit // rounded count of 10^-decimals dollars (no v+unit/2: it overflows near the top)
+	if r := v % unit; r >= unit-r {
+		q++
+	}
 	scale := int64(1)
 	for i := 0; i < decimals; i++ {
 		scale *= 10

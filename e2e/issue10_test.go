@@ -227,3 +227,26 @@ func TestReportIncludesEveryAnsweredCall(t *testing.T) {
 		t.Fatalf("groundhog report after the commit: %d calls, want %d", got, n)
 	}
 }
+
+// TestAnalyzeLargeCostsCLI (issue 10 item 12, the issue's repro): three
+// identical lines with cost_usd 200000 project exactly $12,000,000.
+func TestAnalyzeLargeCostsCLI(t *testing.T) {
+	line := `{"timestamp":"2025-03-14T10:00:0%dZ","operation":"op","request":{"model":"gpt-4o-mini","messages":[{"role":"user","content":"a"}]},"cost_usd":200000}`
+	var b strings.Builder
+	for i := range 3 {
+		fmt.Fprintf(&b, line+"\n", i)
+	}
+	f := filepath.Join(t.TempDir(), "calls.jsonl")
+	if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "analyze", f, "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("analyze: %v %s", err, out)
+	}
+	for _, want := range []string{`"projected_30d_usd": 12000000.000000`, `"spend_usd": 600000.000000`} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("analyze output lacks %s:\n%s", want, out)
+		}
+	}
+}

@@ -62,25 +62,29 @@ type ReportParams struct {
 //
 // The total row is computed the same way over all rows of the report, not
 // summed from the operation rows (its Distinct and RepeatShare could not be).
+//
+// USD figures are groundhog.Total: exact sums of picodollars far beyond a
+// Money's $9.2 million (128 bits). A figure that would leave even that range
+// is never shown wrapped: the report is an error (Report.Err).
 type Row struct {
 	Operation           string
 	Calls               int64
 	Distinct            int64
 	Repeats             int64
 	RepeatShare         float64
-	RepeatCost          groundhog.Money
+	RepeatCost          groundhog.Total
 	ConcurrentIdentical int64
 	CacheHits           int64
 	Coalesced           int64
 	Replayed            int64
 	UpstreamCalls       int64
-	Spend               groundhog.Money
-	Saved               groundhog.Money
-	ShadowSaved         groundhog.Money
-	Projected30d        groundhog.Money
+	Spend               groundhog.Total
+	Saved               groundhog.Total
+	ShadowSaved         groundhog.Total
+	Projected30d        groundhog.Total
 	UnknownCostCalls    int64
 	Retries             int64
-	RetryCost           groundhog.Money
+	RetryCost           groundhog.Total
 }
 
 // Report is the duplicate-work report of one day: one row per operation,
@@ -89,6 +93,19 @@ type Report struct {
 	Day        string // YYYY-MM-DD in the report's time zone
 	Operations []Row
 	Total      Row
+}
+
+// Err reports a USD figure of r that overflowed (see Row): such a report
+// must not be shown. BuildReport and Analyze return it as their error.
+func (r *Report) Err() error {
+	for _, row := range append(append([]Row(nil), r.Operations...), r.Total) {
+		for _, t := range []groundhog.Total{row.RepeatCost, row.Spend, row.Saved, row.ShadowSaved, row.Projected30d, row.RetryCost} {
+			if t.Overflow() {
+				return groundhog.Errorf(groundhog.EINVALID, "ledger: report %s: a USD figure exceeds the exact range (about $1.7e26)", r.Day)
+			}
+		}
+	}
+	return nil
 }
 
 // hashKey identifies a request across the day: the repeat rule's
@@ -180,9 +197,9 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 	if repeat {
 		r.Repeats++
 		if e.FullCost.Known() {
-			r.RepeatCost += e.FullCost
+			r.RepeatCost = r.RepeatCost.Add(e.FullCost)
 			if !e.CacheOn && !avoided(e.Outcome) {
-				r.ShadowSaved += e.FullCost
+				r.ShadowSaved = r.ShadowSaved.Add(e.FullCost)
 			}
 		}
 	}
@@ -201,15 +218,15 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 		if e.Attempt > 1 {
 			r.Retries++
 			if e.Cost.Known() {
-				r.RetryCost += e.Cost
+				r.RetryCost = r.RetryCost.Add(e.Cost)
 			}
 		}
 	}
 	if e.Cost.Known() {
-		r.Spend += e.Cost
+		r.Spend = r.Spend.Add(e.Cost)
 	}
 	if e.Saved.Known() {
-		r.Saved += e.Saved
+		r.Saved = r.Saved.Add(e.Saved)
 	}
 	if !e.Cost.Known() || !e.Saved.Known() || !e.FullCost.Known() {
 		r.UnknownCostCalls++
@@ -228,7 +245,7 @@ func (r Row) finish() Row {
 	if r.Calls > 0 {
 		r.RepeatShare = math.Round(float64(r.Repeats)/float64(r.Calls)*1e4) / 1e4
 	}
-	r.Projected30d = 30 * (r.Saved + r.ShadowSaved)
+	r.Projected30d = r.Saved.Plus(r.ShadowSaved).Times(30)
 	return r
 }
 
@@ -337,5 +354,9 @@ func BuildReport(ctx context.Context, store groundhog.LedgerStore, p ReportParam
 	if scanErr != nil {
 		return nil, fmt.Errorf("ledger: report %s: %w", start.Format("2006-01-02"), scanErr)
 	}
-	return acc.Report(start.Format("2006-01-02")), nil
+	rep := acc.Report(start.Format("2006-01-02"))
+	if err := rep.Err(); err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
