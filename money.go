@@ -10,7 +10,8 @@ import (
 // Money is an amount of US dollars in picodollars (1e-12 USD). Prices are
 // kept in microdollars per million tokens, so tokens × price is an exact
 // picodollar amount: no float ever touches money. int64 holds up to about
-// 9.2 million dollars, more than a day of any single report row.
+// 9.2 million dollars, plenty for one call; sums over many calls (reports,
+// projections) use Total, which is exact far beyond.
 type Money int64
 
 // CostUnknown marks a cost that could not be computed (model missing from the

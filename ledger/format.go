@@ -12,8 +12,10 @@ import (
 	"github.com/groundhog-ai/groundhog"
 )
 
-// usdTotal is a Total as a JSON number with exactly six decimals, like usd;
-// an overflowed Total is an error, never a number.
+// usdTotal is a report figure as a JSON number with exactly six decimals
+// ("24.000000"): exact, since a Total is an integer of picodollars and the
+// sixth decimal is rounded half up at the microdollar. An overflowed Total
+// is a marshalling error, never a number.
 type usdTotal groundhog.Total
 
 func (t usdTotal) MarshalJSON() ([]byte, error) {
