@@ -3,6 +3,7 @@ package groundhog
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -131,12 +132,31 @@ type Price struct {
 }
 
 // Cost prices u. InputTokens includes the cached and cache-write tokens; the
-// uncached remainder is charged at Input.
+// uncached remainder is charged at Input. A cost that does not fit a Money
+// (over about $9.2 million for one call: absurd token counts, as a crafted
+// log line can hold) or a negative token count is CostUnknown, never a
+// wrapped figure.
 func (p Price) Cost(u Usage) Money {
 	uncached := u.InputTokens - u.CachedInputTokens - u.CacheWriteTokens
 	if uncached < 0 {
 		uncached = 0
 	}
-	return Money(uncached*p.Input + u.CachedInputTokens*p.CachedInput +
-		u.CacheWriteTokens*p.CacheWrite + u.OutputTokens*p.Output)
+	t := Total{}
+	for _, term := range [...][2]int64{{uncached, p.Input}, {u.CachedInputTokens, p.CachedInput},
+		{u.CacheWriteTokens, p.CacheWrite}, {u.OutputTokens, p.Output}} {
+		n, price := term[0], term[1]
+		if n < 0 || price < 0 {
+			return CostUnknown
+		}
+		hi, lo := bits.Mul64(uint64(n), uint64(price))
+		if hi != 0 || lo > math.MaxInt64 {
+			return CostUnknown
+		}
+		t = t.Add(Money(lo))
+	}
+	m, ok := t.Money()
+	if !ok {
+		return CostUnknown
+	}
+	return m
 }

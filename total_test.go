@@ -76,3 +76,21 @@ func TestTotalOverflowIsMarked(t *testing.T) {
 		t.Fatal("-2^127 - 1 not marked")
 	}
 }
+
+// Price.Cost of absurd token counts is unknown, never a wrapped figure.
+func TestPriceCostOverflowIsUnknown(t *testing.T) {
+	p := Price{Input: 15_000_000, CachedInput: 1_500_000, CacheWrite: 18_750_000, Output: 75_000_000}
+	if c := p.Cost(Usage{InputTokens: 1000, OutputTokens: 10}); c != 1000*15_000_000+10*75_000_000 {
+		t.Fatalf("cost = %d", c)
+	}
+	for _, u := range []Usage{
+		{OutputTokens: 1 << 40},                                       // 1.1e12 × 75e6: past int64
+		{InputTokens: math.MaxInt64 / 10_000_000},                     // one term fits, ×15e6 does not
+		{OutputTokens: 100_000_000_000, InputTokens: 500_000_000_000}, // the sum overflows
+		{OutputTokens: -5},
+	} {
+		if c := p.Cost(u); c != CostUnknown {
+			t.Errorf("Cost(%+v) = %d, want CostUnknown", u, c)
+		}
+	}
+}
