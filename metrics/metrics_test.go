@@ -62,3 +62,27 @@ func TestOperationLabelsBounded(t *testing.T) {
 		t.Errorf("/metrics has %d lines", lines)
 	}
 }
+
+// Concurrent Observe calls share the bounded label set safely.
+func TestOperationLabelsConcurrent(t *testing.T) {
+	m := New(nil)
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 500 {
+				m.Observe(&groundhog.LedgerEntry{Tenant: "t", Operation: fmt.Sprintf("g%d-%d", g, i), Outcome: groundhog.OutcomeUpstream})
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	ops := map[string]bool{}
+	for _, mm := range opLabelRE.FindAllStringSubmatch(scrape(t, m), -1) {
+		ops[mm[1]] = true
+	}
+	if len(ops) > MaxObservedOperations+1 {
+		t.Fatalf("%d operation labels, want at most %d", len(ops), MaxObservedOperations+1)
+	}
+}
