@@ -83,6 +83,10 @@ type LedgerConfig struct {
 	// Disabled turns the ledger off (no rows, no report). For benchmarks
 	// that measure the ledger's cost; never the default.
 	Disabled bool `yaml:"disabled"`
+	// FlushInterval is the longest an answered call's row waits in the
+	// journal before it is committed to the database (default 200ms). The
+	// report includes uncommitted rows either way.
+	FlushInterval time.Duration `yaml:"flush_interval"`
 }
 
 // SimConfig configures the in-process simulated provider.

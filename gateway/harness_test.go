@@ -174,7 +174,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rec = nil
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping})
+		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Keyless: true})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(func() {
 		srv.Close()

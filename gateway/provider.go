@@ -156,11 +156,17 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 // operation's configured versions, the client's Groundhog-Cache-Version, and
 // for Anthropic the API version and beta features requested by header. The
 // order is fixed: the fingerprint hashes the string as given.
+//
+// Each present component is written name=<byte length>:<value>, so the
+// string decodes back to exactly one set of components: no header value,
+// whatever bytes it holds ("v1|anthropic-beta=…"), can forge another
+// component. With nothing declared the result is "" (the hash of a plain
+// request does not depend on this format).
 func versionsFor(opVersions string, shape groundhog.Shape, h http.Header) string {
 	var parts []string
 	add := func(name, v string) {
 		if v != "" {
-			parts = append(parts, name+"="+v)
+			parts = append(parts, name+"="+strconv.Itoa(len(v))+":"+v)
 		}
 	}
 	add("op", opVersions)

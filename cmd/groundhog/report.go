@@ -66,7 +66,18 @@ reuse by cause with an example request hash each.`,
 				return fmt.Errorf("open database %s: %w", cfg.DB, err)
 			}
 			defer db.Close()
-			rep, err := ledger.BuildReport(cmd.Context(), db, ledger.ReportParams{Day: d, Location: loc, Tenant: tenant, Operation: op})
+			// A gateway running on this database may hold answered calls in
+			// its journal that it has not committed yet: read them first
+			// (then the store), so the report includes every answered call.
+			journal := cfg.Ledger.JournalDir
+			if journal == "" {
+				journal = cfg.DB + ".journal"
+			}
+			pending, err := ledger.ReadJournal(journal)
+			if err != nil {
+				return err
+			}
+			rep, err := ledger.BuildReport(cmd.Context(), ledger.WithPending(db, pending), ledger.ReportParams{Day: d, Location: loc, Tenant: tenant, Operation: op})
 			if err != nil {
 				return err
 			}

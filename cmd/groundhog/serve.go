@@ -21,6 +21,7 @@ import (
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/metrics"
 	"github.com/groundhog-ai/groundhog/observe"
@@ -129,12 +130,18 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if journal == "" {
 		journal = cfg.DB + ".journal"
 	}
-	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: journal, Logger: log})
+	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: journal, Logger: log, FlushInterval: cfg.Ledger.FlushInterval})
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}
 	var gw *gateway.Server
 	m := metrics.New(func() float64 { return float64(gw.InFlight()) })
+	for name := range cfg.Operations {
+		m.DeclareOperations(name)
+	}
+	for _, r := range cfg.Rules {
+		m.DeclareOperations(r.Operation)
+	}
 	rec := &observe.Recorder{Metrics: m, Log: log}
 	if cfg.Ledger.Disabled {
 		fmt.Fprintln(out, "groundhog: ledger disabled by configuration: no rows, no report")
@@ -154,7 +161,11 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: db.Ping, Extra: withStateRoutes(extraRoutes(db, idem, m, cfg.MetricsToken, log), db, cfg, log),
+		Logger: log, Ready: db.Ping, Extra: withStateRoutes(extraRoutes(db, lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log),
+		// Keyless only for a loopback gateway that starts without keys: one
+		// that starts with keys, or listens beyond loopback, never serves
+		// without a key, even after its last key is revoked.
+		Keyless: nkeys == 0 && config.IsLoopback(cfg.Addr),
 	})
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
@@ -167,7 +178,11 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	base, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+	// No ReadTimeout or WriteTimeout: they would cut long streams (and a
+	// ReadTimeout cancels the request once it fires after the body). The
+	// guard bounds slow clients per request instead: a minimum body rate
+	// and a deadline on each response write.
+	srv := &http.Server{Handler: httpguard.Handler(gw, httpguard.Options{}), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	mode := "keyless: single tenant \"local\""
 	if nkeys > 0 {
@@ -237,7 +252,7 @@ func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) 
 		return err
 	}
 	for _, k := range stored {
-		if strings.HasPrefix(k.ID, "cfg-") && !declared[k.Hash] {
+		if strings.HasPrefix(k.ID, groundhog.ConfigKeyIDPrefix) && !declared[k.Hash] {
 			if _, err := db.DeleteKey(ctx, k.ID); err != nil && !groundhog.IsNotFound(err) {
 				return err
 			}
@@ -250,7 +265,7 @@ func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) 
 			return fmt.Errorf("config key %s… is already stored for tenant %q, not %q", k.SHA256[:8], tenant, k.Tenant)
 		case err == nil:
 		case groundhog.IsNotFound(err):
-			if err := db.CreateKey(ctx, groundhog.APIKey{ID: "cfg-" + k.SHA256[:8], Tenant: k.Tenant, Hash: k.SHA256, CreatedAt: time.Now().UTC()}); err != nil {
+			if err := db.CreateKey(ctx, groundhog.APIKey{ID: groundhog.ConfigKeyIDPrefix + k.SHA256[:groundhog.KeyIDHexLen], Tenant: k.Tenant, Hash: k.SHA256, CreatedAt: time.Now().UTC()}); err != nil {
 				return err
 			}
 		default:
