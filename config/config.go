@@ -44,6 +44,8 @@ type Config struct {
 	PricesFile string                       `yaml:"prices_file"`
 	Prices     map[string]pricing.YAMLPrice `yaml:"prices"`
 	Sim        SimConfig                    `yaml:"sim"`
+	// Compaction is the working-state compaction policy (compaction.go).
+	Compaction CompactionConfig `yaml:"compaction"`
 
 	// PriceTable is the effective price table (built-in defaults merged with
 	// PricesFile and Prices); filled by Load.
@@ -115,6 +117,7 @@ func Default() Config {
 		Cache:           CacheConfig{MemoryBytes: 256 << 20, DefaultTTL: time.Hour, MaxTTL: 30 * 24 * time.Hour},
 		Idempotency:     IdemConfig{Lease: 30 * time.Second, Retention: 24 * time.Hour},
 		PriceTable:      pricing.Default(),
+		Compaction:      DefaultCompaction(),
 	}
 }
 
@@ -239,6 +242,9 @@ func (c *Config) Finish() error {
 		if !isSHA256Hex(k.SHA256) {
 			return fmt.Errorf("keys[%d]: sha256 must be 64 lowercase hex digits (the hash of the key, never the key itself)", i)
 		}
+	}
+	if err := c.Compaction.finish(); err != nil {
+		return err
 	}
 	t := pricing.Default()
 	if c.PricesFile != "" {
