@@ -10,3 +10,7 @@ import (
 func TestStateConformance(t *testing.T) {
 	storetest.RunState(t, func(t *testing.T) groundhog.StateStore { return openTest(t) })
 }
+
+func TestEvidenceConformance(t *testing.T) {
+	storetest.RunEvidence(t, func(t *testing.T) groundhog.EvidenceStore { return openTest(t) })
+}
