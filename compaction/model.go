@@ -42,7 +42,7 @@ const MaxStepsLeft = 1_000_000
 // that never shrinks (objective, constraints, evidence lines, headings).
 // StepsLeft < 0 means unknown: Decide then uses the configured default or
 // estimates it as StepsSoFar (as many steps again as the session has
-// taken). Model prices the carried tokens; SummaryModel the summarizing
+// taken; versions count steps, one state write a step). Model prices the carried tokens; SummaryModel the summarizing
 // call ("" = Model). PromptCache says the request carries cache
 // breakpoints, so a compaction also invalidates the cached state and pays
 // for its re-write at the write rate.

@@ -55,10 +55,10 @@ func Schema(cur groundhog.WorkingState) json.RawMessage {
 	return marshal(schema)
 }
 
-// Request returns the chat completions body of the summarizing call for
+// SummaryRequest returns the chat completions body of the summarizing call for
 // cur with model: the Instructions, the state rendered as in every
 // context, and a strict json_schema response_format (Schema).
-func Request(model string, maxOutput int64, cur groundhog.WorkingState, info map[string]*groundhog.EvidenceInfo) json.RawMessage {
+func SummaryRequest(model string, maxOutput int64, cur groundhog.WorkingState, info map[string]*groundhog.EvidenceInfo) json.RawMessage {
 	body := map[string]any{
 		"model": model,
 		"messages": []any{
