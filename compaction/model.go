@@ -85,8 +85,8 @@ type Decision struct {
 //
 // An unpriced model gives compact false with reason price_unknown and the
 // amounts "unknown", never a zero.
-func Decide(cfg config.CompactionConfig, prices pricing.Table, in Inputs) Decision {
-	d := Decision{StateTokens: in.StateTokens, Model: in.Model, SummaryModel: in.SummaryModel,
+func Decide(cfg config.CompactionConfig, prices pricing.Table, in Inputs) (d Decision) {
+	d = Decision{StateTokens: in.StateTokens, Model: in.Model, SummaryModel: in.SummaryModel,
 		ExpectedSaving: groundhog.CostUnknown, Cost: groundhog.CostUnknown}
 	if d.SummaryModel == "" {
 		d.SummaryModel = cfg.Model
