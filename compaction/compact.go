@@ -166,7 +166,13 @@ func (c *Compactor) ask(ctx context.Context, r Request, model string, cur ground
 	}
 	w := &recorder{header: http.Header{}}
 	c.Gateway.ServeHTTP(w, req)
-	res.CallCostUSD = w.header.Get("Groundhog-Cost-USD")
+	// The gateway writes this header with the wire contract's exact casing,
+	// past http.Header's canonicalization.
+	if v := w.header["Groundhog-Cost-USD"]; len(v) > 0 {
+		res.CallCostUSD = v[0]
+	} else {
+		res.CallCostUSD = w.header.Get("Groundhog-Cost-USD")
+	}
 	res.RequestHash = w.header.Get("Groundhog-Request-Hash")
 	if w.code == 0 {
 		w.code = http.StatusOK

@@ -240,4 +240,3 @@ func parseIfMatch(r *http.Request) (int64, error) {
 	}
 	return n, nil
 }
-
