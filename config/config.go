@@ -44,6 +44,8 @@ type Config struct {
 	PricesFile string                       `yaml:"prices_file"`
 	Prices     map[string]pricing.YAMLPrice `yaml:"prices"`
 	Sim        SimConfig                    `yaml:"sim"`
+	State      StateConfig                  `yaml:"state"`
+	Evidence   EvidenceConfig               `yaml:"evidence"`
 	// Compaction is the working-state compaction policy (compaction.go).
 	Compaction CompactionConfig `yaml:"compaction"`
 
@@ -79,6 +81,17 @@ type SimConfig struct {
 	PerPromptToken time.Duration `yaml:"per_prompt_token"`
 	PerOutputToken time.Duration `yaml:"per_output_token"`
 	Fault          string        `yaml:"fault"`
+}
+
+// StateConfig configures the agent working-state endpoints.
+type StateConfig struct {
+	MaxBytes int64 `yaml:"max_bytes"` // limit of one state's JSON (413 past it)
+}
+
+// EvidenceConfig configures the evidence store endpoints.
+type EvidenceConfig struct {
+	QuotaBytes     int64 `yaml:"quota_bytes"`      // bytes one tenant may store in all (507 past it); 0: no quota
+	MaxUploadBytes int64 `yaml:"max_upload_bytes"` // limit of one upload request (413 past it)
 }
 
 // Operation is the policy of one named operation.
@@ -117,6 +130,8 @@ func Default() Config {
 		Cache:           CacheConfig{MemoryBytes: 256 << 20, DefaultTTL: time.Hour, MaxTTL: 30 * 24 * time.Hour},
 		Idempotency:     IdemConfig{Lease: 30 * time.Second, Retention: 24 * time.Hour},
 		PriceTable:      pricing.Default(),
+		State:           StateConfig{MaxBytes: 256 << 10},
+		Evidence:        EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
 		Compaction:      DefaultCompaction(),
 	}
 }
@@ -144,6 +159,14 @@ var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
 	"GROUNDHOG_MAX_BODY_BYTES": func(c *Config, v string) (err error) {
 		c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64)
+		return err
+	},
+	"GROUNDHOG_STATE_MAX_BYTES": func(c *Config, v string) (err error) {
+		c.State.MaxBytes, err = strconv.ParseInt(v, 10, 64)
+		return err
+	},
+	"GROUNDHOG_EVIDENCE_QUOTA_BYTES": func(c *Config, v string) (err error) {
+		c.Evidence.QuotaBytes, err = strconv.ParseInt(v, 10, 64)
 		return err
 	},
 	"GROUNDHOG_UPSTREAM_TIMEOUT": func(c *Config, v string) (err error) {
@@ -188,6 +211,12 @@ func (c *Config) Finish() error {
 	}
 	if c.Idempotency.Lease <= 0 || c.Idempotency.Retention <= 0 {
 		return fmt.Errorf("idempotency lease and retention must be positive")
+	}
+	if c.State.MaxBytes <= 0 {
+		return fmt.Errorf("state.max_bytes must be positive")
+	}
+	if c.Evidence.QuotaBytes < 0 || c.Evidence.MaxUploadBytes <= 0 {
+		return fmt.Errorf("evidence: quota_bytes must be 0 (no quota) or positive, max_upload_bytes positive")
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown_timeout must be positive")

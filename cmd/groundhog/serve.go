@@ -129,7 +129,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: db.Ping, Extra: extraRoutes(db, idem, m, log),
+		Logger: log, Ready: db.Ping, Extra: withStateRoutes(extraRoutes(db, idem, m, log), db, cfg, log),
 	})
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()

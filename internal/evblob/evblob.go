@@ -67,7 +67,9 @@ func Spool(r io.Reader, limit int64) (*Spooled, error) {
 		}
 		if rerr != nil {
 			s.Close()
-			return nil, fmt.Errorf("evidence: read upload: %w", rerr)
+			// The client's body failed (cut short, too large): its fault, not
+			// the store's; the cause stays in the chain (http.MaxBytesError).
+			return nil, groundhog.WrapError(groundhog.EINVALID, "cannot read the upload", rerr)
 		}
 	}
 	s.Ref = groundhog.EvidenceRefPrefix + hex.EncodeToString(h.Sum(nil))
