@@ -23,6 +23,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/compaction"
+	"github.com/groundhog-ai/groundhog/state"
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
@@ -34,9 +35,8 @@ const (
 
 // Limits.
 const (
-	MaxBodyBytes       = 8 << 20   // a context or compact request body
-	MaxInlineBytes     = 256 << 10 // evidence_inline, all blobs together
-	MaxSessionIDLength = 255
+	MaxBodyBytes   = 8 << 20   // a context or compact request body
+	MaxInlineBytes = 256 << 10 // evidence_inline, all blobs together
 )
 
 // EvidenceReader reads stored evidence for evidence_inline;
@@ -103,8 +103,8 @@ func (h *handler) wrap(serve func(w http.ResponseWriter, r *http.Request, tenant
 			return
 		}
 		session := r.PathValue("id")
-		if !validSession(session) {
-			h.writeError(w, r, groundhog.Errorf(groundhog.EINVALID, "session id: 1–%d visible ASCII characters", MaxSessionIDLength))
+		if !state.ValidSession(session) {
+			h.writeError(w, r, groundhog.Errorf(groundhog.EINVALID, "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -"))
 			return
 		}
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -123,18 +123,6 @@ func (h *handler) wrap(serve func(w http.ResponseWriter, r *http.Request, tenant
 		}
 		serve(w, r, tenant, session, body)
 	})
-}
-
-func validSession(s string) bool {
-	if len(s) == 0 || len(s) > MaxSessionIDLength {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // decodeStrict decodes one JSON object into v: unknown fields, wrong types

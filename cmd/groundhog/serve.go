@@ -129,7 +129,9 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: db.Ping, Extra: withStateRoutes(extraRoutes(db, idem, m, log), db, cfg, log),
+		Logger: log, Ready: db.Ping,
+		Extra: withContextRoutes(withStateRoutes(extraRoutes(db, idem, m, log), db, cfg, log), db, cfg, log,
+			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),
 	})
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()

@@ -1,7 +1,7 @@
 // Package localgw runs a complete groundhog gateway in process, on loopback:
 // the simulated provider, one SQLite file, the response cache, the ledger,
-// the operations API, the report, and the session context and compaction
-// endpoints. Tests and examples/agent use it; `groundhog serve` wires the
+// the operations API, the report, the state and evidence endpoints, and the
+// session context and compaction endpoints. Tests and examples/agent use it; `groundhog serve` wires the
 // same parts in cmd/groundhog.
 package localgw
 
@@ -20,11 +20,13 @@ import (
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/contextapi"
 	"github.com/groundhog-ai/groundhog/dashboard"
+	"github.com/groundhog-ai/groundhog/evidence"
 	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/sim"
 	"github.com/groundhog-ai/groundhog/sqlite"
+	"github.com/groundhog-ai/groundhog/state"
 )
 
 // Gateway is a running in-process gateway. URL is its base URL
@@ -111,6 +113,8 @@ func Start(ctx context.Context, dir string, o Options) (g *Gateway, err error) {
 			ops := idem.Handler(auth)
 			mux.Handle(idempotency.OperationsPath, ops)
 			mux.Handle(idempotency.OperationsPath+"/", ops)
+			state.New(db, state.Limits{MaxBytes: cfg.State.MaxBytes}, log).Register(mux, auth)
+			evidence.New(db, evidence.Limits{QuotaBytes: cfg.Evidence.QuotaBytes, MaxUploadBytes: cfg.Evidence.MaxUploadBytes}, log).Register(mux, auth)
 			contextapi.Mount(mux, auth, contextapi.Options{States: db, Evidence: db, Compactor: comp, Logger: log})
 			if o.Routes != nil {
 				o.Routes(mux, auth, db)
