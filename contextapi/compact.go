@@ -17,11 +17,11 @@ import (
 // compaction then also pays for the state's cache re-write). An optional
 // If-Match header pins the version the compaction must start from.
 type CompactRequest struct {
-	Model             string          `json:"model"`
-	SummaryModel      string          `json:"summary_model"`
-	ExpectedStepsLeft *int64          `json:"expected_steps_left"`
-	Proposal          json.RawMessage `json:"proposal"`
-	Breakpoints       string          `json:"breakpoints"`
+	Model             string          `json:"model,omitempty"`
+	SummaryModel      string          `json:"summary_model,omitempty"`
+	ExpectedStepsLeft *int64          `json:"expected_steps_left,omitempty"`
+	Proposal          json.RawMessage `json:"proposal,omitempty"`
+	Breakpoints       string          `json:"breakpoints,omitempty"`
 }
 
 // CompactResponse is its answer (200, ETag of the new version).
@@ -53,7 +53,10 @@ func (h *handler) compact(w http.ResponseWriter, r *http.Request, tenant, sessio
 			return
 		}
 	}
-	if p := req.Proposal; len(p) > 0 && (string(p) == "null" || p[0] != '{') {
+	if string(req.Proposal) == "null" {
+		req.Proposal = nil // absent
+	}
+	if p := req.Proposal; len(p) > 0 && p[0] != '{' {
 		h.writeError(w, r, groundhog.Errorf(groundhog.EINVALID, "proposal: must be a JSON object"))
 		return
 	}

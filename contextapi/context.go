@@ -19,14 +19,14 @@ import (
 type ContextRequest struct {
 	Shape             groundhog.Shape   `json:"shape"`
 	Model             string            `json:"model"`
-	Tools             []json.RawMessage `json:"tools"`
-	Instructions      string            `json:"instructions"`
+	Tools             []json.RawMessage `json:"tools,omitempty"`
+	Instructions      string            `json:"instructions,omitempty"`
 	LastStep          []json.RawMessage `json:"last_step"`
-	EvidenceInline    []string          `json:"evidence_inline"`
-	Breakpoints       string            `json:"breakpoints"`
-	MaxTokens         int64             `json:"max_tokens"`
-	ExpectedStepsLeft *int64            `json:"expected_steps_left"`
-	SummaryModel      string            `json:"summary_model"`
+	EvidenceInline    []string          `json:"evidence_inline,omitempty"`
+	Breakpoints       string            `json:"breakpoints,omitempty"`
+	MaxTokens         int64             `json:"max_tokens,omitempty"`
+	ExpectedStepsLeft *int64            `json:"expected_steps_left,omitempty"`
+	SummaryModel      string            `json:"summary_model,omitempty"`
 }
 
 // ContextResponse is its answer.
