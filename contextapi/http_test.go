@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/internal/localgw"
 )
 
@@ -31,9 +32,13 @@ func seedState(evRef string) groundhog.WorkingState {
 	}
 }
 
-func start(t *testing.T) *localgw.Gateway {
+func start(t *testing.T, configure ...func(*config.Config)) *localgw.Gateway {
 	t.Helper()
-	g, err := localgw.Start(context.Background(), t.TempDir(), localgw.Options{})
+	var o localgw.Options
+	if len(configure) > 0 {
+		o.Configure = configure[0]
+	}
+	g, err := localgw.Start(context.Background(), t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,5 +414,24 @@ func TestTenantIsolation(t *testing.T) {
 	putState(t, g, "alpha", "s1", bigState(), 1)
 	if code, _, body := post(t, g.URL+"/groundhog/v1/sessions/s1/compact", `{"model":"sim-small"}`, "Authorization", "Bearer sk-alpha-secret"); code != 200 {
 		t.Errorf("owner compact: %d %s", code, body)
+	}
+}
+
+// The summarizing call fails upstream: 502 with a JSON error, the state is
+// unchanged.
+func TestCompactUpstreamFailure(t *testing.T) {
+	g := start(t, func(c *config.Config) { c.Sim.Fault = "status=500" })
+	putState(t, g, groundhog.LocalTenant, "s1", bigState(), 0)
+	code, _, body := post(t, g.URL+"/groundhog/v1/sessions/s1/compact", `{"model":"sim-small"}`)
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if code != 502 || json.Unmarshal(body, &e) != nil || !strings.Contains(e.Error.Message, "summarizing call") {
+		t.Errorf("compact with a failing provider: %d %s", code, body)
+	}
+	if v, _ := g.DB.GetState(context.Background(), groundhog.LocalTenant, "s1"); v.Version != 1 {
+		t.Errorf("version %d after a failed compaction", v.Version)
 	}
 }

@@ -76,7 +76,11 @@ func Start(ctx context.Context, dir string, o Options) (g *Gateway, err error) {
 			}
 		}
 	}()
-	s := sim.New(sim.Config{Prices: cfg.PriceTable})
+	if err := sim.CheckFault(cfg.Sim.Fault); err != nil {
+		return nil, err
+	}
+	s := sim.New(sim.Config{Prices: cfg.PriceTable, FirstToken: cfg.Sim.FirstToken,
+		PerPromptToken: cfg.Sim.PerPromptToken, PerOutputToken: cfg.Sim.PerOutputToken, Fault: cfg.Sim.Fault})
 	simURL, shutdown, err := s.Listen("127.0.0.1:0")
 	if err != nil {
 		return nil, err
