@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/groundhog-ai/groundhog"
@@ -34,6 +35,7 @@ var evidenceTests = []struct {
 	{"Evidence/TenantIsolation", testEvidenceTenants},
 	{"Evidence/Quota", testEvidenceQuota},
 	{"Evidence/ReadErrorStoresNothing", testEvidenceReadError},
+	{"Evidence/ConcurrentSameBytes", testEvidenceConcurrent},
 }
 
 // Ref returns the evidence ref of b.
@@ -264,5 +266,46 @@ func testEvidenceReadError(t *testing.T, s groundhog.EvidenceStore) {
 	}
 	if used, _ := s.EvidenceUsage(ctx, "t1"); used != 0 {
 		t.Fatalf("usage %d after a failed upload, want 0", used)
+	}
+}
+
+// testEvidenceConcurrent uploads the same bytes from several writers at
+// once: exactly one creates the blob, all get its ref, it is stored once.
+func testEvidenceConcurrent(t *testing.T, s groundhog.EvidenceStore) {
+	b := bigBlob()
+	const n = 4
+	var (
+		wg      sync.WaitGroup
+		created = make([]bool, n)
+		errs    = make([]error, n)
+		refs    = make([]string, n)
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var info *groundhog.EvidenceInfo
+			info, created[i], errs[i] = s.PutEvidence(ctx, "t1", "text/plain", bytes.NewReader(b), int64(len(b))+10)
+			if info != nil {
+				refs[i] = info.Ref
+			}
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for i := range n {
+		must(t, errs[i], fmt.Sprintf("writer %d", i))
+		if refs[i] != Ref(b) {
+			t.Fatalf("writer %d got ref %s", i, refs[i])
+		}
+		if created[i] {
+			won++
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d writers created the blob, want exactly 1", won)
+	}
+	if used, _ := s.EvidenceUsage(ctx, "t1"); used != int64(len(b)) {
+		t.Fatalf("usage %d, want %d (stored once, within the quota)", used, len(b))
 	}
 }

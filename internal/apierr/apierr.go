@@ -4,6 +4,7 @@
 package apierr
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -51,7 +52,11 @@ func Write(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error, 
 
 // JSON writes v as a JSON response with status.
 func JSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // messages quote client input: keep <, >, & readable
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err != nil {
 		data = []byte(`{"error":{"message":"internal error","type":"server_error","param":null,"code":"internal"}}`)
 		status = http.StatusInternalServerError
