@@ -46,7 +46,8 @@ func Describe(ctx context.Context, es EvidenceStat, tenant string, refs []string
 // Compactor performs compactions. Gateway is the gateway's own
 // http.Handler: the summarizing call goes through it in process, with the
 // caller's credentials, so it is authenticated, ledgered, cached and priced
-// like any other call. Fields are read-only after the first use.
+// like any other call (with Groundhog-Cache: use, so compacting an identical
+// state again costs nothing). Fields are read-only after the first use.
 type Compactor struct {
 	Gateway  http.Handler
 	States   groundhog.StateStore
@@ -81,6 +82,7 @@ type Result struct {
 	TokensAfter  int64                   `json:"tokens_after"`
 	Decision     Decision                `json:"decision"`
 	CallCostUSD  string                  `json:"call_cost_usd,omitempty"`
+	CallCache    string                  `json:"call_cache,omitempty"` // the gateway's Groundhog-Cache answer
 	RequestHash  string                  `json:"request_hash,omitempty"`
 }
 
@@ -159,6 +161,10 @@ func (c *Compactor) ask(ctx context.Context, r Request, model string, cur ground
 	req.RemoteAddr = "127.0.0.1:0" // in process
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Groundhog-Operation", OperationName)
+	// The same state compacted by the same model has a valid answer already
+	// paid for: the response cache serves it (the key covers the whole
+	// state, tenant-scoped).
+	req.Header.Set("Groundhog-Cache", "use")
 	for _, h := range []string{"Authorization", "X-Api-Key"} {
 		if v := r.Credentials.Get(h); v != "" {
 			req.Header.Set(h, v)
@@ -174,6 +180,7 @@ func (c *Compactor) ask(ctx context.Context, r Request, model string, cur ground
 		res.CallCostUSD = w.header.Get("Groundhog-Cost-USD")
 	}
 	res.RequestHash = w.header.Get("Groundhog-Request-Hash")
+	res.CallCache = w.header.Get("Groundhog-Cache")
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}

@@ -435,3 +435,35 @@ func TestCompactUpstreamFailure(t *testing.T) {
 		t.Errorf("version %d after a failed compaction", v.Version)
 	}
 }
+
+// Compacting an identical state again (another session, same tenant) is a
+// response-cache hit: the provider is called once.
+func TestCompactIdenticalStateIsCached(t *testing.T) {
+	g := start(t)
+	var states [2]compactAnswer
+	var caches [2]string
+	for i, session := range []string{"a", "b"} {
+		putState(t, g, groundhog.LocalTenant, session, bigState(), 0)
+		code, _, body := post(t, g.URL+"/groundhog/v1/sessions/"+session+"/compact", `{"model":"sim-small"}`)
+		if code != 200 {
+			t.Fatalf("%s: %d %s", session, code, body)
+		}
+		var raw struct {
+			CallCache string `json:"call_cache"`
+		}
+		_ = json.Unmarshal(body, &states[i])
+		_ = json.Unmarshal(body, &raw)
+		caches[i] = raw.CallCache
+	}
+	if caches != [2]string{"miss", "hit"} {
+		t.Errorf("cache answers %v, want miss then hit", caches)
+	}
+	if bill := g.Sim.Bill(); bill.Calls != 1 {
+		t.Errorf("the sim billed %d calls, want 1", bill.Calls)
+	}
+	j1, _ := json.Marshal(states[0].State)
+	j2, _ := json.Marshal(states[1].State)
+	if !bytes.Equal(j1, j2) {
+		t.Errorf("different compactions of one state:\n%s\n%s", j1, j2)
+	}
+}
