@@ -67,12 +67,14 @@ type Tokens struct {
 // Request is the provider request body to send. Request[:PrefixBytes]
 // depends only on the shape, model, max tokens, tools, instructions and
 // breakpoint setting: a state update or a new last step never changes it.
-// StateText is the rendered state as the request carries it.
+// StateText is the rendered state as the request carries it, and
+// StateTextTokens its sim.CountTokens (no framing).
 type Output struct {
-	Request     json.RawMessage
-	Tokens      Tokens
-	PrefixBytes int
-	StateText   string
+	Request         json.RawMessage
+	Tokens          Tokens
+	PrefixBytes     int
+	StateText       string
+	StateTextTokens int64
 }
 
 // Assemble builds the request of in. Errors have code EINVALID and name
@@ -126,7 +128,8 @@ func Assemble(in Input) (*Output, error) {
 	if in.Instructions != "" {
 		tok.Prefix += int64(sim.CountTokens(in.Instructions) + sim.MessageOverhead)
 	}
-	tok.State = int64(sim.CountTokens(stateText))
+	stateTextTokens := int64(sim.CountTokens(stateText))
+	tok.State = stateTextTokens
 	if in.Shape != groundhog.ShapeMessages || in.Instructions == "" {
 		// Messages: instructions and state are blocks of one system
 		// message, framed once.
@@ -220,7 +223,7 @@ func Assemble(in Input) (*Output, error) {
 		}
 		b.WriteString("]}")
 	}
-	return &Output{Request: json.RawMessage(b.Bytes()), Tokens: tok, PrefixBytes: prefixBytes, StateText: stateText}, nil
+	return &Output{Request: json.RawMessage(b.Bytes()), Tokens: tok, PrefixBytes: prefixBytes, StateText: stateText, StateTextTokens: stateTextTokens}, nil
 }
 
 func writeOpenAIMessage(b *bytes.Buffer, shape groundhog.Shape, role, part, text string, mark bool) {

@@ -80,8 +80,14 @@ func PromptTokens() int64 { return int64(sim.CountTokens(Instructions)) }
 // verbatim part alone (objective, constraints, evidence, headings), as
 // Decide wants them.
 func Measure(cur groundhog.WorkingState, info map[string]*groundhog.EvidenceInfo) (state, verbatim int64) {
+	return int64(sim.CountTokens(assemble.RenderState(cur, info, nil))), MeasureVerbatim(cur, info)
+}
+
+// MeasureVerbatim is Measure's verbatim count alone, for a caller that has
+// already counted the rendered state.
+func MeasureVerbatim(cur groundhog.WorkingState, info map[string]*groundhog.EvidenceInfo) int64 {
 	v := groundhog.WorkingState{Objective: cur.Objective, Constraints: cur.Constraints, Evidence: cur.Evidence, Ext: cur.Ext}
-	return int64(sim.CountTokens(assemble.RenderState(cur, info, nil))), int64(sim.CountTokens(assemble.RenderState(v, info, nil)))
+	return int64(sim.CountTokens(assemble.RenderState(v, info, nil)))
 }
 
 // Apply checks the proposal raw (a JSON object) against cur and returns the

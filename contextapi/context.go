@@ -99,7 +99,12 @@ func (h *handler) Assemble(r *http.Request, tenant, session string, req *Context
 	if err != nil {
 		return nil, err
 	}
-	stateTokens, verbatim := compaction.Measure(cur.State, info)
+	// The assembled text is the state's rendering unless evidence was
+	// inlined (which no compaction shrinks): count it once.
+	stateTokens, verbatim := out.StateTextTokens, compaction.MeasureVerbatim(cur.State, info)
+	if len(inline) > 0 {
+		stateTokens, verbatim = compaction.Measure(cur.State, info)
+	}
 	steps := int64(-1)
 	if req.ExpectedStepsLeft != nil {
 		steps = *req.ExpectedStepsLeft
