@@ -69,7 +69,26 @@ func (h *handler) context(w http.ResponseWriter, r *http.Request, tenant, sessio
 		return
 	}
 	w.Header().Set("ETag", etag(res.StateVersion))
-	writeJSON(w, http.StatusOK, res)
+	writeRaw(w, http.StatusOK, res.marshal())
+}
+
+// marshal is json.Marshal of r without re-validating the request body
+// (Assemble built it as valid JSON; re-compacting it costs more than the
+// rest of the answer).
+func (r *ContextResponse) marshal() []byte {
+	rest, err := json.Marshal(struct {
+		Tokens       assemble.Tokens     `json:"tokens"`
+		Compaction   compaction.Decision `json:"compaction"`
+		StateVersion int64               `json:"state_version"`
+	}{r.Tokens, r.Compaction, r.StateVersion})
+	if err != nil {
+		panic(fmt.Sprintf("contextapi: marshal response: %v", err)) // only our own types
+	}
+	b := make([]byte, 0, len(r.Request)+len(rest)+16)
+	b = append(b, `{"request":`...)
+	b = append(b, r.Request...)
+	b = append(b, ',')
+	return append(b, rest[1:]...)
 }
 
 // Assemble answers one context request for (tenant, session).
