@@ -70,14 +70,15 @@ type Options struct {
 // application/json; 422 a compaction proposal that drops, reorders or
 // alters a constraint or the objective, or drops an evidence entry; 502 the
 // summarizing call failed; 503 a store is unavailable. No error writes
-// anything.
+// anything. A compact request may have no body at all (no Content-Type
+// either): it stands for {}.
 func Mount(mux *http.ServeMux, auth func(*http.Request) (string, error), o Options) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{o: o, auth: auth}
-	mux.Handle(ContextPattern, h.wrap(h.context))
-	mux.Handle(CompactPattern, h.wrap(h.compact))
+	mux.Handle(ContextPattern, h.wrap(false, h.context))
+	mux.Handle(CompactPattern, h.wrap(true, h.compact))
 }
 
 type handler struct {
@@ -87,7 +88,9 @@ type handler struct {
 
 // wrap authenticates, checks the method, the session id, the content type
 // and the size, then decodes the body strictly into the handler's request.
-func (h *handler) wrap(serve func(w http.ResponseWriter, r *http.Request, tenant, session string, body []byte)) http.Handler {
+// emptyOK lets a request without a body (and without a Content-Type) stand
+// for "{}".
+func (h *handler) wrap(emptyOK bool, serve func(w http.ResponseWriter, r *http.Request, tenant, session string, body []byte)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenant, err := h.auth(r)
 		if err != nil {
@@ -105,6 +108,10 @@ func (h *handler) wrap(serve func(w http.ResponseWriter, r *http.Request, tenant
 		session := r.PathValue("id")
 		if !state.ValidSession(session) {
 			h.writeError(w, r, groundhog.Errorf(groundhog.EINVALID, "session id must be 1-128 characters of A-Z a-z 0-9 . _ : -"))
+			return
+		}
+		if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" && emptyOK {
+			serve(w, r, tenant, session, []byte("{}")) // POST …/compact with no body at all
 			return
 		}
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {

@@ -326,6 +326,17 @@ func TestCompactIfMatch(t *testing.T) {
 	if bill := g.Sim.Bill(); bill.Calls != 0 {
 		t.Errorf("a 412 called the model")
 	}
+	// No body at all stands for {}: with no model and no compaction.model
+	// configured, the summarizer is unknown (400), nothing written.
+	res, err := http.Post(g.URL+"/groundhog/v1/sessions/s1/compact", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 400 || !strings.Contains(string(b), "model") {
+		t.Errorf("empty compact: %d %s", res.StatusCode, b)
+	}
 }
 
 func TestBadInput(t *testing.T) {
@@ -465,5 +476,26 @@ func TestCompactIdenticalStateIsCached(t *testing.T) {
 	j2, _ := json.Marshal(states[1].State)
 	if !bytes.Equal(j1, j2) {
 		t.Errorf("different compactions of one state:\n%s\n%s", j1, j2)
+	}
+}
+
+// With compaction.model configured, a bare POST …/compact compacts.
+func TestCompactConfiguredModelNoBody(t *testing.T) {
+	g := start(t, func(c *config.Config) { c.Compaction.Model = "sim-small" })
+	putState(t, g, groundhog.LocalTenant, "s1", bigState(), 0)
+	res, err := http.Post(g.URL+"/groundhog/v1/sessions/s1/compact", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var c struct {
+		Version  int64 `json:"version"`
+		Decision struct {
+			SummaryModel string `json:"summary_model"`
+		} `json:"decision"`
+	}
+	if res.StatusCode != 200 || json.Unmarshal(b, &c) != nil || c.Version != 2 || c.Decision.SummaryModel != "sim-small" {
+		t.Errorf("bare compact: %d %s", res.StatusCode, b)
 	}
 }
