@@ -14,10 +14,22 @@ import (
 
 var _ groundhog.EvidenceStore = (*DB)(nil)
 
-// PutEvidence stores r's bytes as EvidenceStore documents. The upload is
-// spooled to a temporary file first (hashing it), so the single writer
-// connection is held only while the chunks are inserted, in one
-// transaction: a failure leaves nothing behind.
+// PutEvidence stores r's bytes as EvidenceStore documents.
+//
+// The upload is spooled to a temporary file first (hashing it). Then the
+// chunks go in, a few per transaction, so a large blob never holds the one
+// writer connection for long (the gateway's other writes interleave);
+// chunks without their evidence row are invisible, every read starts from
+// the row. A last short transaction re-checks dedup and the quota under
+// the write lock, makes sure every chunk is there and inserts the row.
+//
+// Chunk rows are keyed by (tenant, ref, seq) and a ref fixes their bytes,
+// so concurrent uploads of the same blob write identical rows (ON CONFLICT
+// DO NOTHING). An upload that fails removes the chunks no row claims; a
+// concurrent upload of the same bytes whose chunks that removed re-inserts
+// them in its last transaction. A crash mid-upload leaves orphan chunks
+// that count against no quota and are reused by the next upload of the
+// same bytes.
 func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.Reader, quota int64) (*groundhog.EvidenceInfo, bool, error) {
 	if err := db.check(); err != nil {
 		return nil, false, err
@@ -43,14 +55,57 @@ func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.
 	if sp.Over {
 		return nil, false, quotaError(quota)
 	}
+	info, created, err := db.putEvidence(ctx, tenant, contentType, sp, quota)
+	if err != nil {
+		db.dropOrphanChunks(tenant, sp.Ref)
+	}
+	return info, created, err
+}
 
-	tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock from here
+// chunksPerTx is how many chunks one transaction of an upload inserts.
+const chunksPerTx = 4
+
+func insertChunk(ctx context.Context, tx *sql.Tx, tenant, ref string, seq int64, c evblob.Chunk, data []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO evidence_chunks (tenant, ref, seq, nl_before, nl, data) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`, tenant, ref, seq, c.NLBefore, c.NL, data)
+	return err
+}
+
+func (db *DB) putEvidence(ctx context.Context, tenant, contentType string, sp *evblob.Spooled, quota int64) (*groundhog.EvidenceInfo, bool, error) {
+	var tx *sql.Tx
+	err := sp.EachChunk(func(seq int64, c evblob.Chunk, data []byte) error {
+		if tx == nil {
+			var err error
+			if tx, err = db.w.BeginTx(ctx, nil); err != nil {
+				return err
+			}
+		}
+		if err := insertChunk(ctx, tx, tenant, sp.Ref, seq, c, data); err != nil {
+			return err
+		}
+		if (seq+1)%chunksPerTx == 0 {
+			err := tx.Commit()
+			tx = nil
+			return err
+		}
+		return nil
+	})
+	if err == nil && tx != nil {
+		err = tx.Commit()
+	} else if tx != nil {
+		tx.Rollback()
+	}
+	if err != nil {
+		return nil, false, mapErr(fmt.Errorf("sqlite: put evidence chunks: %w", err))
+	}
+
+	tx, err = db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock from here
 	if err != nil {
 		return nil, false, mapErr(fmt.Errorf("sqlite: put evidence: %w", err))
 	}
 	defer tx.Rollback()
-	// Re-check under the lock: a concurrent upload may have stored the same
-	// bytes, or used the quota, since the checks above.
+	// Under the lock: a concurrent upload may have stored the same bytes,
+	// or used the quota, since the checks before the chunks went in.
 	if info, _, err := db.statEvidence(ctx, tx, tenant, sp.Ref); err == nil {
 		return info, false, nil
 	} else if !groundhog.IsNotFound(err) {
@@ -65,23 +120,39 @@ func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.
 			return nil, false, quotaError(quota)
 		}
 	}
+	var have int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM evidence_chunks WHERE tenant = ? AND ref = ?", tenant, sp.Ref).Scan(&have); err != nil {
+		return nil, false, mapErr(fmt.Errorf("sqlite: put evidence: %w", err))
+	}
+	if have != len(sp.Chunks) {
+		// A failed concurrent upload of the same bytes removed chunks:
+		// put them back, here, under the lock.
+		err := sp.EachChunk(func(seq int64, c evblob.Chunk, data []byte) error {
+			return insertChunk(ctx, tx, tenant, sp.Ref, seq, c, data)
+		})
+		if err != nil {
+			return nil, false, mapErr(fmt.Errorf("sqlite: put evidence chunks: %w", err))
+		}
+	}
 	info := &groundhog.EvidenceInfo{Tenant: tenant, Ref: sp.Ref, Bytes: sp.Bytes, Lines: sp.Lines, ContentType: contentType, CreatedAt: time.Now().UTC()}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO evidence (tenant, ref, bytes, lines, content_type, chunk_bytes, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, tenant, info.Ref, info.Bytes, info.Lines, contentType, evblob.ChunkBytes, info.CreatedAt.UnixNano()); err != nil {
 		return nil, false, mapErr(fmt.Errorf("sqlite: put evidence: %w", err))
 	}
-	err = sp.EachChunk(func(seq int64, c evblob.Chunk, data []byte) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO evidence_chunks (tenant, ref, seq, nl_before, nl, data) VALUES (?, ?, ?, ?, ?, ?)`,
-			tenant, info.Ref, seq, c.NLBefore, c.NL, data)
-		return err
-	})
-	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("sqlite: put evidence chunks: %w", err))
-	}
 	if err := tx.Commit(); err != nil {
 		return nil, false, mapErr(fmt.Errorf("sqlite: put evidence: %w", err))
 	}
 	return info, true, nil
+}
+
+// dropOrphanChunks removes the chunks of (tenant, ref) that no evidence
+// row claims, after a failed upload. Best effort with a fresh context (the
+// request's may be what failed): leftovers are harmless (see PutEvidence).
+func (db *DB) dropOrphanChunks(tenant, ref string) {
+	ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
+	defer cancel()
+	_, _ = db.w.ExecContext(ctx, `DELETE FROM evidence_chunks WHERE tenant = ? AND ref = ?
+		AND NOT EXISTS (SELECT 1 FROM evidence WHERE tenant = ? AND ref = ?)`, tenant, ref, tenant, ref)
 }
 
 func quotaError(quota int64) error {
