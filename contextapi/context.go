@@ -37,7 +37,8 @@ type ContextResponse struct {
 	StateVersion int64               `json:"state_version"`
 }
 
-// Validate checks the fields Assemble does not: breakpoints, steps left.
+// validate checks the fields Assemble does not: breakpoints, steps left,
+// evidence_inline refs.
 func (c *ContextRequest) validate() error {
 	if c.Breakpoints != "" && c.Breakpoints != "auto" && c.Breakpoints != "off" {
 		return groundhog.Errorf(groundhog.EINVALID, `breakpoints: must be "auto" or "off", not %q`, c.Breakpoints)
@@ -63,7 +64,7 @@ func (h *handler) context(w http.ResponseWriter, r *http.Request, tenant, sessio
 		h.writeError(w, r, err)
 		return
 	}
-	res, err := h.Assemble(r, tenant, session, &req)
+	res, err := h.build(r, tenant, session, &req)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -91,8 +92,8 @@ func (r *ContextResponse) marshal() []byte {
 	return append(b, rest[1:]...)
 }
 
-// Assemble answers one context request for (tenant, session).
-func (h *handler) Assemble(r *http.Request, tenant, session string, req *ContextRequest) (*ContextResponse, error) {
+// build answers one context request for (tenant, session).
+func (h *handler) build(r *http.Request, tenant, session string, req *ContextRequest) (*ContextResponse, error) {
 	ctx := r.Context()
 	cur, err := h.currentState(ctx, tenant, session)
 	if err != nil {
