@@ -58,6 +58,8 @@ type Config struct {
 	Sim        SimConfig                    `yaml:"sim"`
 	State      StateConfig                  `yaml:"state"`
 	Evidence   EvidenceConfig               `yaml:"evidence"`
+	// Compaction is the working-state compaction policy (compaction.go).
+	Compaction CompactionConfig `yaml:"compaction"`
 
 	// PriceTable is the effective price table (built-in defaults merged with
 	// PricesFile and Prices); filled by Load.
@@ -147,6 +149,7 @@ func Default() Config {
 		PriceTable:              pricing.Default(),
 		State:                   StateConfig{MaxBytes: 256 << 10},
 		Evidence:                EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
+		Compaction:              DefaultCompaction(),
 	}
 }
 
@@ -296,6 +299,9 @@ func (c *Config) Finish() error {
 		if !isSHA256Hex(k.SHA256) {
 			return fmt.Errorf("keys[%d]: sha256 must be 64 lowercase hex digits (the hash of the key, never the key itself)", i)
 		}
+	}
+	if err := c.Compaction.finish(); err != nil {
+		return err
 	}
 	t := pricing.Default()
 	if c.PricesFile != "" {

@@ -161,7 +161,9 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: db.Ping, Extra: withStateRoutes(extraRoutes(db, lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log),
+		Logger: log, Ready: db.Ping,
+		Extra: withContextRoutes(withStateRoutes(extraRoutes(db, lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log), db, cfg, log,
+			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),
 		// Keyless only for a loopback gateway that starts without keys: one
 		// that starts with keys, or listens beyond loopback, never serves
 		// without a key, even after its last key is revoked.
