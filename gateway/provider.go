@@ -281,6 +281,8 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 			s.log.Warn("cache read failed; serving as a miss", append(logAttrs(c), "err", err)...)
 		}
 	}
+	// Decided now: settling the claim clears c.claim before the defer runs.
+	keep := outlivesClient(c)
 	var sub *coalesce.Subscription
 	leader := true
 	fn := func(ctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
@@ -292,7 +294,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 		var solo coalesce.Group // a private flight: same delivery code, no sharing
 		sub, _ = solo.Do(ctx, key, fn)
 	}
-	defer sub.Close()
+	defer leaveFlight(sub, keep)
 	state := "off"
 	switch {
 	case !leader:
