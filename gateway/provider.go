@@ -63,6 +63,7 @@ type call struct {
 	claim        *idempotency.Claim // held while this call runs an idempotent operation
 	orphan       orphanState        // the leader's row when its client leaves before the flight ends
 	recheckHit   atomic.Bool        // the leader's flight found the entry on its second cache look-up
+	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
 	header       http.Header        // the client's request headers
 	start        time.Time
 	inFlight     bool
@@ -522,7 +523,7 @@ func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, er
 		return
 	}
 	code := groundhog.ErrorCode(err)
-	_, _ = s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
+	_, _ = s.finish(c, s.failedRow(c, leader, statusFor(code)), nil, err)
 	buf = wire.AppendEvent(buf[:0], wire.ErrorEvent(c.shape, code, groundhog.ErrorMessage(err)))
 	_, _ = w.Write(buf)
 	_ = http.NewResponseController(w).Flush()
@@ -536,7 +537,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 		return
 	}
 	code := groundhog.ErrorCode(err)
-	_, _ = s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
+	_, _ = s.finish(c, s.failedRow(c, leader, statusFor(code)), nil, err)
 	s.setHeaders(w.Header(), c, "")
 	s.writeError(w, r, c.shape, err)
 }
@@ -600,6 +601,8 @@ func (s *Server) finishOrphan(c *call, row groundhog.LedgerEntry) {
 		row.Outcome, row.Cost, row.Saved, row.FullCost = outcome, cost, saved, resp.Cost
 		row.Usage = usageIf(!c.recheckHit.Load(), resp)
 		row.Model = firstNonEmpty(resp.Model, c.fp.Model)
+	} else {
+		row.Cost, row.FullCost = c.spent, c.spent // what the failed attempt cost, or unknown
 	}
 	_, _ = s.finish(c, row, resp, err)
 }

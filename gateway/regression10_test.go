@@ -5,11 +5,14 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/ledger"
 )
 
 // leaveEarly sends body with hdr and gives up (as a client timeout does)
@@ -79,5 +82,77 @@ func TestIssue10CacheableCallOutlivesItsClient(t *testing.T) {
 	}
 	if b := h.bill(); b.Calls != 1 {
 		t.Fatalf("sim billed %d calls", b.Calls)
+	}
+}
+
+// report builds today's report over the harness's ledger.
+func (h *harness) report() ledger.Row {
+	h.t.Helper()
+	if err := h.Ledger.Flush(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	rep, err := ledger.BuildReport(context.Background(), h.DB, ledger.ReportParams{Day: time.Now()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rep.Total
+}
+
+// Issue 10 item 3: attempts the provider billed are never booked as a
+// known $0. Over a workload with faults the report's spend equals the
+// sim's bill for every call whose usage the gateway received; a call the
+// provider billed but whose usage never arrived (drop after success, reset
+// mid-stream) is unknown and counted in unknown_cost_calls.
+func TestIssue10BilledFailuresAreNotFreeInTheReport(t *testing.T) {
+	h := newHarness(t)
+	chat := func(s string) string {
+		return `{"model":"sim-small","messages":[{"role":"user","content":"` + s + `"}]}`
+	}
+	for i, fault := range []string{"", "status=503", "", "status=429", ""} {
+		hdr := map[string]string{}
+		if fault != "" {
+			hdr["Sim-Fault"] = fault
+		}
+		h.post("/v1/chat/completions", chat(fmt.Sprint("call ", i)), hdr)
+	}
+	rep, bill := h.report(), h.bill()
+	if rep.Spend != bill.USD || rep.UnknownCostCalls != 0 {
+		t.Fatalf("clean workload: report spend $%s (unknown %d), sim bill $%s", rep.Spend, rep.UnknownCostCalls, bill.USD)
+	}
+	r, _ := h.post("/v1/chat/completions", chat("dropped"), map[string]string{"Sim-Fault": "drop-after-success"})
+	if r.StatusCode/100 != 5 {
+		t.Fatalf("drop-after-success answered %d", r.StatusCode)
+	}
+	r, _ = h.post("/v1/chat/completions", `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"reset"}]}`, map[string]string{"Sim-Fault": "reset-mid-stream"})
+	_ = r
+	after, bill2 := h.report(), h.bill()
+	if bill2.USD <= bill.USD {
+		t.Fatalf("the faults were not billed by the sim: $%s then $%s", bill.USD, bill2.USD)
+	}
+	if after.UnknownCostCalls != 2 || after.Spend != rep.Spend {
+		t.Fatalf("after billed failures: spend $%s (was $%s), unknown_cost_calls %d, want 2; sim bill $%s",
+			after.Spend, rep.Spend, after.UnknownCostCalls, bill2.USD)
+	}
+	for _, row := range h.ledgerRows() {
+		if row.Outcome == groundhog.OutcomeError && row.Status >= 500 && row.Status != 503 && row.Cost.Known() {
+			t.Errorf("billed failure booked as known %s: %+v", row.Cost, row)
+		}
+	}
+}
+
+// Issue 10 item 3, client timeout: a call that is neither idempotent nor
+// cacheable may be cancelled when its client leaves, but the attempt that
+// reached the provider is booked as unknown, not $0.
+func TestIssue10CancelledAttemptCostsUnknown(t *testing.T) {
+	g := newGate()
+	h := newHarness(t, withGate(g))
+	defer g.open() // the gate's handler does not read the body, so it cannot see the gateway hang up
+	leaveEarly(t, h, g, "/v1/chat/completions", `{"model":"sim-small","messages":[{"role":"user","content":"bye"}]}`, nil)
+	rows := h.ledgerRows()
+	if len(rows) != 1 || rows[0].Status != 499 || rows[0].Cost.Known() {
+		t.Fatalf("rows %+v", rows)
+	}
+	if rep := h.report(); rep.UnknownCostCalls != 1 {
+		t.Fatalf("unknown_cost_calls %d", rep.UnknownCostCalls)
 	}
 }

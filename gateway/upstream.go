@@ -103,11 +103,14 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	res, err := s.client.Do(req)
 	if err != nil {
+		c.spent = spentOnTransportError(err)
 		return nil, upstreamError(ctx, err)
 	}
+	c.spent = groundhog.CostUnknown // from here the provider may bill: known again only with its usage
 	defer res.Body.Close()
 	ct := res.Header.Get("Content-Type")
 	if res.StatusCode/100 != 2 {
+		c.spent = 0 // an error answer: providers do not bill it
 		body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 		if err != nil {
 			return nil, upstreamError(ctx, err)
@@ -125,6 +128,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 				break
 			}
 			if err != nil {
+				c.spent = s.spentOnBrokenStream(c, resp.Events)
 				return nil, upstreamError(ctx, err)
 			}
 			resp.Events = append(resp.Events, ev)
@@ -134,6 +138,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			}
 		}
 		if !wire.StreamComplete(c.shape, resp.Events) {
+			c.spent = s.spentOnBrokenStream(c, resp.Events)
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream ended before completion")
 		}
 		resp.Streamed = true
@@ -156,10 +161,8 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		pub.Head(res.StatusCode, ct, false)
 	}
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
-	resp.Cost = s.cfg.PriceTable.Cost(resp.Model, resp.Usage)
-	if resp.Usage == (groundhog.Usage{}) {
-		resp.Cost = groundhog.CostUnknown // no usage reported: unknown, never a silent 0
-	}
+	resp.Cost = s.price(c, resp.Model, resp.Usage)
+	c.spent = resp.Cost
 	if c.policy.on() && !c.noStore {
 		s.store(ctx, c, resp)
 	}
