@@ -53,8 +53,8 @@ type flight struct {
 	done      bool
 	resp      *groundhog.Response
 	err       error
-	subs      int // open subscriptions
-	followers int // subscriptions that joined beyond the leader
+	subs      int  // open subscriptions
+	followers int  // subscriptions that joined beyond the leader
 	kept      bool // a subscription detached: fn runs to completion, never cancelled
 }
 
