@@ -86,3 +86,17 @@ func hasMessageDelta(events []groundhog.Event) bool {
 	}
 	return false
 }
+
+// savedHeader is the Groundhog-Saved-USD value of a call with the given
+// outcome that answered with resp: a call that avoided the provider (a hit,
+// a coalesced answer, a replay) saved resp's cost, which is "unknown" when
+// the model is not priced — never 0.000000.
+func savedHeader(outcome groundhog.Outcome, saved groundhog.Money, resp *groundhog.Response) string {
+	switch outcome {
+	case groundhog.OutcomeCacheHit, groundhog.OutcomeCoalesced, groundhog.OutcomeReplayed:
+		if resp == nil || !resp.Cost.Known() {
+			return "unknown"
+		}
+	}
+	return costString(saved)
+}

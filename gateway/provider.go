@@ -76,6 +76,7 @@ func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 		defer s.inflight.Add(-1)
 		c, err := s.admit(w, r, shape)
 		if err != nil {
+			w.Header().Set(hdrCache, "off") // refused before the cache stage
 			s.writeError(w, r, shape, err)
 			return
 		}
@@ -329,7 +330,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 	ctx := r.Context()
 	status, ct, streamed, err := sub.Head(ctx)
 	if err != nil {
-		s.fail(w, r, c, err, leader)
+		s.fail(w, r, c, err, leader, state)
 		return
 	}
 	if leader && c.recheckHit.Load() {
@@ -341,7 +342,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 	}
 	resp, err := sub.Wait(ctx)
 	if err != nil {
-		s.fail(w, r, c, err, leader)
+		s.fail(w, r, c, err, leader, state)
 		return
 	}
 	outcome, cost, saved := s.accounting(c, resp, leader)
@@ -397,6 +398,8 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		// answer with the committed result, as every later retry will.
 		resp, cost, saved = winner.Result, 0, 0
 		h.Set(hdrReplayed, "true")
+		h.Set(hdrCache, "replayed")
+		row.Outcome = groundhog.OutcomeReplayed // for the saved header only: the row is recorded
 	}
 	if !resp.OK() {
 		// Upstream errors pass through with their status and body.
@@ -407,7 +410,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		return
 	}
 	h[hdrCost] = []string{costString(cost)} // exact casing of the wire contract
-	h[hdrSaved] = []string{saved.String()}
+	h[hdrSaved] = []string{savedHeader(row.Outcome, saved, resp)}
 	if c.fp.Stream {
 		events := resp.Events
 		if !resp.Streamed {
@@ -510,7 +513,7 @@ func (s *Server) finishRelay(ctx context.Context, c *call, sub *coalesce.Subscri
 		return err // the stream is broken off: no durable row, no complete response
 	}
 	h.Set(hdrCost, costString(cost)) // a trailer: net/http matches trailers by canonical key
-	h.Set(hdrSaved, saved.String())
+	h.Set(hdrSaved, savedHeader(outcome, saved, resp))
 	return nil
 }
 
@@ -531,14 +534,14 @@ func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, er
 }
 
 // fail answers a call whose flight failed before any response was sent.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error, leader bool) {
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error, leader bool, state string) {
 	if r.Context().Err() != nil {
 		s.abandon(c, leader, err)
 		return
 	}
 	code := groundhog.ErrorCode(err)
 	_, _ = s.finish(c, s.failedRow(c, leader, statusFor(code)), nil, err)
-	s.setHeaders(w.Header(), c, "")
+	s.setHeaders(w.Header(), c, state)
 	s.writeError(w, r, c.shape, err)
 }
 

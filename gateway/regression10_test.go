@@ -148,11 +148,74 @@ func TestIssue10CancelledAttemptCostsUnknown(t *testing.T) {
 	h := newHarness(t, withGate(g))
 	defer g.open() // the gate's handler does not read the body, so it cannot see the gateway hang up
 	leaveEarly(t, h, g, "/v1/chat/completions", `{"model":"sim-small","messages":[{"role":"user","content":"bye"}]}`, nil)
+	waitFor(t, func() bool { return len(h.ledgerRows()) == 1 }) // the cancelled flight records the row
 	rows := h.ledgerRows()
 	if len(rows) != 1 || rows[0].Status != 499 || rows[0].Cost.Known() {
 		t.Fatalf("rows %+v", rows)
 	}
 	if rep := h.report(); rep.UnknownCostCalls != 1 {
 		t.Fatalf("unknown_cost_calls %d", rep.UnknownCostCalls)
+	}
+}
+
+// Issue 10 item 11: a hit, a coalesced answer and a replay of a model the
+// price table does not know say their saving is unknown, as the cost is.
+func TestIssue10UnknownSavingsSayUnknown(t *testing.T) {
+	g := newGate()
+	h := newHarness(t, withGate(g))
+	body := `{"model":"unpriced-model-x","messages":[{"role":"user","content":"what is it worth"}]}`
+	use := map[string]string{"Groundhog-Cache": "use"}
+	hash := hashOf(t, "chat", body)
+	leader := make(chan *http.Response, 1)
+	go func() { r, _ := h.post("/v1/chat/completions", body, use); leader <- r }()
+	<-g.arrived
+	follower := make(chan *http.Response, 1)
+	go func() { r, _ := h.post("/v1/chat/completions", body, use); follower <- r }()
+	waitFor(t, func() bool { return h.GW.Followers("local", hash) == 1 })
+	g.open()
+	lr, fr := <-leader, <-follower
+	if lr.Header.Get("Groundhog-Cost-USD") != "unknown" {
+		t.Fatalf("leader cost %q", lr.Header.Get("Groundhog-Cost-USD"))
+	}
+	if fr.Header.Get("Groundhog-Cache") != "coalesced" || fr.Header.Get("Groundhog-Saved-USD") != "unknown" {
+		t.Errorf("coalesced: cache %q saved %q", fr.Header.Get("Groundhog-Cache"), fr.Header.Get("Groundhog-Saved-USD"))
+	}
+	hr, _ := h.post("/v1/chat/completions", body, use)
+	if hr.Header.Get("Groundhog-Cache") != "hit" || hr.Header.Get("Groundhog-Saved-USD") != "unknown" {
+		t.Errorf("hit: cache %q saved %q", hr.Header.Get("Groundhog-Cache"), hr.Header.Get("Groundhog-Saved-USD"))
+	}
+	idem := map[string]string{"Idempotency-Key": "unpriced-1"}
+	h.post("/v1/chat/completions", body, idem)
+	rr, _ := h.post("/v1/chat/completions", body, idem)
+	if rr.Header.Get("Idempotent-Replayed") != "true" || rr.Header.Get("Groundhog-Saved-USD") != "unknown" {
+		t.Errorf("replay: replayed %q saved %q", rr.Header.Get("Idempotent-Replayed"), rr.Header.Get("Groundhog-Saved-USD"))
+	}
+}
+
+// Issue 11 item 9: every provider-route response says what the cache stage
+// did: an idempotent replay says "replayed", an error says what happened
+// (or "off" when the call never reached the cache stage).
+func TestIssue10EveryResponseCarriesGroundhogCache(t *testing.T) {
+	h := newHarness(t)
+	body := `{"model":"sim-small","messages":[{"role":"user","content":"state"}]}`
+	idem := map[string]string{"Idempotency-Key": "state-1"}
+	cases := []struct {
+		name string
+		body string
+		hdr  map[string]string
+		want string
+	}{
+		{"first idempotent call", body, idem, "off"},
+		{"replay", body, idem, "replayed"},
+		{"mismatched payload", `{"model":"sim-small","messages":[{"role":"user","content":"other"}]}`, idem, "off"},
+		{"bad request", `{"messages":[]}`, nil, "off"},
+		{"upstream error on a miss", body, map[string]string{"Groundhog-Cache": "use", "Sim-Fault": "status=503"}, "miss"},
+		{"transport error, cache off", body, map[string]string{"Sim-Fault": "drop-after-success"}, "off"},
+	}
+	for _, tc := range cases {
+		r, b := h.post("/v1/chat/completions", tc.body, tc.hdr)
+		if got := r.Header.Get("Groundhog-Cache"); got != tc.want {
+			t.Errorf("%s: %d Groundhog-Cache %q, want %q (%s)", tc.name, r.StatusCode, got, tc.want, b)
+		}
 	}
 }
