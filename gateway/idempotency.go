@@ -82,7 +82,8 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, c *call, op *gro
 // reject records a call refused before any work and answers err.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, c *call, outcome groundhog.Outcome, err error) {
 	_ = s.record(c, s.row(c, outcome, statusFor(groundhog.ErrorCode(err)))) // an error response: nothing to withhold
-	s.setHeaders(w.Header(), c, "off") // refused before the cache stage
+	// Refused before the cache stage.
+	s.setHeaders(w.Header(), c, "off")
 	s.writeError(w, r, c.shape, err)
 }
 
