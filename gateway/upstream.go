@@ -163,10 +163,19 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
 	resp.Cost = s.price(c, resp.Model, resp.Usage)
 	c.spent = resp.Cost
-	if c.policy.on() && !c.noStore {
+	if c.policy.on() && !c.noStore && storable(c.shape, resp) {
 		s.store(ctx, c, resp)
 	}
 	return resp, nil
+}
+
+// storable reports whether resp may be cached: a refusal never is (it is
+// still answered and ledgered).
+func storable(shape groundhog.Shape, resp *groundhog.Response) bool {
+	if resp.Streamed {
+		return wire.StorableEvents(shape, resp.Events)
+	}
+	return wire.Storable(shape, resp.Body)
 }
 
 // store writes a successful response to the cache. A failed write is
