@@ -60,12 +60,12 @@ func TestIssue10RefusalsAreNeverCached(t *testing.T) {
 	up := refusingProvider(t, &calls)
 	h := newHarness(t, withUpstream(up.URL+"/v1", "sk-test"))
 	cases := []struct{ path, body, marker string }{
-		{"/v1/chat/completions", `{"model":"sim-small","messages":[{"role":"user","content":"bad"}]}`, "I can't help"},
-		{"/v1/chat/completions", `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"bad"}]}`, "content_filter"},
-		{"/v1/messages", `{"model":"sim-small","max_tokens":10,"messages":[{"role":"user","content":"bad"}]}`, "refusal"},
-		{"/v1/messages", `{"model":"sim-small","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"bad"}]}`, "refusal"},
-		{"/v1/responses", `{"model":"sim-small","input":"bad"}`, "content_filter"},
-		{"/v1/responses", `{"model":"sim-small","stream":true,"input":"bad"}`, "content_filter"},
+		{"/v1/chat/completions", `{"model":"sim-small","messages":[{"role":"user","content":"bad 1"}]}`, "I can't help"},
+		{"/v1/chat/completions", `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"bad 2"}]}`, "content_filter"},
+		{"/v1/messages", `{"model":"sim-small","max_tokens":10,"messages":[{"role":"user","content":"bad 3"}]}`, "refusal"},
+		{"/v1/messages", `{"model":"sim-small","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"bad 4"}]}`, "refusal"},
+		{"/v1/responses", `{"model":"sim-small","input":"bad 5"}`, "content_filter"},
+		{"/v1/responses", `{"model":"sim-small","stream":true,"input":"bad 6"}`, "content_filter"},
 	}
 	use := map[string]string{"Groundhog-Cache": "use"}
 	for i, tc := range cases {
