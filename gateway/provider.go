@@ -64,6 +64,7 @@ type call struct {
 	orphan       orphanState        // the leader's row when its client leaves before the flight ends
 	recheckHit   atomic.Bool        // the leader's flight found the entry on its second cache look-up
 	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
+	upHeader     http.Header        // the upstream response headers that pass to the leader's client (headers.go)
 	header       http.Header        // the client's request headers
 	start        time.Time
 	inFlight     bool
@@ -336,6 +337,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 	if leader && c.recheckHit.Load() {
 		state = "hit"
 	}
+	setUpstreamHeaders(w.Header(), c, leader)
 	if c.fp.Stream && streamed && status/100 == 2 {
 		s.relay(w, r, c, sub, leader, state, ct)
 		return
@@ -399,6 +401,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		resp, cost, saved = winner.Result, 0, 0
 		h.Set(hdrReplayed, "true")
 		h.Set(hdrCache, "replayed")
+		clearUpstreamHeaders(h)
 		row.Outcome = groundhog.OutcomeReplayed // for the saved header only: the row is recorded
 	}
 	if !resp.OK() {

@@ -108,6 +108,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	c.spent = groundhog.CostUnknown // from here the provider may bill: known again only with its usage
 	defer res.Body.Close()
+	c.upHeader = upstreamHeaders(res.Header) // before the head is published: the leader reads it after
 	ct := res.Header.Get("Content-Type")
 	if res.StatusCode/100 != 2 {
 		c.spent = 0 // an error answer: providers do not bill it
