@@ -403,6 +403,10 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		h.Set(hdrCache, "replayed")
 		clearUpstreamHeaders(h)
 		row.Outcome = groundhog.OutcomeReplayed // for the saved header only: the row is recorded
+		state = "replayed"
+	}
+	if sharedAnswer(state) {
+		resp = echoFor(c, resp)
 	}
 	if !resp.OK() {
 		// Upstream errors pass through with their status and body.
@@ -465,6 +469,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 	_ = rc.Flush()
 	buf := make([]byte, 0, 4096)
 	recorded := false
+	echo := echoRewriter(c, leader)
 	for {
 		ev, err := sub.Next(ctx)
 		if err == io.EOF {
@@ -490,6 +495,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 		if hiddenUsageChunk(c, ev) {
 			continue
 		}
+		ev = echo.Event(ev)
 		buf = wire.AppendEvent(buf[:0], ev)
 		if _, err := w.Write(buf); err != nil {
 			if !wire.IsTerminal(c.shape, ev) { // the terminal event's row is already recorded
