@@ -69,3 +69,25 @@ func TestIssue10UpstreamHeadersPassThroughLiveOnly(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10 item 6 (the gateway's part): when the response's model is not
+// in the price table (a dated snapshot name, say), the request's model
+// prices the call instead of leaving it unknown.
+func TestIssue10PriceFallsBackToTheRequestModel(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"sim-small-unlisted-2099-01-01","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":100,"total_tokens":1100}}`)
+	}))
+	defer up.Close()
+	h := newHarness(t, withUpstream(up.URL+"/v1", "sk-test"))
+	r, b := h.post("/v1/chat/completions", `{"model":"sim-small","messages":[{"role":"user","content":"price me"}]}`, nil)
+	if r.StatusCode != 200 {
+		t.Fatalf("%d %s", r.StatusCode, b)
+	}
+	if c := r.Header.Get("Groundhog-Cost-USD"); c == "unknown" || c == "" || c == "0.000000" {
+		t.Fatalf("cost %q: the request's model sim-small is priced", c)
+	}
+	if rows := h.ledgerRows(); len(rows) != 1 || !rows[0].Cost.Known() || rows[0].Cost == 0 {
+		t.Fatalf("rows %+v", rows)
+	}
+}
