@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -99,4 +100,44 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// Issue 10 item 5, coalesced: a follower of another caller's flight gets
+// its own echoed fields, streamed live and as a body.
+func TestIssue10CoalescedAnswersEchoTheCurrentCaller(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		g := newGate()
+		h := newHarness(t, withGate(g))
+		use := map[string]string{"Groundhog-Cache": "use"}
+		s := ""
+		if stream {
+			s = `"stream":true,`
+		}
+		alice := `{"model":"sim-small",` + s + `"input":"together","user":"alice-user-1","metadata":{"owner":"alice-user-1"}}`
+		carol := `{"model":"sim-small",` + s + `"input":"together","user":"carol-user-2","metadata":{"owner":"carol-user-2"}}`
+		hash := hashOf(t, "responses", alice)
+		leader := make(chan []byte, 1)
+		go func() { _, b := h.post("/v1/responses", alice, use); leader <- b }()
+		<-g.arrived
+		type answer struct {
+			r *http.Response
+			b []byte
+		}
+		follower := make(chan answer, 1)
+		go func() { r, b := h.post("/v1/responses", carol, use); follower <- answer{r, b} }()
+		waitFor(t, func() bool { return h.GW.Followers("local", hash) == 1 })
+		g.open()
+		lb, fa := <-leader, <-follower
+		read := echoOfBody
+		if stream {
+			read = echoOfStream
+		}
+		le, fe := read(t, lb), read(t, fa.b)
+		if fa.r.Header.Get("Groundhog-Cache") != "coalesced" || le.ID != fe.ID {
+			t.Fatalf("stream=%v: follower %q ids %s %s", stream, fa.r.Header.Get("Groundhog-Cache"), le.ID, fe.ID)
+		}
+		if deref(le.User) != "alice-user-1" || deref(fe.User) != "carol-user-2" || fe.Metadata["owner"] != "carol-user-2" {
+			t.Errorf("stream=%v: leader user %s, follower user %s metadata %v", stream, deref(le.User), deref(fe.User), fe.Metadata)
+		}
+	}
 }
