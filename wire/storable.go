@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 
 	groundhog "github.com/groundhog-ai/groundhog"
@@ -21,6 +22,9 @@ import (
 //
 // A body that does not parse is not storable either.
 func Storable(shape groundhog.Shape, body []byte) bool {
+	if shape != groundhog.ShapeEmbeddings && json.Valid(body) && !mayRefuse(body) {
+		return true // the common case, without parsing: no refusal marker at all
+	}
 	o, err := parseObject(body)
 	if err != nil {
 		return false
@@ -45,7 +49,7 @@ func Storable(shape groundhog.Shape, body []byte) bool {
 // and terminal response, the Messages message_delta stop_reason).
 func StorableEvents(shape groundhog.Shape, events []groundhog.Event) bool {
 	for _, ev := range events {
-		if isDone(ev.Data) {
+		if isDone(ev.Data) || !mayRefuse(ev.Data) {
 			continue
 		}
 		o, err := parseObject(ev.Data)
@@ -74,6 +78,14 @@ func StorableEvents(shape groundhog.Shape, events []groundhog.Event) bool {
 		}
 	}
 	return true
+}
+
+// mayRefuse reports whether b holds one of the words every refusal signal
+// contains ("content_filter", or "refusal" as a key, a value or in an event
+// type); without either, b cannot be a refusal and need not be parsed.
+// Providers do not \u-escape ASCII in these names.
+func mayRefuse(b []byte) bool {
+	return bytes.Contains(b, []byte("content_filter")) || bytes.Contains(b, []byte("refusal"))
 }
 
 func isDone(b []byte) bool { return string(b) == "[DONE]" }
