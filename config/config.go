@@ -27,6 +27,7 @@ type Config struct {
 	OpenAIAPIKey      string `yaml:"openai_api_key"`     // provider key; never logged
 	AnthropicAPIKey   string `yaml:"anthropic_api_key"`  // provider key; never logged
 	MaxBodyBytes      int64  `yaml:"max_body_bytes"`
+	MaxUpstreamBytes  int64  `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
 	// PassthroughMaxBodyBytes bounds a request body relayed on a
 	// passthrough route (file and audio uploads): streamed, never held.
 	PassthroughMaxBodyBytes int64         `yaml:"passthrough_max_body_bytes"`
@@ -167,6 +168,11 @@ func (c *Config) LoadFile(p string) error {
 	return nil
 }
 
+// DefaultMaxUpstreamBytes bounds one upstream response (a body, or a
+// stream's total) unless max_upstream_bytes says otherwise: a provider, or
+// anything posing as one, cannot grow the gateway's memory without limit.
+const DefaultMaxUpstreamBytes = 256 << 20
+
 // envVars maps GROUNDHOG_* variables to setters.
 var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_ADDR":               func(c *Config, v string) error { c.Addr = v; return nil },
@@ -231,6 +237,12 @@ func (c *Config) Finish() error {
 	}
 	if c.UpstreamTimeout <= 0 {
 		return fmt.Errorf("upstream_timeout must be positive")
+	}
+	if c.MaxUpstreamBytes == 0 {
+		c.MaxUpstreamBytes = DefaultMaxUpstreamBytes
+	}
+	if c.MaxUpstreamBytes < 0 {
+		return fmt.Errorf("max_upstream_bytes must be positive")
 	}
 	if c.Idempotency.Lease <= 0 || c.Idempotency.Retention <= 0 {
 		return fmt.Errorf("idempotency lease and retention must be positive")
