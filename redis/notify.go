@@ -1,0 +1,77 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// wakeChannel is the one pub/sub channel of every wake-up: a message is a
+// topic, and every replica delivers it to its own waiters. One channel (not
+// one per key) keeps one subscription per process whatever the number of
+// waiters; the cost is that every replica sees every wake-up, which are
+// small and as frequent as idempotent or coalesced completions.
+func (db *DB) wakeChannel() string { return db.prefix + "wake" }
+
+// listen subscribes to the wake-up channel and waits for the confirmation,
+// so a Subscribe after Open cannot miss a Publish made after it.
+func (db *DB) listen(ctx context.Context) error {
+	db.pubsub = db.rdb.Subscribe(ctx, db.wakeChannel())
+	if _, err := db.pubsub.Receive(ctx); err != nil {
+		_ = db.pubsub.Close()
+		return mapErr(fmt.Errorf("redis: subscribe: %w", err))
+	}
+	ch := db.pubsub.Channel()
+	db.wg.Add(1)
+	go func() {
+		defer db.wg.Done()
+		for m := range ch {
+			db.hub.Deliver(m.Payload)
+		}
+	}()
+	return nil
+}
+
+// Publish wakes the waiters of topic in every process subscribed to this
+// Redis and prefix, this one included. Errors are logged: a lost wake-up
+// only delays a waiter until its own poll or deadline.
+func (db *DB) Publish(topic string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := db.rdb.Publish(ctx, db.wakeChannel(), topic).Err(); err != nil {
+		db.log.Warn("redis: publish wake-up failed", "err", err)
+		// Wake this process's own waiters anyway.
+		db.hub.Deliver(topic)
+	}
+}
+
+// Wake returns a channel that receives a value after a later Publish of
+// topic anywhere; see wake.Hub.Subscribe.
+func (db *DB) Wake(ctx context.Context, topic string) <-chan struct{} {
+	return db.hub.Subscribe(ctx, topic)
+}
+
+// Notifier returns db as an idempotency.Notifier: Prefer: wait wakes on a
+// completion in any replica.
+func (db *DB) Notifier() *Notifier { return &Notifier{db: db} }
+
+// Notifier implements idempotency.Notifier over Redis pub/sub.
+type Notifier struct{ db *DB }
+
+// Notify announces that the operation (tenant, key) changed.
+func (n *Notifier) Notify(tenant, key string) { n.db.Publish(IdemTopic(tenant, key)) }
+
+// Subscribe returns a channel woken by a later Notify of (tenant, key) in
+// any replica; it is closed when ctx ends.
+func (n *Notifier) Subscribe(ctx context.Context, tenant, key string) <-chan struct{} {
+	return n.db.Wake(ctx, IdemTopic(tenant, key))
+}
+
+// IdemTopic names the wake-up topic of an operation record. The tenant's
+// length keeps the name unambiguous.
+func IdemTopic(tenant, key string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "i:%d.%s:%s", len(tenant), tenant, key)
+	return b.String()
+}
