@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -50,28 +49,4 @@ func (db *DB) Publish(topic string) {
 // topic anywhere; see wake.Hub.Subscribe.
 func (db *DB) Wake(ctx context.Context, topic string) <-chan struct{} {
 	return db.hub.Subscribe(ctx, topic)
-}
-
-// Notifier returns db as an idempotency.Notifier: Prefer: wait wakes on a
-// completion in any replica.
-func (db *DB) Notifier() *Notifier { return &Notifier{db: db} }
-
-// Notifier implements idempotency.Notifier over Redis pub/sub.
-type Notifier struct{ db *DB }
-
-// Notify announces that the operation (tenant, key) changed.
-func (n *Notifier) Notify(tenant, key string) { n.db.Publish(IdemTopic(tenant, key)) }
-
-// Subscribe returns a channel woken by a later Notify of (tenant, key) in
-// any replica; it is closed when ctx ends.
-func (n *Notifier) Subscribe(ctx context.Context, tenant, key string) <-chan struct{} {
-	return n.db.Wake(ctx, IdemTopic(tenant, key))
-}
-
-// IdemTopic names the wake-up topic of an operation record. The tenant's
-// length keeps the name unambiguous.
-func IdemTopic(tenant, key string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "i:%d.%s:%s", len(tenant), tenant, key)
-	return b.String()
 }

@@ -186,3 +186,5 @@ func isServerBusy(err error) bool {
 	return strings.Contains(s, "LOADING") || strings.Contains(s, "connection refused") ||
 		strings.Contains(s, "EOF") || strings.Contains(s, "connection reset") || strings.Contains(s, "i/o timeout")
 }
+
+var _ wake.Transport = (*DB)(nil)

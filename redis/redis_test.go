@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/wake"
 	"github.com/groundhog-ai/groundhog/redis"
 	"github.com/groundhog-ai/groundhog/storetest"
 )
@@ -178,9 +179,9 @@ func TestNotifierWakesOtherProcess(t *testing.T) {
 	b := openTest(t, redis.Options{Prefix: a.Prefix()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	woken := b.Notifier().Subscribe(ctx, "acme", "key-1")
-	other := b.Notifier().Subscribe(ctx, "acme", "key-2")
-	a.Notifier().Notify("acme", "key-1")
+	woken := wake.IdemNotifier{T: b}.Subscribe(ctx, "acme", "key-1")
+	other := wake.IdemNotifier{T: b}.Subscribe(ctx, "acme", "key-2")
+	wake.IdemNotifier{T: a}.Notify("acme", "key-1")
 	select {
 	case <-woken:
 	case <-time.After(10 * time.Second):

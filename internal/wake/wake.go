@@ -5,6 +5,7 @@ package wake
 
 import (
 	"context"
+	"strconv"
 	"sync"
 )
 
@@ -65,4 +66,33 @@ func (h *Hub) Waiters() int {
 		n += len(set)
 	}
 	return n
+}
+
+// Transport carries wake-ups between processes: Publish wakes the waiters
+// of topic in every process (this one included), Wake subscribes this
+// process to topic like Hub.Subscribe. redis.DB and postgres.Waker are the
+// transports.
+type Transport interface {
+	Publish(topic string)
+	Wake(ctx context.Context, topic string) <-chan struct{}
+}
+
+// Topic names a wake-up: kind ("i" for operation records, "f" for
+// cross-replica flights), then the tenant (prefixed by its length, so the
+// name is unambiguous whatever the tenant holds) and the key.
+func Topic(kind, tenant, key string) string {
+	return kind + ":" + strconv.Itoa(len(tenant)) + "." + tenant + ":" + key
+}
+
+// IdemNotifier is an idempotency.Notifier over a Transport: `Prefer: wait`
+// on one replica wakes when another completes the operation.
+type IdemNotifier struct{ T Transport }
+
+// Notify announces that the operation (tenant, key) changed.
+func (n IdemNotifier) Notify(tenant, key string) { n.T.Publish(Topic("i", tenant, key)) }
+
+// Subscribe returns a channel woken by a later Notify of (tenant, key) in
+// any process; it is closed when ctx ends.
+func (n IdemNotifier) Subscribe(ctx context.Context, tenant, key string) <-chan struct{} {
+	return n.T.Wake(ctx, Topic("i", tenant, key))
 }
