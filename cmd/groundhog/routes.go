@@ -9,13 +9,12 @@ import (
 	"github.com/groundhog-ai/groundhog/dashboard"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/metrics"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 // extraRoutes registers the management endpoints beside the provider
 // routes: the report and the dashboard (tenant-scoped by the caller's key),
 // the tool operations API, and /metrics.
-func extraRoutes(db *sqlite.DB, idem *idempotency.Service, m *metrics.Metrics, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
+func extraRoutes(db groundhog.LedgerStore, idem *idempotency.Service, m *metrics.Metrics, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
 	return func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
 		d := dashboard.New(dashboard.Options{Store: db, Auth: auth, Logger: log})
 		mux.Handle(dashboard.ReportPath, d.ReportHandler())
