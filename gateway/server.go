@@ -47,6 +47,9 @@ type Options struct {
 	Keys   groundhog.KeyStore
 	Cache  *cache.Cache
 	Ledger Recorder
+	// Flights coalesces cacheable calls across replicas; nil = this
+	// process only.
+	Flights Flights
 	// Idem runs the idempotency stage; nil disables Idempotency-Key handling.
 	Idem      *idempotency.Service
 	OpenAI    Upstream

@@ -132,7 +132,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log,
 		Notifier: st.notifier()})
 	gw = gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), OpenAI: openai, Anthropic: anthropic,
 		Logger: log, Ready: st.Ready, Extra: extraRoutes(db, idem, m, log),
 	})
 	bg, stopBG := context.WithCancel(context.Background())

@@ -11,6 +11,8 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/distcoalesce"
+	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/internal/wake"
 	"github.com/groundhog-ai/groundhog/postgres"
@@ -196,4 +198,16 @@ func defaultJournalDir(cfg *config.Config) string {
 		return '_'
 	}, cfg.Addr)
 	return "groundhog-" + name + ".journal"
+}
+
+// flights is the cross-replica coalescing of cacheable calls: over Redis
+// when the cache is there, else none (the gateway coalesces in process).
+// The claim's lease is the idempotency lease; a waiter waits at most the
+// upstream timeout.
+func (st *stores) flights(cfg *config.Config, log *slog.Logger) gateway.Flights {
+	if st.Redis == nil {
+		return nil
+	}
+	return distcoalesce.New(distcoalesce.Options{Client: st.Redis.Client(), Prefix: st.Redis.Prefix(), Waker: st.Redis,
+		Lease: cfg.Idempotency.Lease, MaxWait: cfg.UpstreamTimeout, Logger: log})
 }
