@@ -57,7 +57,11 @@ type Options struct {
 	// MaxWait bounds how long a waiter waits for another replica's flight
 	// before running the call itself; default DefaultMaxWait.
 	MaxWait time.Duration
-	Logger  *slog.Logger
+	// Degraded, when set and true, means Redis is known to be down: Lead
+	// then returns at once (the call runs uncoordinated) without a round
+	// trip or a log line per call.
+	Degraded func() bool
+	Logger   *slog.Logger
 }
 
 // Group coordinates flights across replicas. It is safe for concurrent use.
@@ -123,6 +127,9 @@ func (g *Group) claimKey(tenant, hash string) string {
 // wakes the waiters of every replica. done must be called after the cache
 // write, so that a woken waiter finds the result.
 func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry) (*groundhog.CacheEntry, func()) {
+	if g.o.Degraded != nil && g.o.Degraded() {
+		return nil, func() {}
+	}
 	key := g.claimKey(tenant, hash)
 	topic := wake.Topic("f", tenant, hash)
 	// Subscribe before the first claim attempt, so that a flight ending

@@ -237,7 +237,9 @@ func TestReplicasShareCacheFlightsAndOperations(t *testing.T) {
 		key := "op-" + groundhog.NewID()
 		body := chat(longPrompt("kill", 2500)) // about 5 s upstream
 		first := make(chan result, 1)
-		go func() { first <- post(ctx, r[0].URL+"/v1/chat/completions", body, map[string]string{"Idempotency-Key": key}) }()
+		go func() {
+			first <- post(ctx, r[0].URL+"/v1/chat/completions", body, map[string]string{"Idempotency-Key": key})
+		}()
 		waitRunning(t, cl.store, groundhog.LocalTenant, key)
 		r[0].kill()
 		if res := <-first; res.err == nil {

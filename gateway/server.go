@@ -58,6 +58,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// Ready reports whether the stores answer (for /readyz); nil means ready.
 	Ready func(ctx context.Context) error
+	// Degraded lists the degraded modes in force (for /readyz: still 200,
+	// status "degraded"); nil means none.
+	Degraded func() []string
 	// Transport for upstream calls; nil uses a tuned http.Transport.
 	Transport http.RoundTripper
 	// Extra registers more routes (report, dashboard, operations, metrics)
@@ -176,6 +179,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Ready != nil {
 		if err := s.opts.Ready(r.Context()); err != nil {
 			s.writeError(w, r, "", groundhog.WrapError(groundhog.EUNAVAILABLE, "store unavailable", err))
+			return
+		}
+	}
+	if s.opts.Degraded != nil {
+		if d := s.opts.Degraded(); len(d) > 0 {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "degraded", "degraded": d})
 			return
 		}
 	}

@@ -103,12 +103,18 @@ return 0`)
 // GetCache returns the entry for (tenant, hash) live at now. A corrupt or
 // truncated entry is deleted and reported as ENOTFOUND.
 func (db *DB) GetCache(ctx context.Context, tenant, hash string, now time.Time) (*groundhog.CacheEntry, error) {
+	if db.Degraded() {
+		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found (redis unavailable)")
+	}
 	k := db.cacheKey(tenant, hash)
 	b, err := db.rdb.Get(ctx, k).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found")
 	}
 	if err != nil {
+		if db.failed(mapErr(err)) != nil && db.Degraded() {
+			return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found (redis unavailable)")
+		}
 		return nil, mapErr(fmt.Errorf("redis: get cache: %w", err))
 	}
 	e, err := decode(b)
@@ -135,6 +141,9 @@ func (db *DB) GetCache(ctx context.Context, tenant, hash string, now time.Time) 
 // no lifetime left, is not stored: any older entry of the key is deleted and
 // PutCache succeeds.
 func (db *DB) PutCache(ctx context.Context, e *groundhog.CacheEntry) error {
+	if db.Degraded() {
+		return nil
+	}
 	k := db.cacheKey(e.Tenant, e.RequestHash)
 	b, err := encode(e)
 	if err != nil {
@@ -165,13 +174,16 @@ func (db *DB) PutCache(ctx context.Context, e *groundhog.CacheEntry) error {
 		return nil
 	})
 	if err != nil {
-		return mapErr(fmt.Errorf("redis: put cache: %w", err))
+		return db.tolerate(fmt.Errorf("redis: put cache: %w", err))
 	}
 	return nil
 }
 
 // DeleteCache removes the entry for (tenant, hash).
 func (db *DB) DeleteCache(ctx context.Context, tenant, hash string) error {
+	if db.Degraded() {
+		return nil
+	}
 	k := db.cacheKey(tenant, hash)
 	_, err := db.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Del(ctx, k)
@@ -179,7 +191,7 @@ func (db *DB) DeleteCache(ctx context.Context, tenant, hash string) error {
 		return nil
 	})
 	if err != nil {
-		return mapErr(fmt.Errorf("redis: delete cache: %w", err))
+		return db.tolerate(fmt.Errorf("redis: delete cache: %w", err))
 	}
 	return nil
 }
@@ -194,6 +206,9 @@ const purgeBatch = 500
 // so candidates are read with a millisecond of margin and each one's exact
 // expiry is checked against now before it is deleted.
 func (db *DB) PurgeCache(ctx context.Context, now time.Time) (int, error) {
+	if db.Degraded() {
+		return 0, nil
+	}
 	max := strconv.FormatFloat(float64(now.Add(time.Millisecond).UnixNano()), 'f', 0, 64)
 	deleted := 0
 	offset := int64(0)
@@ -235,4 +250,15 @@ func (db *DB) PurgeCache(ctx context.Context, now time.Time) (int, error) {
 		}
 		offset += kept
 	}
+}
+
+// tolerate maps a failed write: when Redis is unreachable the DB turns
+// degraded and the write is dropped without an error (the memory tier
+// keeps the entry); any other error is returned.
+func (db *DB) tolerate(err error) error {
+	err = mapErr(err)
+	if db.failed(err) != nil && db.Degraded() {
+		return nil
+	}
+	return err
 }

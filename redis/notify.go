@@ -36,10 +36,16 @@ func (db *DB) listen(ctx context.Context) error {
 // Redis and prefix, this one included. Errors are logged: a lost wake-up
 // only delays a waiter until its own poll or deadline.
 func (db *DB) Publish(topic string) {
+	if db.Degraded() {
+		db.hub.Deliver(topic)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := db.rdb.Publish(ctx, db.wakeChannel(), topic).Err(); err != nil {
-		db.log.Warn("redis: publish wake-up failed", "err", err)
+		if db.failed(mapErr(err)) == nil || !db.Degraded() {
+			db.log.Warn("redis: publish wake-up failed", "err", err)
+		}
 		// Wake this process's own waiters anyway.
 		db.hub.Deliver(topic)
 	}

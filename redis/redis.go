@@ -82,6 +82,7 @@ type DB struct {
 	pubsub *goredis.PubSub
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	down   atomic.Bool // degraded: see health.go
 
 	corrupt atomic.Uint64 // corrupt entries found (and deleted)
 	skipped atomic.Uint64 // entries too large for Redis

@@ -125,6 +125,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	var gw *gateway.Server
 	m := metrics.New(func() float64 { return float64(gw.InFlight()) })
 	rec := observed{next: lw, m: m}
+	st.register(m)
 	if cfg.Ledger.Disabled {
 		rec.next = nil
 		fmt.Fprintln(out, "groundhog: ledger disabled by configuration: no rows, no report")
@@ -133,7 +134,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		Notifier: st.notifier()})
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: st.Ready, Extra: extraRoutes(db, idem, m, log),
+		Logger: log, Ready: st.Ready, Degraded: st.degraded, Extra: extraRoutes(db, idem, m, log),
 	})
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()

@@ -15,6 +15,7 @@ import (
 	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/internal/wake"
+	"github.com/groundhog-ai/groundhog/metrics"
 	"github.com/groundhog-ai/groundhog/postgres"
 	"github.com/groundhog-ai/groundhog/redis"
 	"github.com/groundhog-ai/groundhog/sqlite"
@@ -209,5 +210,26 @@ func (st *stores) flights(cfg *config.Config, log *slog.Logger) gateway.Flights 
 		return nil
 	}
 	return distcoalesce.New(distcoalesce.Options{Client: st.Redis.Client(), Prefix: st.Redis.Prefix(), Waker: st.Redis,
-		Lease: cfg.Idempotency.Lease, MaxWait: cfg.UpstreamTimeout, Logger: log})
+		Lease: cfg.Idempotency.Lease, MaxWait: cfg.UpstreamTimeout, Degraded: st.Redis.Degraded, Logger: log})
+}
+
+// degraded lists the stores running in a degraded mode, for /readyz.
+func (st *stores) degraded() []string {
+	if st.Redis != nil && st.Redis.Degraded() {
+		return []string{"cache: redis unavailable, serving from each replica's memory tier"}
+	}
+	return nil
+}
+
+// register adds the stores' gauges to the metrics.
+func (st *stores) register(m *metrics.Metrics) {
+	if st.Redis == nil {
+		return
+	}
+	m.GaugeFunc("groundhog_cache_redis_degraded", "1 while Redis is unavailable and the cache serves from each replica's memory tier.", func() float64 {
+		if st.Redis.Degraded() {
+			return 1
+		}
+		return 0
+	})
 }
