@@ -149,3 +149,41 @@ func TestRedisDownDegradesToMemoryTier(t *testing.T) {
 		t.Errorf("groundhog_cache_redis_degraded after recovery = %q, want 0", v)
 	}
 }
+
+// A replica started while Redis is down starts degraded (it serves from its
+// memory tier) and joins Redis when it answers.
+func TestServeStartsDegradedWhileRedisIsDown(t *testing.T) {
+	storetest.RedisURL(t)
+	addr := freeAddr(t) // nothing listens there yet
+	gw := start(t, nil, "serve", "--db", filepath.Join(t.TempDir(), "g.db"), "--cache", "redis://"+addr+"/0", "--redis-prefix", "deg:")
+	if code, status := readyz(t, gw.URL); code != 200 || status != "degraded" {
+		t.Errorf("/readyz with Redis never up: %d %q, want 200 degraded", code, status)
+	}
+	ctx := context.Background()
+	use := map[string]string{"Groundhog-Cache": "use"}
+	for i, want := range []string{"miss", "hit"} {
+		r := post(ctx, gw.URL+"/v1/chat/completions", chat("no redis yet"), use)
+		if r.status != 200 || r.header.Get("Groundhog-Cache") != want {
+			t.Fatalf("call %d: status %d, Groundhog-Cache %q; want 200 %s", i, r.status, r.header.Get("Groundhog-Cache"), want)
+		}
+	}
+	startOwnRedis(t, addr)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, status := readyz(t, gw.URL); status == "ready" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway did not join Redis once it answered")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := post(ctx, gw.URL+"/v1/chat/completions", chat("redis now"), use); r.status != 200 {
+		t.Fatalf("status %d", r.status)
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer c.Close()
+	if keys, err := c.Keys(ctx, "deg:c:*").Result(); err != nil || len(keys) != 1 {
+		t.Errorf("Redis keys = %v, %v; want the entry written after Redis came up", keys, err)
+	}
+}

@@ -21,6 +21,12 @@ func (db *DB) listen(ctx context.Context) error {
 		_ = db.pubsub.Close()
 		return mapErr(fmt.Errorf("redis: subscribe: %w", err))
 	}
+	db.deliver()
+	return nil
+}
+
+// deliver hands every message of the subscription to the hub until Close.
+func (db *DB) deliver() {
 	ch := db.pubsub.Channel()
 	db.wg.Add(1)
 	go func() {
@@ -29,7 +35,6 @@ func (db *DB) listen(ctx context.Context) error {
 			db.hub.Deliver(m.Payload)
 		}
 	}()
-	return nil
 }
 
 // Publish wakes the waiters of topic in every process subscribed to this

@@ -68,7 +68,11 @@ type Options struct {
 	// PoolSize is the connection pool size; 0 = go-redis's default (10 per
 	// CPU).
 	PoolSize int
-	Logger   *slog.Logger
+	// StartDegraded lets Open succeed when Redis cannot be reached: the DB
+	// starts in the degraded mode (see health.go) and joins Redis when it
+	// answers, so a replica restarted during a Redis outage still serves.
+	StartDegraded bool
+	Logger        *slog.Logger
 }
 
 // DB is groundhog's store in one Redis. It is safe for concurrent use.
@@ -118,8 +122,17 @@ func Open(ctx context.Context, url string, o Options) (*DB, error) {
 		db.log = slog.New(slog.DiscardHandler)
 	}
 	if err := db.rdb.Ping(ctx).Err(); err != nil {
-		db.rdb.Close()
-		return nil, mapErr(fmt.Errorf("redis: connect: %w", err))
+		err = mapErr(fmt.Errorf("redis: connect: %w", err))
+		if !o.StartDegraded || groundhog.ErrorCode(err) != groundhog.EUNAVAILABLE {
+			db.rdb.Close()
+			return nil, err
+		}
+		db.failed(err)
+		// go-redis subscribes once it can connect, and again after every
+		// reconnect.
+		db.pubsub = db.rdb.Subscribe(context.WithoutCancel(ctx), db.wakeChannel())
+		db.deliver()
+		return db, nil
 	}
 	if err := db.listen(ctx); err != nil {
 		db.rdb.Close()

@@ -148,7 +148,7 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 	cdesc := "cache memory tier + the database"
 	if cfg.Cache.Backend != "memory" {
 		rdb, err := redis.Open(ctx, cfg.Cache.Backend, redis.Options{Prefix: cfg.Cache.RedisPrefix,
-			MaxEntryBytes: int(cfg.Cache.RedisMaxEntryBytes), Logger: log})
+			MaxEntryBytes: int(cfg.Cache.RedisMaxEntryBytes), StartDegraded: true, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("open cache %s: %w", redact(cfg.Cache.Backend), err)
 		}
