@@ -69,6 +69,7 @@ type Group struct {
 	o Options
 
 	led, waited, tookOver, errors atomic.Uint64
+	waiting                       atomic.Int64
 }
 
 // Stats are the counters of a Group since New.
@@ -77,6 +78,7 @@ type Stats struct {
 	Shared   uint64 // calls answered by another replica's flight
 	TookOver uint64 // claims taken after another leader's claim ended without a result
 	Errors   uint64 // Redis failures (the call then ran uncoordinated)
+	Waiting  int64  // calls waiting for another replica's flight now
 }
 
 // New returns a Group.
@@ -95,7 +97,7 @@ func New(o Options) *Group {
 
 // Stats returns the counters.
 func (g *Group) Stats() Stats {
-	return Stats{Led: g.led.Load(), Shared: g.waited.Load(), TookOver: g.tookOver.Load(), Errors: g.errors.Load()}
+	return Stats{Led: g.led.Load(), Shared: g.waited.Load(), TookOver: g.tookOver.Load(), Errors: g.errors.Load(), Waiting: g.waiting.Load()}
 }
 
 // renewScript extends the claim KEYS[1] by ARGV[2] ms if it still holds
@@ -179,13 +181,16 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			wait = min(wait, ttl)
 		}
 		t := time.NewTimer(wait)
+		g.waiting.Add(1)
 		select {
 		case <-woken:
 		case <-t.C:
 		case <-ctx.Done():
+			g.waiting.Add(-1)
 			t.Stop()
 			return nil, func() {}
 		}
+		g.waiting.Add(-1)
 		t.Stop()
 		if e := lookup(ctx); e != nil {
 			g.waited.Add(1)
