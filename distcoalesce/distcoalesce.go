@@ -148,16 +148,17 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			return g.uncoordinated(ctx, err)
 		}
 		if ok {
+			// A flight may have stored its result and ended its claim
+			// between the caller's last cache look-up and this claim:
+			// look once more before paying (one GET per miss).
+			if e := lookup(ctx); e != nil {
+				g.release(key, token, topic)
+				g.waited.Add(1)
+				return e, func() {}
+			}
 			g.led.Add(1)
 			if waited {
 				g.tookOver.Add(1)
-				// The previous flight may have stored its result just
-				// before its claim ended.
-				if e := lookup(ctx); e != nil {
-					g.release(key, token, topic)
-					g.waited.Add(1)
-					return e, func() {}
-				}
 			}
 			return nil, g.hold(key, token, topic)
 		}

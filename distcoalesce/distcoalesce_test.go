@@ -172,3 +172,24 @@ func TestWaiterBoundedByItsDeadline(t *testing.T) {
 		t.Fatal("entry after cancellation")
 	}
 }
+
+// A flight that stored its result and ended between the caller's cache
+// look-up and its claim is not run again: the claim is followed by one more
+// look-up.
+func TestFlightEndedJustBeforeTheClaimIsNotRunAgain(t *testing.T) {
+	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute})
+	a, b := rs[0], rs[1]
+	_, done := a.g.Lead(ctx, "acme", "sha256:j", a.lookup("acme", "sha256:j"))
+	if err := a.db.PutCache(ctx, result("acme", "sha256:j", `{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	e, bdone := b.g.Lead(ctx, "acme", "sha256:j", b.lookup("acme", "sha256:j"))
+	defer bdone()
+	if e == nil || string(e.Response.Body) != `{"n":1}` {
+		t.Fatalf("entry = %v, want the ended flight's result", e)
+	}
+	if st := b.g.Stats(); st.Led != 0 || st.Shared != 1 {
+		t.Errorf("stats = %+v, want Led 0, Shared 1", st)
+	}
+}

@@ -165,7 +165,7 @@ func TestReplicasShareCacheFlightsAndOperations(t *testing.T) {
 	})
 
 	t.Run("identical concurrent calls round-robin cost one upstream call", func(t *testing.T) {
-		const n = 90
+		const n = 300
 		before := simCalls(t, cl.sim.URL)
 		body := chat("coalesce across replicas")
 		res := make([]result, n)
