@@ -90,8 +90,12 @@ func postgresURL(cfg *config.Config) (string, error) {
 	return u.String(), nil
 }
 
-// redact hides the password of a URL for logs and errors.
+// redact hides the password of a URL for logs and errors; a SQLite path
+// is returned as it is.
 func redact(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(unparsable URL)"

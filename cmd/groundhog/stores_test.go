@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"net/url"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/storetest"
 )
 
 func TestPostgresURLAddsPoolAndTimeoutUnlessSet(t *testing.T) {
@@ -30,8 +34,14 @@ func TestPostgresURLAddsPoolAndTimeoutUnlessSet(t *testing.T) {
 			t.Errorf("%s -> %s", tc.db, s)
 		}
 	}
-	if got := redact("postgres://u:secret@h/d"); got != "postgres://u:xxxxx@h/d" {
-		t.Errorf("redact = %q", got)
+	for in, want := range map[string]string{
+		"postgres://u:secret@h/d":   "postgres://u:xxxxx@h/d",
+		"rediss://:secret@r:6380/0": "rediss://:xxxxx@r:6380/0",
+		"./data/100%zz.db":          "./data/100%zz.db",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -47,5 +57,33 @@ func TestDefaultJournalDirIsPerReplica(t *testing.T) {
 	cfg.Addr = "10.0.0.5:8081"
 	if b := defaultJournalDir(&cfg); a == b || a != "groundhog-10.0.0.5_8080.journal" {
 		t.Errorf("postgres journals %q and %q: want one per listen address", a, b)
+	}
+}
+
+// The pool size and statement timeout put into the URL reach pgxpool and
+// the server.
+func TestPostgresURLSettingsReachTheServer(t *testing.T) {
+	cfg := config.Default()
+	cfg.DB = storetest.PostgresURL(t)
+	cfg.Postgres.MaxConns, cfg.Postgres.StatementTimeout = 3, 2500*time.Millisecond
+	u, err := postgresURL(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if got := pool.Config().MaxConns; got != 3 {
+		t.Errorf("MaxConns = %d, want 3", got)
+	}
+	var v string
+	if err := pool.QueryRow(ctx, "SHOW statement_timeout").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v != "2500ms" {
+		t.Errorf("statement_timeout = %q, want 2500ms", v)
 	}
 }
