@@ -21,6 +21,10 @@ const (
 	ETIMEOUT      = "timeout"      // 504: provider timed out
 	EUNAVAILABLE  = "unavailable"  // 503: store unavailable
 	EINTERNAL     = "internal"     // 500
+
+	EPRECONDREQUIRED = "precondition_required" // 428: an update without If-Match
+	ERANGE           = "range"                 // 416: range (bytes or lines) not satisfiable
+	EQUOTA           = "quota"                 // 507: the tenant's storage quota is used up
 )
 
 // Error is a groundhog error with a code. Message is safe to show to a

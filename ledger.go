@@ -15,6 +15,9 @@ const (
 	OutcomeReplayed  Outcome = "replayed"  // idempotency replay of a stored result
 	OutcomeRejected  Outcome = "rejected"  // refused before the provider (409, 422, 400 after parse…)
 	OutcomeError     Outcome = "error"     // the provider or the gateway failed
+	// OutcomePassthrough: a provider route groundhog does not model (files,
+	// batches, count_tokens…), relayed uncached.
+	OutcomePassthrough Outcome = "passthrough"
 )
 
 // LedgerEntry is one row of the duplicate-work ledger: one per call that

@@ -114,21 +114,45 @@ func ParseMoney(s string) (Money, error) {
 }
 
 // Price is what a model costs, in microdollars per million tokens, so that
-// tokens × price is picodollars.
+// tokens × price is picodollars. CacheWrite is the rate of a short-lived
+// prompt-cache write (5 or 30 minutes), CacheWrite1h the rate of a one-hour
+// write (Anthropic's "ttl": "1h").
 type Price struct {
-	Input       int64 `json:"input" yaml:"input"`
-	CachedInput int64 `json:"cached_input" yaml:"cached_input"`
-	CacheWrite  int64 `json:"cache_write" yaml:"cache_write"`
-	Output      int64 `json:"output" yaml:"output"`
+	Input        int64 `json:"input" yaml:"input"`
+	CachedInput  int64 `json:"cached_input" yaml:"cached_input"`
+	CacheWrite   int64 `json:"cache_write" yaml:"cache_write"`
+	CacheWrite1h int64 `json:"cache_write_1h" yaml:"cache_write_1h"`
+	Output       int64 `json:"output" yaml:"output"`
 }
 
 // Cost prices u. InputTokens includes the cached and cache-write tokens; the
-// uncached remainder is charged at Input.
+// uncached remainder is charged at Input, the reads at CachedInput, the
+// short writes (CacheWriteTokens − CacheWrite1hTokens) at CacheWrite and the
+// one-hour writes at CacheWrite1h.
 func (p Price) Cost(u Usage) Money {
 	uncached := u.InputTokens - u.CachedInputTokens - u.CacheWriteTokens
 	if uncached < 0 {
 		uncached = 0
 	}
+	long := min(max(u.CacheWrite1hTokens, 0), u.CacheWriteTokens)
+	short := u.CacheWriteTokens - long
 	return Money(uncached*p.Input + u.CachedInputTokens*p.CachedInput +
-		u.CacheWriteTokens*p.CacheWrite + u.OutputTokens*p.Output)
+		short*p.CacheWrite + long*p.CacheWrite1h + u.OutputTokens*p.Output)
+}
+
+// PromptCacheSaving is the net saving of the provider's prompt cache on a
+// call with usage u: what the reads saved against the uncached input rate,
+// minus what the writes cost above it,
+//
+//	reads × (Input − CachedInput) − shortWrites × (CacheWrite − Input) − 1hWrites × (CacheWrite1h − Input)
+//
+// exact in picodollars; negative when caching cost more than it saved.
+// (A net loss of exactly one picodollar would read as CostUnknown; with
+// prices in microdollars per million tokens that needs a rate difference of
+// one picodollar per token, which no real price has.)
+func (p Price) PromptCacheSaving(u Usage) Money {
+	long := min(max(u.CacheWrite1hTokens, 0), u.CacheWriteTokens)
+	short := u.CacheWriteTokens - long
+	return Money(u.CachedInputTokens*(p.Input-p.CachedInput) -
+		short*(p.CacheWrite-p.Input) - long*(p.CacheWrite1h-p.Input))
 }

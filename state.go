@@ -56,7 +56,8 @@ type EvidenceInfo struct {
 // included (Deleted true); ENOTFOUND when the session has no version.
 // PutState appends v as version expect+1 if and only if the newest stored
 // version is expect (0: the session has no version yet), atomically, and
-// returns the stored version (Version and CreatedAt set). When the newest
+// returns the stored version (Version and CreatedAt set; CreatedAt is
+// v.CreatedAt when the caller set it, else the time of the write). When the newest
 // version is not expect it stores nothing and returns an error with code
 // EPRECONDITION. A delete is a PutState of a tombstone (Deleted true).
 // ListStateVersions returns every version, newest first; GetStateVersion one,

@@ -20,19 +20,31 @@ import (
 
 // Config is the whole gateway configuration.
 type Config struct {
-	Addr              string        `yaml:"addr"`
-	DB                string        `yaml:"db"`
-	Upstream          string        `yaml:"upstream"`           // OpenAI-compatible base URL ending in /v1, or "sim"
-	AnthropicUpstream string        `yaml:"anthropic_upstream"` // Anthropic base URL; "" = same as Upstream when that is "sim", else https://api.anthropic.com/v1
-	OpenAIAPIKey      string        `yaml:"openai_api_key"`     // provider key; never logged
-	AnthropicAPIKey   string        `yaml:"anthropic_api_key"`  // provider key; never logged
-	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
-	UpstreamTimeout   time.Duration `yaml:"upstream_timeout"`
-	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
-	LogLevel          string        `yaml:"log_level"`
-	Cache             CacheConfig   `yaml:"cache"`
-	Idempotency       IdemConfig    `yaml:"idempotency"`
-	Ledger            LedgerConfig  `yaml:"ledger"`
+	Addr              string `yaml:"addr"`
+	DB                string `yaml:"db"`
+	Upstream          string `yaml:"upstream"`           // OpenAI-compatible base URL ending in /v1, or "sim"
+	AnthropicUpstream string `yaml:"anthropic_upstream"` // Anthropic base URL; "" = same as Upstream when that is "sim", else https://api.anthropic.com/v1
+	OpenAIAPIKey      string `yaml:"openai_api_key"`     // provider key; never logged
+	AnthropicAPIKey   string `yaml:"anthropic_api_key"`  // provider key; never logged
+	MaxBodyBytes      int64  `yaml:"max_body_bytes"`
+	// PassthroughMaxBodyBytes bounds a request body relayed on a
+	// passthrough route (file and audio uploads): streamed, never held.
+	PassthroughMaxBodyBytes int64         `yaml:"passthrough_max_body_bytes"`
+	UpstreamTimeout         time.Duration `yaml:"upstream_timeout"`
+	ShutdownTimeout         time.Duration `yaml:"shutdown_timeout"`
+	LogLevel                string        `yaml:"log_level"`
+	// LogFormat is "text" (default) or "json"; every call logs one line.
+	LogFormat string `yaml:"log_format"`
+	// OTLPEndpoint, when set, exports one trace span per call over
+	// OTLP/HTTP (e.g. http://127.0.0.1:4318).
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// MetricsToken, when set, lets clients on other hosts scrape /metrics
+	// with "Authorization: Bearer <token>"; without it /metrics is
+	// loopback-only.
+	MetricsToken string       `yaml:"metrics_token"`
+	Cache        CacheConfig  `yaml:"cache"`
+	Idempotency  IdemConfig   `yaml:"idempotency"`
+	Ledger       LedgerConfig `yaml:"ledger"`
 	// Postgres sizes the connection pool when DB is a postgres:// URL.
 	Postgres PostgresConfig `yaml:"postgres"`
 	// Operations configures per-operation policy by operation name.
@@ -46,6 +58,8 @@ type Config struct {
 	PricesFile string                       `yaml:"prices_file"`
 	Prices     map[string]pricing.YAMLPrice `yaml:"prices"`
 	Sim        SimConfig                    `yaml:"sim"`
+	State      StateConfig                  `yaml:"state"`
+	Evidence   EvidenceConfig               `yaml:"evidence"`
 
 	// PriceTable is the effective price table (built-in defaults merged with
 	// PricesFile and Prices); filled by Load.
@@ -96,6 +110,17 @@ type SimConfig struct {
 	Fault          string        `yaml:"fault"`
 }
 
+// StateConfig configures the agent working-state endpoints.
+type StateConfig struct {
+	MaxBytes int64 `yaml:"max_bytes"` // limit of one state's JSON (413 past it)
+}
+
+// EvidenceConfig configures the evidence store endpoints.
+type EvidenceConfig struct {
+	QuotaBytes     int64 `yaml:"quota_bytes"`      // bytes one tenant may store in all (507 past it); 0: no quota
+	MaxUploadBytes int64 `yaml:"max_upload_bytes"` // limit of one upload request (413 past it)
+}
+
 // Operation is the policy of one named operation.
 type Operation struct {
 	Cache    bool          `yaml:"cache"`    // exact cache on for this operation
@@ -122,18 +147,21 @@ type Rule struct {
 // working directory, the simulated provider.
 func Default() Config {
 	return Config{
-		Addr:            "127.0.0.1:8080",
-		DB:              "./groundhog.db",
-		Upstream:        "sim",
-		MaxBodyBytes:    32 << 20,
-		UpstreamTimeout: 10 * time.Minute,
-		ShutdownTimeout: 30 * time.Second,
-		LogLevel:        "info",
+		Addr:                    "127.0.0.1:8080",
+		DB:                      "./groundhog.db",
+		Upstream:                "sim",
+		MaxBodyBytes:            32 << 20,
+		PassthroughMaxBodyBytes: 1 << 30,
+		UpstreamTimeout:         10 * time.Minute,
+		ShutdownTimeout:         30 * time.Second,
+		LogLevel:                "info",
 		Cache: CacheConfig{MemoryBytes: 256 << 20, DefaultTTL: time.Hour, MaxTTL: 30 * 24 * time.Hour,
 			Backend: "memory", RedisPrefix: "groundhog:", RedisMaxEntryBytes: 4 << 20},
 		Postgres:    PostgresConfig{MaxConns: 20, StatementTimeout: 10 * time.Second},
 		Idempotency: IdemConfig{Lease: 30 * time.Second, Retention: 24 * time.Hour},
 		PriceTable:  pricing.Default(),
+		State:       StateConfig{MaxBytes: 256 << 10},
+		Evidence:    EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
 	}
 }
 
@@ -159,8 +187,19 @@ var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_UPSTREAM":           func(c *Config, v string) error { c.Upstream = v; return nil },
 	"GROUNDHOG_ANTHROPIC_UPSTREAM": func(c *Config, v string) error { c.AnthropicUpstream = v; return nil },
 	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
+	"GROUNDHOG_LOG_FORMAT":         func(c *Config, v string) error { c.LogFormat = v; return nil },
+	"GROUNDHOG_OTLP_ENDPOINT":      func(c *Config, v string) error { c.OTLPEndpoint = v; return nil },
+	"GROUNDHOG_METRICS_TOKEN":      func(c *Config, v string) error { c.MetricsToken = v; return nil },
 	"GROUNDHOG_MAX_BODY_BYTES": func(c *Config, v string) (err error) {
 		c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64)
+		return err
+	},
+	"GROUNDHOG_STATE_MAX_BYTES": func(c *Config, v string) (err error) {
+		c.State.MaxBytes, err = strconv.ParseInt(v, 10, 64)
+		return err
+	},
+	"GROUNDHOG_EVIDENCE_QUOTA_BYTES": func(c *Config, v string) (err error) {
+		c.Evidence.QuotaBytes, err = strconv.ParseInt(v, 10, 64)
 		return err
 	},
 	"GROUNDHOG_UPSTREAM_TIMEOUT": func(c *Config, v string) (err error) {
@@ -213,11 +252,25 @@ func (c *Config) Finish() error {
 	if c.MaxBodyBytes <= 0 {
 		return fmt.Errorf("max_body_bytes must be positive")
 	}
+	if c.PassthroughMaxBodyBytes <= 0 {
+		return fmt.Errorf("passthrough_max_body_bytes must be positive")
+	}
 	if c.UpstreamTimeout <= 0 {
 		return fmt.Errorf("upstream_timeout must be positive")
 	}
 	if c.Idempotency.Lease <= 0 || c.Idempotency.Retention <= 0 {
 		return fmt.Errorf("idempotency lease and retention must be positive")
+	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		return fmt.Errorf("log_format %q: use text or json", c.LogFormat)
+	}
+	if c.State.MaxBytes <= 0 {
+		return fmt.Errorf("state.max_bytes must be positive")
+	}
+	if c.Evidence.QuotaBytes < 0 || c.Evidence.MaxUploadBytes <= 0 {
+		return fmt.Errorf("evidence: quota_bytes must be 0 (no quota) or positive, max_upload_bytes positive")
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown_timeout must be positive")

@@ -112,9 +112,10 @@ func TestChromium(t *testing.T) {
 		if strings.Contains(dom, "<script") || !strings.Contains(dom, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 			t.Error("the operation named <script>…</script> is not shown as text")
 		}
-		if n := strings.Count(dom, `<svg role="img"`); n != 3 {
-			t.Errorf("%d charts in the DOM, want 3", n)
+		if n := strings.Count(dom, `<svg role="img"`); n != charts {
+			t.Errorf("%d charts in the DOM, want %d", n, charts)
 		}
+		checkBreaksTable(t, dom, reportJSON, "")
 	})
 
 	// A desktop window and a phone-sized one: both must render a picture.

@@ -193,18 +193,16 @@ func checkBars(t *testing.T, db groundhog.LedgerStore, doc, tenant, op string, l
 			}
 			reports[n.day] = row
 		}
-		want := "0"
+		want := zeroOf(n.field)
 		if v, ok := row[n.field]; ok {
 			want = fmtJSONNumber(v)
-		} else if strings.HasSuffix(n.field, "_usd") {
-			want = "0.000000"
 		}
 		if n.value != want {
 			t.Errorf("bar %s on %s: %q, report %q", n.field, n.day, n.value, want)
 		}
 	}
-	if bars != 8*DefaultDays {
-		t.Errorf("%d bars, want %d (8 series × %d days)", bars, 8*DefaultDays, DefaultDays)
+	if bars != chartSeries*DefaultDays {
+		t.Errorf("%d bars, want %d (%d series × %d days)", bars, chartSeries*DefaultDays, chartSeries, DefaultDays)
 	}
 	if len(reports) != DefaultDays {
 		t.Errorf("bars cover %d days, want %d", len(reports), DefaultDays)
@@ -462,8 +460,8 @@ func TestDashboardPage(t *testing.T) {
 					t.Errorf("page lacks %q", s)
 				}
 			}
-			if n := strings.Count(body, `<svg role="img" aria-label="`); n != 3 {
-				t.Errorf("%d labelled charts, want 3", n)
+			if n := strings.Count(body, `<svg role="img" aria-label="`); n != charts {
+				t.Errorf("%d labelled charts, want %d", n, charts)
 			}
 			if strings.Contains(body, "<script") || strings.Contains(body, "http://") && !strings.Contains(body, `xmlns="http://www.w3.org/2000/svg"`) {
 				t.Errorf("page has a script or an external reference")
@@ -513,7 +511,7 @@ func TestEmptyLedger(t *testing.T) {
 		t.Fatalf("status %d: %s", w.Code, w.Body)
 	}
 	body := w.Body.String()
-	if !strings.Contains(body, "no calls on 2025-03-31") || strings.Count(body, "no data in these days") != 3 {
+	if !strings.Contains(body, "no calls on 2025-03-31") || strings.Count(body, "no data in these days") != charts {
 		t.Errorf("empty ledger: no empty-state text")
 	}
 	rep := get(t, d.ReportHandler(), "GET", ReportPath, keyAcme)

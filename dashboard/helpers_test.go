@@ -148,6 +148,9 @@ func genRows(ws []workload, now time.Time, days int, seed uint64) []groundhog.Le
 						e.Saved = 0
 					}
 				}
+				if e.Outcome == groundhog.OutcomeUpstream {
+					samplePromptCache(&e, w, i)
+				}
 				seen[h] = true
 				rows = append(rows, e)
 			}
@@ -304,12 +307,30 @@ func decodeReport(t testing.TB, b []byte) map[string]any {
 func displayed(t testing.TB, field, value string) string {
 	t.Helper()
 	switch {
-	case field == "repeat_share":
+	case field == "repeat_share" || field == "prompt_cache_hit_ratio":
 		f, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			t.Fatalf("repeat_share %q: %v", value, err)
+			t.Fatalf("%s %q: %v", field, value, err)
 		}
 		return strconv.FormatFloat(f*100, 'f', 2, 64) + "%"
+	case field == "prompt_cache_breaks":
+		var bs []struct {
+			Cause string `json:"cause"`
+			Calls int64  `json:"calls"`
+		}
+		if err := json.Unmarshal([]byte(value), &bs); err != nil {
+			t.Fatalf("prompt_cache_breaks %q: %v", value, err)
+		}
+		var parts []string
+		for _, b := range bs {
+			parts = append(parts, fmt.Sprintf("%s ×%d", b.Cause, b.Calls))
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	case value == "null":
+		return "unknown" // an unknown amount, never shown as 0
 	case strings.HasSuffix(field, "_usd"):
 		m, err := groundhog.ParseMoney(value)
 		if err != nil {
@@ -323,8 +344,10 @@ func displayed(t testing.TB, field, value string) string {
 // zeroOf is the JSON zero of a report key.
 func zeroOf(field string) string {
 	switch {
-	case field == "repeat_share":
+	case field == "repeat_share" || field == "prompt_cache_hit_ratio":
 		return "0.0000"
+	case field == "prompt_cache_breaks":
+		return "[]"
 	case strings.HasSuffix(field, "_usd"):
 		return "0.000000"
 	}
@@ -353,14 +376,14 @@ func checkDOMAgainstReport(t testing.TB, doc string, reportJSON []byte) int {
 		var want string
 		switch {
 		case n.report:
-			want = fmt.Sprint(rep[n.field])
+			want = fmtJSONNumber(rep[n.field])
 		case n.total:
 			v, ok := total[n.field]
 			if !ok {
 				t.Errorf("DOM shows total %s, not a key of the report", n.field)
 				continue
 			}
-			want = fmt.Sprint(v)
+			want = fmtJSONNumber(v)
 			shown["\x00total\x00"+n.field] = true
 		default:
 			row, ok := rows[n.operation]
@@ -370,7 +393,7 @@ func checkDOMAgainstReport(t testing.TB, doc string, reportJSON []byte) int {
 				want = zeroOf(n.field)
 				break
 			}
-			want = fmt.Sprint(row[n.field])
+			want = fmtJSONNumber(row[n.field])
 			shown[n.operation+"\x00"+n.field] = true
 		}
 		if n.value != want {

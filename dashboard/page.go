@@ -169,6 +169,9 @@ type pageView struct {
 	JSONHref  string
 	CSVHref   string
 	Form      formView
+
+	// PromptCache is the provider prompt-cache section (promptcache.go).
+	PromptCache promptCacheView
 }
 
 type navItem struct {
@@ -409,6 +412,9 @@ func buildPage(p pageParams) pageView {
 				count("replayed", "s-replayed", "replayed", func(r ledger.Row) int64 { return r.Replayed }),
 			}, true, false),
 	}
+
+	pc, pcCharts := buildPromptCache(p, today, days, rows, span)
+	v.PromptCache, v.Charts = pc, append(v.Charts, pcCharts...)
 
 	// The day's report, as the JSON has it: every operation and the total.
 	tr := func(r ledger.Row, total bool) tableRow {

@@ -32,6 +32,17 @@ var (
 	exPromptCacheTTL = field{"prompt_cache_retention", "provider prompt-cache lifetime: changes cost, not the answer"}
 	exRequestID      = field{"request_id", "per-call id some clients put in the body: unique per call, it would defeat every hit"}
 	exIdempotencyKey = field{"idempotency_key", "per-operation id some clients put in the body; idempotency has its own record (Idempotency-Key header)"}
+	exPromptCacheOpt = field{"prompt_cache_options", "provider prompt-cache mode and lifetime (implicit/explicit, ttl): changes cost, not the answer"}
+)
+
+// OpenAI explicit prompt-cache breakpoints: markers on content parts that
+// tell the provider where to save a prefix. Like Anthropic's cache_control
+// they change cost, never the answer, so injecting one (Groundhog-Prompt-
+// Cache-Breakpoints: auto) keeps the request hash.
+var (
+	exChatBreakpoint    = field{"messages[*].content[*].prompt_cache_breakpoint", "explicit prompt-cache breakpoint on a chat content part"}
+	exInputBreakpoint   = field{"input[*].content[*].prompt_cache_breakpoint", "explicit prompt-cache breakpoint on an input content part"}
+	exToolOutBreakpoint = field{"input[*].output[*].prompt_cache_breakpoint", "explicit prompt-cache breakpoint inside a function_call_output list"}
 )
 
 // excluded lists, per shape, the fields removed before hashing. Everything
@@ -42,12 +53,14 @@ var excluded = map[groundhog.Shape][]field{
 	groundhog.ShapeChat: {
 		exStream, exStreamOptions, exUser, exSafetyID, exMetadata, exStore,
 		exPromptCacheKey, exPromptCacheTTL, exRequestID, exIdempotencyKey,
+		exPromptCacheOpt, exChatBreakpoint,
 	},
 	groundhog.ShapeResponses: {
 		// previous_response_id, include and background are NOT here: the
 		// first changes the input, the others the response body.
 		exStream, exStreamOptions, exUser, exSafetyID, exMetadata, exStore,
 		exPromptCacheKey, exPromptCacheTTL, exRequestID, exIdempotencyKey,
+		exPromptCacheOpt, exInputBreakpoint, exToolOutBreakpoint,
 	},
 	groundhog.ShapeEmbeddings: {
 		// Embeddings have no stream, store or metadata: a "stream" field here

@@ -664,6 +664,9 @@ func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Resp
 // means the row is not durable: the caller must not complete the response.
 func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	row.Latency = s.clock.Now().Sub(c.start)
+	// Every row passes here: its prompt-cache saving is priced from its own
+	// usage and model, as the call's cost is (CostUnknown when unpriced).
+	row.PromptCacheSaved = s.cfg.PriceTable.PromptCacheSaving(row.Model, row.Usage)
 	row.Model = boundModel(row.Model)
 	if s.opts.Ledger == nil {
 		return nil

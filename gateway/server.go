@@ -39,6 +39,11 @@ type Upstream struct {
 	// Provider names the provider in the ledger: "openai", "anthropic" or
 	// "sim".
 	Provider string
+	// ForwardClientKey sends the client's own Authorization / x-api-key to
+	// the provider when APIKey is empty. Only for the embedded transport,
+	// where the caller owns the provider key; a gateway serving tenants
+	// never forwards their credentials.
+	ForwardClientKey bool
 }
 
 // Options wires a Server. Config, Keys, Cache and Ledger are required.
@@ -138,6 +143,7 @@ func (s *Server) routes() {
 	m.HandleFunc("/v1/messages", s.provider(groundhog.ShapeMessages))
 	m.HandleFunc("/v1/models", s.models)
 	m.HandleFunc("/v1/models/{id}", s.models)
+	m.HandleFunc("/v1/", s.passthrough) // every other provider route
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -152,7 +158,7 @@ func (s *Server) routes() {
 
 // ServeHTTP runs the request through the mux.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
+	s.compression(w, r, s.mux)
 }
 
 // Drain waits until no provider handler and no upstream flight is running,

@@ -96,13 +96,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		req.Header[k] = vs
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if up.APIKey != "" {
-		if c.shape == groundhog.ShapeMessages {
-			req.Header.Set("X-Api-Key", up.APIKey)
-		} else {
-			req.Header.Set("Authorization", "Bearer "+up.APIKey)
-		}
-	}
+	up.authorize(req, c.header, c.shape == groundhog.ShapeMessages)
 	if c.shape == groundhog.ShapeMessages && req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", "2023-06-01")
 	}

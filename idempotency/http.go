@@ -136,7 +136,10 @@ type beginRequest struct {
 type fencedRequest struct {
 	FencingToken *int64          `json:"fencing_token"`
 	Result       json.RawMessage `json:"result"`
-	Retryable    *bool           `json:"retryable"`
+	// Error is fail's alternative to Result: a JSON object describing the
+	// failure, stored (and replayed) as the result {"error": <object>}.
+	Error     json.RawMessage `json:"error"`
+	Retryable *bool           `json:"retryable"`
 }
 
 func (h *handler) begin(w http.ResponseWriter, r *http.Request, tenant string) {
@@ -237,6 +240,22 @@ func (h *handler) fenced(w http.ResponseWriter, r *http.Request, tenant, id, act
 		return
 	}
 	retryable := req.Retryable != nil && *req.Retryable
+	if req.Error != nil {
+		switch {
+		case action != "fail":
+			h.writeError(w, r, groundhog.Errorf(groundhog.EINVALID, `"error" is only for fail`))
+			return
+		case req.Result != nil:
+			h.writeError(w, r, groundhog.Errorf(groundhog.EINVALID, `give either "result" or "error", not both`))
+			return
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(req.Error, &obj); err != nil || obj == nil {
+			h.writeError(w, r, groundhog.Errorf(groundhog.EINVALID, `"error" must be a JSON object`))
+			return
+		}
+		req.Result = append(append([]byte(`{"error":`), req.Error...), '}')
+	}
 	var result *groundhog.Response
 	switch {
 	case action == "renew" || (action == "fail" && retryable):

@@ -615,3 +615,20 @@ func TestPreferWait(t *testing.T) {
 		}
 	}
 }
+
+// fail takes an "error" object instead of a result: it is stored as the
+// failure and replayed as {"error": <object>}; "error" elsewhere, both
+// fields at once, or a non-object is a 400 that changes nothing.
+func TestHTTPFailWithErrorObject(t *testing.T) {
+	a := newAPI(t)
+	r := a.begin(t, "key-a", "charge-1", email).want(t, http.StatusCreated, "")
+	a.write(t, "key-a", r.rec.ID, "fail", map[string]any{"fencing_token": 1, "error": "declined"}).want(t, http.StatusBadRequest, "invalid")
+	a.write(t, "key-a", r.rec.ID, "fail", map[string]any{"fencing_token": 1, "error": map[string]any{"code": "x"}, "result": "y"}).want(t, http.StatusBadRequest, "invalid")
+	a.write(t, "key-a", r.rec.ID, "complete", map[string]any{"fencing_token": 1, "error": map[string]any{"code": "x"}}).want(t, http.StatusBadRequest, "invalid")
+	failed := a.write(t, "key-a", r.rec.ID, "fail", map[string]any{"fencing_token": 1, "error": map[string]any{"code": "card_declined", "message": "insufficient funds"}}).
+		want(t, http.StatusOK, "")
+	if failed.rec.Status != "failed" {
+		t.Fatalf("fail → %s", failed.raw)
+	}
+	wantReplay(t, a.begin(t, "key-a", "charge-1", email), "failed", `{"error":{"code":"card_declined","message":"insufficient funds"}}`)
+}

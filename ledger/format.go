@@ -48,6 +48,7 @@ type jsonRow struct {
 	Saved               usd     `json:"saved_usd"`
 	ShadowSaved         usd     `json:"shadow_saved_usd"`
 	Projected30d        usd     `json:"projected_30d_usd"`
+	jsonPromptCache
 }
 
 type jsonReport struct {
@@ -65,6 +66,7 @@ func toJSONRow(r Row, withOp bool) jsonRow {
 		RepeatCost: usd(r.RepeatCost), ConcurrentIdentical: r.ConcurrentIdentical,
 		CacheHits: r.CacheHits, Coalesced: r.Coalesced, Replayed: r.Replayed, UpstreamCalls: r.UpstreamCalls,
 		Spend: usd(r.Spend), Saved: usd(r.Saved), ShadowSaved: usd(r.ShadowSaved), Projected30d: usd(r.Projected30d),
+		jsonPromptCache: toJSONPromptCache(r.PromptCache),
 	}
 	if withOp {
 		op := r.Operation
@@ -94,7 +96,13 @@ func (r *Report) MarshalJSON() ([]byte, error) { return json.Marshal(r.toJSON())
 // Each operation object and the total carry exactly the keys calls,
 // distinct, repeats, repeat_share, repeat_cost_usd, concurrent_identical,
 // cache_hits, coalesced, replayed, upstream_calls, spend_usd, saved_usd,
-// shadow_saved_usd, projected_30d_usd (operations also "operation"). Money is
+// shadow_saved_usd, projected_30d_usd (operations also "operation"), then the
+// prompt-cache keys cached_read_tokens, cache_write_tokens,
+// cache_write_1h_tokens, uncached_input_tokens, prompt_cache_hit_ratio,
+// prompt_cache_saved_usd (null when unknown, negative when caching lost
+// money), prompt_cache_unknown_calls, prompt_cache_breaks ([{"cause",
+// "calls", "example_request_hash", "uncached_tokens"}]), fan_out_held and
+// fan_out_write_tokens_avoided (see PromptCache). Money is
 // a JSON number in dollars with exactly six decimals; repeat_share has four.
 // unknown_cost_calls counts the calls left out of the USD figures because
 // their model has no price; retry_attempts and retry_cost_usd count the
@@ -125,9 +133,9 @@ func WriteJSONReports(w io.Writer, reports []*Report) error {
 
 // csvHeader lists the CSV columns: the day, the operation ("total" on the
 // total line), the report keys, and unknown_cost_calls.
-var csvHeader = []string{"day", "operation", "calls", "distinct", "repeats", "repeat_share", "repeat_cost_usd",
+var csvHeader = append([]string{"day", "operation", "calls", "distinct", "repeats", "repeat_share", "repeat_cost_usd",
 	"concurrent_identical", "cache_hits", "coalesced", "replayed", "upstream_calls", "spend_usd", "saved_usd",
-	"shadow_saved_usd", "projected_30d_usd", "unknown_cost_calls", "retry_attempts", "retry_cost_usd"}
+	"shadow_saved_usd", "projected_30d_usd", "unknown_cost_calls", "retry_attempts", "retry_cost_usd"}, promptCacheCSVHeader...)
 
 // TotalLabel names the total line in the table and CSV outputs.
 const TotalLabel = "total"
@@ -141,10 +149,11 @@ func (r *Report) csvRecords(cw *csv.Writer) error {
 		if n == len(rows)-1 {
 			op = TotalLabel
 		}
-		if err := cw.Write([]string{r.Day, op, i(row.Calls), i(row.Distinct), i(row.Repeats),
+		if err := cw.Write(append([]string{r.Day, op, i(row.Calls), i(row.Distinct), i(row.Repeats),
 			strconv.FormatFloat(row.RepeatShare, 'f', 4, 64), m(row.RepeatCost), i(row.ConcurrentIdentical),
 			i(row.CacheHits), i(row.Coalesced), i(row.Replayed), i(row.UpstreamCalls), m(row.Spend), m(row.Saved),
-			m(row.ShadowSaved), m(row.Projected30d), i(row.UnknownCostCalls), i(row.Retries), m(row.RetryCost)}); err != nil {
+			m(row.ShadowSaved), m(row.Projected30d), i(row.UnknownCostCalls), i(row.Retries), m(row.RetryCost)},
+			promptCacheCSV(row.PromptCache)...)); err != nil {
 			return err
 		}
 	}
@@ -214,6 +223,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if n := r.Total.Retries; n > 0 {
 		fmt.Fprintf(&buf, "\nnote: %d upstream attempt(s) re-ran an idempotent operation after its first worker lost its lease (attempt > 1), costing %s.\n", n, tableMoney(r.Total.RetryCost))
+	}
+	if err := r.writePromptCacheTable(&buf); err != nil {
+		return err
 	}
 	_, err := w.Write(buf.Bytes())
 	return err

@@ -30,7 +30,11 @@ import (
 // and the payload is the entry in a compact binary form: a version byte, then
 // every field of groundhog.LedgerEntry in declaration order, strings as a
 // uvarint length plus bytes, integers as varints, the time as unix
-// nanoseconds and the four booleans as one flag byte.
+// nanoseconds and the four booleans as one flag byte. Version 2 follows the
+// flag byte with the prompt-cache fields (Usage.CacheWrite1hTokens,
+// PromptCacheSaved, PromptCacheBreak, PromptCacheLostTokens, and FanOutHeld
+// as a byte); version 1 records, written before those fields existed, still
+// replay, with an unknown PromptCacheSaved when they had cache tokens.
 //
 // Each Record appends exactly one record with one write(2), so a process
 // killed at any instant leaves only whole records (the kernel completes or
@@ -42,7 +46,8 @@ const (
 	segMagic      = "GHLEDGR1"
 	segSuffix     = ".seg"
 	recHeaderSize = 8
-	recVersion    = 1
+	recVersion    = 2
+	recVersion1   = 1 // before the prompt-cache fields
 	// maxRecordSize bounds one record when reading, so a corrupt length
 	// cannot make replay allocate gigabytes.
 	maxRecordSize = 1 << 20
@@ -89,6 +94,15 @@ func appendRecord(b []byte, e *groundhog.LedgerEntry) []byte {
 		}
 	}
 	b = append(b, flags)
+	b = binary.AppendVarint(b, e.Usage.CacheWrite1hTokens)
+	b = binary.AppendVarint(b, int64(e.PromptCacheSaved))
+	b = appendString(b, e.PromptCacheBreak)
+	b = binary.AppendVarint(b, e.PromptCacheLostTokens)
+	var held byte
+	if e.FanOutHeld {
+		held = 1
+	}
+	b = append(b, held)
 	payload := b[start+recHeaderSize:]
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, crcTable))
@@ -125,9 +139,10 @@ func (r *payloadReader) str() string {
 
 // decodePayload decodes a payload written by appendRecord.
 func decodePayload(p []byte, e *groundhog.LedgerEntry) error {
-	if len(p) < 2 || p[0] != recVersion {
+	if len(p) < 2 || (p[0] != recVersion && p[0] != recVersion1) {
 		return fmt.Errorf("%w: unknown record version", errCorrupt)
 	}
+	version := p[0]
 	r := payloadReader{b: p[1:]}
 	*e = groundhog.LedgerEntry{}
 	e.ID = r.str()
@@ -149,14 +164,33 @@ func decodePayload(p []byte, e *groundhog.LedgerEntry) error {
 	e.FullCost = groundhog.Money(r.varint())
 	e.Latency = time.Duration(r.varint())
 	e.Attempt = int(r.varint())
-	if r.bad || len(r.b) != 1 {
+	if r.bad || len(r.b) < 1 {
 		return fmt.Errorf("%w: malformed payload", errCorrupt)
 	}
 	flags := r.b[0]
+	r.b = r.b[1:]
 	e.InFlight = flags&1 != 0
 	e.CacheOn = flags&2 != 0
 	e.Idempotent = flags&4 != 0
 	e.Stream = flags&8 != 0
+	if version == recVersion1 {
+		if len(r.b) != 0 {
+			return fmt.Errorf("%w: malformed payload", errCorrupt)
+		}
+		// Its net saving was never computed: unknown, never a silent 0.
+		if e.Usage.CachedInputTokens != 0 || e.Usage.CacheWriteTokens != 0 {
+			e.PromptCacheSaved = groundhog.CostUnknown
+		}
+		return nil
+	}
+	e.Usage.CacheWrite1hTokens = r.varint()
+	e.PromptCacheSaved = groundhog.Money(r.varint())
+	e.PromptCacheBreak = r.str()
+	e.PromptCacheLostTokens = r.varint()
+	if r.bad || len(r.b) != 1 || r.b[0] > 1 {
+		return fmt.Errorf("%w: malformed payload", errCorrupt)
+	}
+	e.FanOutHeld = r.b[0] == 1
 	return nil
 }
 

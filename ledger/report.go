@@ -79,6 +79,8 @@ type Row struct {
 	UnknownCostCalls    int64
 	Retries             int64
 	RetryCost           groundhog.Money
+	// PromptCache is what the provider's prompt cache did (see PromptCache).
+	PromptCache PromptCache
 }
 
 // Report is the duplicate-work report of one day: one row per operation,
@@ -212,6 +214,7 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 	if !e.Cost.Known() || !e.Saved.Known() || !e.FullCost.Known() {
 		r.UnknownCostCalls++
 	}
+	r.PromptCache.add(e)
 }
 
 // finish fills the derived columns.
@@ -220,6 +223,7 @@ func (r Row) finish() Row {
 		r.RepeatShare = math.Round(float64(r.Repeats)/float64(r.Calls)*1e4) / 1e4
 	}
 	r.Projected30d = 30 * (r.Saved + r.ShadowSaved)
+	r.PromptCache = r.PromptCache.finish()
 	return r
 }
 

@@ -300,7 +300,8 @@ func TestOutputs(t *testing.T) {
 		if got := sortedKeys(doc); got != "day,operations,retry_attempts,retry_cost_usd,total,unknown_cost_calls" {
 			t.Fatalf("top-level keys = %s", got)
 		}
-		rowKeys := "calls,concurrent_identical,distinct,projected_30d_usd,repeat_cost_usd,repeat_share,repeats,replayed,saved_usd,shadow_saved_usd,spend_usd,upstream_calls,cache_hits,coalesced"
+		rowKeys := "calls,concurrent_identical,distinct,projected_30d_usd,repeat_cost_usd,repeat_share,repeats,replayed,saved_usd,shadow_saved_usd,spend_usd,upstream_calls,cache_hits,coalesced" +
+			",cached_read_tokens,cache_write_tokens,cache_write_1h_tokens,uncached_input_tokens,prompt_cache_hit_ratio,prompt_cache_saved_usd,prompt_cache_unknown_calls,prompt_cache_breaks,fan_out_held,fan_out_write_tokens_avoided"
 		want := sortKeyList(rowKeys)
 		var total map[string]json.RawMessage
 		json.Unmarshal(doc["total"], &total)

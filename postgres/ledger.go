@@ -12,7 +12,8 @@ import (
 
 const ledgerColumns = `id, time, tenant, operation, request_hash, shape, model, provider, outcome, status,
 	input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, cost, saved, full_cost,
-	latency, attempt, in_flight, cache_on, idempotent, stream`
+	latency, attempt, in_flight, cache_on, idempotent, stream,
+	cache_write_1h_tokens, prompt_cache_saved, prompt_cache_break, prompt_cache_lost_tokens, fan_out_held`
 
 // qAppendLedger inserts a whole chunk of rows as one statement: each column
 // arrives as one array parameter and unnest turns them back into rows, so
@@ -22,7 +23,8 @@ const qAppendLedger = `INSERT INTO ledger (` + ledgerColumns + `)
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::integer[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
 		$15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::integer[], $20::boolean[],
-		$21::boolean[], $22::boolean[], $23::boolean[])
+		$21::boolean[], $22::boolean[], $23::boolean[],
+		$24::bigint[], $25::bigint[], $26::text[], $27::bigint[], $28::boolean[])
 	ON CONFLICT (id) DO NOTHING`
 
 // ledgerChunk bounds the rows of one statement (and the memory of its
@@ -57,7 +59,7 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	return nil
 }
 
-// ledgerArrays turns rows into the 23 column arrays of qAppendLedger.
+// ledgerArrays turns rows into the 28 column arrays of qAppendLedger.
 func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 	n := len(rows)
 	strs := func() []string { return make([]string, n) }
@@ -68,6 +70,7 @@ func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 	t, in, cached, write, out, cost, saved, full, lat := ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints()
 	status, attempt := i32s(), i32s()
 	inFlight, cacheOn, idem, stream := bools(), bools(), bools(), bools()
+	write1h, pcSaved, pcBreak, pcLost, held := ints(), ints(), strs(), ints(), bools()
 	for i := range rows {
 		e := &rows[i]
 		id[i], t[i], tenant[i], op[i], hash[i] = e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, e.RequestHash
@@ -76,9 +79,12 @@ func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 		in[i], cached[i], write[i], out[i] = e.Usage.InputTokens, e.Usage.CachedInputTokens, e.Usage.CacheWriteTokens, e.Usage.OutputTokens
 		cost[i], saved[i], full[i], lat[i] = int64(e.Cost), int64(e.Saved), int64(e.FullCost), int64(e.Latency)
 		inFlight[i], cacheOn[i], idem[i], stream[i] = e.InFlight, e.CacheOn, e.Idempotent, e.Stream
+		write1h[i], pcSaved[i], pcBreak[i] = e.Usage.CacheWrite1hTokens, int64(e.PromptCacheSaved), e.PromptCacheBreak
+		pcLost[i], held[i] = e.PromptCacheLostTokens, e.FanOutHeld
 	}
 	return []any{id, t, tenant, op, hash, shape, model, provider, outcome, status,
-		in, cached, write, out, cost, saved, full, lat, attempt, inFlight, cacheOn, idem, stream}
+		in, cached, write, out, cost, saved, full, lat, attempt, inFlight, cacheOn, idem, stream,
+		write1h, pcSaved, pcBreak, pcLost, held}
 }
 
 // ScanLedger calls fn for every row matching f in (Time, ID) order and
@@ -126,14 +132,15 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 		t, latency      int64
 		shape, outcome  string
 		cost, saved     int64
-		full            int64
+		full, pcSaved   int64
 		status, attempt int32
 	)
 	for rows.Next() {
 		e := new(groundhog.LedgerEntry)
 		if err := rows.Scan(&e.ID, &t, &e.Tenant, &e.Operation, &e.RequestHash, &shape, &e.Model, &e.Provider, &outcome, &status,
 			&e.Usage.InputTokens, &e.Usage.CachedInputTokens, &e.Usage.CacheWriteTokens, &e.Usage.OutputTokens,
-			&cost, &saved, &full, &latency, &attempt, &e.InFlight, &e.CacheOn, &e.Idempotent, &e.Stream); err != nil {
+			&cost, &saved, &full, &latency, &attempt, &e.InFlight, &e.CacheOn, &e.Idempotent, &e.Stream,
+			&e.Usage.CacheWrite1hTokens, &pcSaved, &e.PromptCacheBreak, &e.PromptCacheLostTokens, &e.FanOutHeld); err != nil {
 			return mapErr(fmt.Errorf("postgres: scan ledger: %w", err))
 		}
 		e.Time = time.Unix(0, t).UTC()
@@ -142,6 +149,7 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 		e.Status, e.Attempt = int(status), int(attempt)
 		e.Cost, e.Saved, e.FullCost = groundhog.Money(cost), groundhog.Money(saved), groundhog.Money(full)
 		e.Latency = time.Duration(latency)
+		e.PromptCacheSaved = groundhog.Money(pcSaved)
 		if err := fn(e); err != nil {
 			return err
 		}

@@ -69,6 +69,21 @@ func (t Table) Cost(model string, u groundhog.Usage) groundhog.Money {
 	return p.Cost(u)
 }
 
+// PromptCacheSaving is the net saving of the provider's prompt cache for
+// usage u of model (groundhog.Price.PromptCacheSaving): reads × (input −
+// cached_input) − short writes × (cache_write − input) − 1h writes ×
+// (cache_write_1h − input), exact in picodollars and negative when the
+// writes cost more than the reads saved. It is groundhog.CostUnknown when
+// the model is not in the table, even for usage without cache tokens, so
+// an unpriced model never reads as "saved 0".
+func (t Table) PromptCacheSaving(model string, u groundhog.Usage) groundhog.Money {
+	p, ok := t.Lookup(model)
+	if !ok {
+		return groundhog.CostUnknown
+	}
+	return p.PromptCacheSaving(u)
+}
+
 // Models returns the table's model names, sorted.
 func (t Table) Models() []string {
 	names := make([]string, 0, len(t))
@@ -85,12 +100,15 @@ type YAMLPrice struct {
 	Input       string `yaml:"input"`
 	CachedInput string `yaml:"cached_input"`
 	CacheWrite  string `yaml:"cache_write"`
-	Output      string `yaml:"output"`
+	// CacheWrite1h is the rate of a one-hour prompt-cache write.
+	CacheWrite1h string `yaml:"cache_write_1h"`
+	Output       string `yaml:"output"`
 }
 
 // Parse reads a YAML mapping of model → {input, cached_input, cache_write,
-// output} in USD per million tokens. A missing cached_input defaults to
-// input; a missing cache_write defaults to 1.25 × input.
+// cache_write_1h, output} in USD per million tokens. A missing cached_input
+// defaults to input; a missing cache_write defaults to 1.25 × input; a
+// missing cache_write_1h defaults to 2 × input.
 func Parse(r io.Reader) (Table, error) {
 	var raw map[string]YAMLPrice
 	dec := yaml.NewDecoder(r)
@@ -106,6 +124,9 @@ func FromStrings(raw map[string]YAMLPrice) (Table, error) {
 	t := Table{}
 	for model, p := range raw {
 		pr, err := parsePrice(p.Input, p.CachedInput, p.CacheWrite, p.Output)
+		if err == nil && p.CacheWrite1h != "" {
+			pr.CacheWrite1h, err = perMillion(p.CacheWrite1h)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("price table: model %q: %w", model, err)
 		}
@@ -164,7 +185,7 @@ func parsePrice(input, cached, write, output string) (groundhog.Price, error) {
 	if p.Output, err = perMillion(output); err != nil {
 		return p, err
 	}
-	p.CachedInput, p.CacheWrite = p.Input, p.Input*5/4
+	p.CachedInput, p.CacheWrite, p.CacheWrite1h = p.Input, p.Input*5/4, 2*p.Input
 	if cached != "" {
 		if p.CachedInput, err = perMillion(cached); err != nil {
 			return p, err

@@ -3,15 +3,10 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/groundhog-ai/groundhog"
-)
-
-// Anthropic prompt caching limits.
-const (
-	maxBreakpoints = 4  // cache_control blocks per request
-	lookbackBlocks = 20 // block boundaries checked before each breakpoint
 )
 
 // messagesRequest is the part of a POST /v1/messages body the sim reads.
@@ -23,6 +18,7 @@ type messagesRequest struct {
 	Tools        []json.RawMessage  `json:"tools"`
 	ToolChoice   json.RawMessage    `json:"tool_choice"`
 	Stream       bool               `json:"stream"`
+	Thinking     json.RawMessage    `json:"thinking"`
 	CacheControl json.RawMessage    `json:"cache_control"`
 }
 
@@ -49,7 +45,9 @@ func hasMarker(raw json.RawMessage) bool {
 // anthropicPrompt is a Messages prompt as the sim accounts it.
 type anthropicPrompt struct {
 	tokens        int
-	lookup, store []PrefixPoint
+	lookup        []PrefixPoint
+	store         []PrefixWrite
+	longWritesEnd int // writes up to here are 1-hour ones
 	tools         []toolSpec
 	asked         bool // the last message is the user's, mentions "tool" and answers no tool call
 }
@@ -57,20 +55,13 @@ type anthropicPrompt struct {
 // buildAnthropicPrompt tokenizes tools, then system, then messages (the
 // order in which Anthropic caches), recording a prefix point at every
 // content-block boundary (after each tool, system block, message block) and
-// which of them carry cache_control. A top-level cache_control marks the last
-// boundary (automatic caching).
+// which of them carry cache_control (see anthropicCache for the rules). A
+// top-level cache_control marks the last boundary (automatic caching).
 func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
 	ts := newTokenStream(0)
-	var bounds []PrefixPoint
-	var breaks []int
-	mark := func(cc bool) {
-		bounds = append(bounds, ts.point())
-		if cc {
-			breaks = append(breaks, len(bounds)-1)
-		}
-	}
+	ac := &anthropicCache{limits: cacheLimits(req.Model), ts: ts}
 	p := &anthropicPrompt{}
-	for _, raw := range req.Tools {
+	for i, raw := range req.Tools {
 		var t struct {
 			Type         string          `json:"type"`
 			Name         string          `json:"name"`
@@ -83,7 +74,9 @@ func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
 		ts.begin("tool")
 		ts.text(compactJSON(raw))
 		ts.end()
-		mark(hasMarker(t.CacheControl))
+		if err := ac.mark(t.CacheControl, fmt.Sprintf("tools.%d", i), false); err != nil {
+			return nil, err
+		}
 		if (t.Type == "" || t.Type == "custom") && t.Name != "" {
 			p.tools = append(p.tools, toolSpec{name: t.Name, schema: t.InputSchema})
 		}
@@ -94,19 +87,23 @@ func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
 			var s string
 			json.Unmarshal(sys, &s)
 			ts.text(s)
-			mark(false)
+			ac.mark(nil, "system", false)
 		} else {
 			var blocks []anthropicBlock
 			if err := json.Unmarshal(sys, &blocks); err != nil {
 				return nil, groundhog.WrapError(groundhog.EINVALID, "system: Input should be a valid string or a list of text blocks", err)
 			}
-			for _, b := range blocks {
+			for i, b := range blocks {
 				ts.text(b.Text)
-				mark(hasMarker(b.CacheControl))
+				if err := ac.mark(b.CacheControl, fmt.Sprintf("system.%d", i), b.Text == ""); err != nil {
+					return nil, err
+				}
 			}
 		}
 		ts.end()
 	}
+	// The messages level depends on the settings that invalidate it.
+	ts.salt(messagesLevelSalt(req))
 	for i, m := range req.Messages {
 		if m.Role != "user" && m.Role != "assistant" && m.Role != "system" {
 			return nil, groundhog.Errorf(groundhog.EINVALID, "messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
@@ -120,13 +117,13 @@ func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
 			json.Unmarshal(content, &s)
 			ts.text(s)
 			text.WriteString(s)
-			mark(false)
+			ac.mark(nil, "", false)
 		} else {
 			var blocks []json.RawMessage
 			if err := json.Unmarshal(content, &blocks); err != nil {
 				return nil, groundhog.WrapError(groundhog.EINVALID, "messages.content: Input should be a valid string or a list of content blocks", err)
 			}
-			for _, raw := range blocks {
+			for k, raw := range blocks {
 				var b anthropicBlock
 				if err := json.Unmarshal(raw, &b); err != nil {
 					return nil, groundhog.WrapError(groundhog.EINVALID, "messages.content: each content block must be an object", err)
@@ -146,34 +143,22 @@ func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
 				default:
 					ts.text(compactJSON(raw))
 				}
-				mark(hasMarker(b.CacheControl))
+				if err := ac.mark(b.CacheControl, fmt.Sprintf("messages.%d.content.%d", i, k), b.Type == "text" && b.Text == ""); err != nil {
+					return nil, err
+				}
 			}
 		}
 		ts.end()
 		p.asked = m.Role == "user" && !toolResult && mentionsTool(text.String())
 	}
-	if hasMarker(req.CacheControl) && len(bounds) > 0 {
-		if n := len(breaks); n == 0 || breaks[n-1] != len(bounds)-1 {
-			breaks = append(breaks, len(bounds)-1)
-		}
-	}
-	if len(breaks) > maxBreakpoints {
-		return nil, groundhog.Errorf(groundhog.EINVALID, "A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, len(breaks))
+	if err := ac.automatic(req.CacheControl); err != nil {
+		return nil, err
 	}
 	p.tokens = ts.n
-	// Lookup: each breakpoint and the boundaries up to lookbackBlocks before
-	// it; Store: the breakpoints. Both in increasing order.
-	in := make([]bool, len(bounds))
-	for _, b := range breaks {
-		for k := max(0, b-lookbackBlocks); k <= b; k++ {
-			in[k] = true
-		}
-		p.store = append(p.store, bounds[b])
-	}
-	for k, ok := range in {
-		if ok {
-			p.lookup = append(p.lookup, bounds[k])
-		}
+	var err error
+	p.lookup, p.store, p.longWritesEnd, err = ac.plan()
+	if err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -216,7 +201,7 @@ func parseMessages(body []byte, sd seed) (*job, error) {
 	}
 	c := generate(sd, 0, int(*req.MaxTokens), call)
 	j := &job{model: req.Model, stream: req.Stream, seed: sd, prompt: p.tokens, lookup: p.lookup, store: p.store,
-		reportWrites: true, output: c.tokens}
+		reportWrites: true, longWritesEnd: p.longWritesEnd, output: c.tokens}
 	j.respond = func(x *exchange) {
 		if j.stream {
 			streamMessages(x, req.Model, c)
@@ -267,7 +252,8 @@ func newAnthropicUsage(u groundhog.Usage, output int64) anthropicUsage {
 		OutputTokens:             output,
 		ServiceTier:              "standard",
 	}
-	au.CacheCreation.Ephemeral5m = u.CacheWriteTokens
+	au.CacheCreation.Ephemeral5m = u.CacheWriteTokens - u.CacheWrite1hTokens
+	au.CacheCreation.Ephemeral1h = u.CacheWrite1hTokens
 	return au
 }
 
@@ -362,7 +348,7 @@ func streamMessages(x *exchange, model string, c *completion) {
 	if !st.event("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": c.stopReason(), "stop_sequence": nil},
 		"usage": map[string]any{"input_tokens": u.InputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens,
-			"cache_read_input_tokens": u.CacheReadInputTokens, "output_tokens": u.OutputTokens}}) {
+			"cache_read_input_tokens": u.CacheReadInputTokens, "cache_creation": u.CacheCreation, "output_tokens": u.OutputTokens}}) {
 		return
 	}
 	st.event("message_stop", map[string]any{"type": "message_stop"})

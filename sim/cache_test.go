@@ -190,14 +190,21 @@ func TestPrefixCacheUnit(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := NewPrefixCache(time.Minute)
 	pts := []PrefixPoint{{1, 512}, {2, 1024}, {3, 1152}, {4, 1280}}
-	if got := c.Store("k", "m", pts, now); got != 1280 {
+	writes := func(ttl time.Duration, pts ...PrefixPoint) []PrefixWrite {
+		var w []PrefixWrite
+		for _, p := range pts {
+			w = append(w, PrefixWrite{PrefixPoint: p, TTL: ttl})
+		}
+		return w
+	}
+	if got := c.Store("k", "m", writes(0, pts...), now); got != 1280 {
 		t.Fatalf("Store = %d, want 1280", got)
 	}
 	if got := c.Lookup("k", "m", []PrefixPoint{{1, 512}, {2, 1024}, {3, 1152}, {9, 1280}}, now); got != 1152 {
 		t.Fatalf("Lookup = %d, want the longest shared point 1152", got)
 	}
-	if got := c.Lookup("k", "m", []PrefixPoint{{1, 512}}, now); got != 0 {
-		t.Fatalf("Lookup of a sub-minimum point = %d", got)
+	if got := c.Lookup("k2", "m", pts, now); got != 0 {
+		t.Fatalf("another scope read %d", got)
 	}
 	// 1152 was refreshed at +0s by the lookup, 1024 was not.
 	later := now.Add(50 * time.Second)
@@ -209,14 +216,25 @@ func TestPrefixCacheUnit(t *testing.T) {
 	if got := c.Lookup("k", "m", pts[:2], at); got != 0 {
 		t.Fatalf("expired 1024 still hits")
 	}
+	// A write's own TTL outlives the default, is renewed by reads, and a
+	// shorter rewrite does not cut it.
+	long := PrefixPoint{5, 4096}
+	c.Store("k", "m", writes(time.Hour, long), now)
+	c.Store("k", "m", writes(0, long), now)
+	if got := c.Lookup("k", "m", []PrefixPoint{long}, now.Add(59*time.Minute)); got != 4096 {
+		t.Fatalf("1h entry after 59m: Lookup = %d", got)
+	}
+	if got := c.Lookup("k", "m", []PrefixPoint{long}, now.Add(118*time.Minute)); got != 4096 {
+		t.Fatalf("1h entry renewed at 59m, read at 118m: Lookup = %d", got)
+	}
 	// A store long after sweeps expired entries.
 	mc := c.(*memPrefixCache)
-	c.Store("k", "m", []PrefixPoint{{7, 2048}}, now.Add(time.Hour))
+	c.Store("k", "m", writes(0, PrefixPoint{7, 2048}), now.Add(10*time.Hour))
 	if len(mc.entries) != 1 {
 		t.Fatalf("%d entries after the sweep, want 1", len(mc.entries))
 	}
 	var none NoPrefixCache
-	if none.Store("k", "m", pts, now) != 0 || none.Lookup("k", "m", pts, now) != 0 {
+	if none.Store("k", "m", writes(0, pts...), now) != 0 || none.Lookup("k", "m", pts, now) != 0 {
 		t.Fatal("NoPrefixCache cached")
 	}
 }

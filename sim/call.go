@@ -22,12 +22,20 @@ type job struct {
 	seed   seed
 	// prompt is the number of prompt tokens; lookup and store the prefix
 	// points passed to the PrefixCache (none for embeddings).
-	prompt        int
-	lookup, store []PrefixPoint
-	// reportWrites: cache writes are reported and billed (Anthropic). OpenAI's
-	// automatic caching writes for free and reports none.
+	prompt int
+	lookup []PrefixPoint
+	store  []PrefixWrite
+	// cacheKey narrows the prefix-cache scope (OpenAI's prompt_cache_key).
+	cacheKey string
+	// reportWrites: cache writes are reported and billed (Anthropic, and
+	// OpenAI's prompt_cache_options mode). OpenAI's automatic caching writes
+	// for free and reports none.
 	reportWrites bool
-	output       int // output tokens
+	// longWritesEnd is the prompt position up to which written tokens are
+	// written with a 1-hour TTL (Anthropic "1h", which must precede "5m");
+	// 0 when none is.
+	longWritesEnd int
+	output        int // output tokens
 	// respond writes the answer. It is called after the time to first token
 	// and after billing.
 	respond func(x *exchange)
@@ -93,6 +101,9 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 
 	ctx := r.Context()
 	scope := scopeOf(r)
+	if j.cacheKey != "" {
+		scope += "\x00" + j.cacheKey
+	}
 	var cached int
 	if len(j.lookup) > 0 {
 		cached = s.cache.Lookup(scope, j.model, j.lookup, s.clock.Now())
@@ -108,6 +119,9 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 	u := groundhog.Usage{InputTokens: int64(j.prompt), CachedInputTokens: int64(cached), OutputTokens: int64(j.output)}
 	if j.reportWrites && stored > cached {
 		u.CacheWriteTokens = int64(stored - cached)
+		if j.longWritesEnd > cached {
+			u.CacheWrite1hTokens = int64(min(stored, j.longWritesEnd) - cached)
+		}
 	}
 	s.charge(j.model, u)
 	if f.kind == faultDrop {

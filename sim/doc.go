@@ -14,7 +14,8 @@
 //	POST /v1/messages              Anthropic Messages (max_tokens required, as in the real API)
 //	POST /v1/messages/count_tokens Anthropic token count (not billed, no faults)
 //	GET  /sim/v1/bill              the bill: {"calls":N,"input_tokens":N,"cached_input_tokens":N,
-//	                               "cache_write_tokens":N,"output_tokens":N,"usd":"0.000000"}
+//	                               "cache_write_tokens":N,"cache_write_1h_tokens":N,"output_tokens":N,
+//	                               "usd":"0.000000","input_usd":"0.000000","output_usd":"0.000000"}
 //	POST /sim/v1/bill/reset        zero the bill; answers with the bill as it was just before
 //
 // Errors use each provider's error shape ({"error":{"message","type","param",
@@ -30,8 +31,9 @@
 // The answer is derived from SHA-256 of the route and the request body as
 // canonical JSON (sorted keys, normalized numbers), without the fields that
 // do not change content (stream, stream_options, user, metadata, store,
-// prompt_cache_key, prompt_cache_retention, safety_identifier, service_tier,
-// n, the max-token limits) and without cache_control markers. Identical
+// prompt_cache_key, prompt_cache_retention, prompt_cache_options,
+// safety_identifier, service_tier, n, the max-token limits) and without
+// cache_control and prompt_cache_breakpoint markers. Identical
 // inputs give identical text, streamed or not; changing temperature, seed,
 // the messages or the model changes it. The natural length is 16–64 tokens;
 // a max-token limit (max_completion_tokens or max_tokens, max_output_tokens,
@@ -73,20 +75,57 @@
 //
 // # Prompt caching
 //
-// The PrefixCache holds prompt prefixes per (API key digest, model); see
-// PrefixCache for when it is consulted. On OpenAI routes caching is
-// automatic: the longest cached prefix is read in whole blocks of
-// BlockTokens (128) from MinCacheTokens (1024) on, reported as
-// prompt_tokens_details.cached_tokens / input_tokens_details.cached_tokens,
-// and writes are free and not reported. On /v1/messages only the prompt up to
-// a cache_control breakpoint (on a tool, system block or content block; or a
-// top-level cache_control, meaning the last block) is cacheable; a read is
-// looked for at each breakpoint and at the 20 block boundaries before it;
-// the tokens from the read (or the start) to the last breakpoint of at least
-// 1024 tokens are written and reported as cache_creation_input_tokens, the
-// read as cache_read_input_tokens, and input_tokens is the rest. More than
-// 4 breakpoints is a 400. Entries live DefaultCacheTTL (5 minutes) after
-// their last use; a "ttl" in cache_control is ignored.
+// The PrefixCache holds prompt prefixes per (scope, model); the scope is a
+// digest of the API key and, on OpenAI routes, the prompt_cache_key, so
+// different keys never share an entry and one key shares across sessions.
+// Every limit below comes from the model table (ModelCacheLimits; a model
+// missing from it has sim-small's). A prefix becomes readable only once the
+// request that writes it has passed its time to first token, so requests
+// that arrive together all miss. Every read refreshes the entry's lifetime.
+//
+// OpenAI automatic caching (no prompt_cache_options and no breakpoint):
+// the longest cached prefix is read in whole blocks of 128 tokens from 1,024
+// on, and written the same way, for free (cache_write_tokens 0). Entries
+// live 5 minutes (Config.PrefixCacheTTL), 24 hours with
+// prompt_cache_retention "24h".
+//
+// OpenAI prompt_cache_options mode — a request with prompt_cache_options
+// {"mode": "implicit"|"explicit", "ttl": "30m"} or with any
+// "prompt_cache_breakpoint": {"mode": "explicit"} (implicit mode then): on
+// /v1/responses a breakpoint may sit on an input_text, input_image or
+// input_file part of a message or of a function_call_output output list; on
+// chat on a text part (the sim's extension of the same markers). It marks
+// the exact end of that part, not rounded to a block. Reads are matched
+// exactly at one of the latest 80 breakpoints of the request (explicit ones
+// and, in implicit mode, each message end), never at a shorter unmarked
+// prefix. Explicit mode writes the latest 4 explicit breakpoints; implicit
+// mode writes the end of the newest message (the implicit breakpoint) and
+// the latest 3 explicit ones. Breakpoints under 1,024 tokens write nothing.
+// Writes live 30 minutes and are billed at the cache-write price, reported
+// as prompt_tokens_details.cache_write_tokens / input_tokens_details.
+// cache_write_tokens (and cache_write_tokens_details.ttl_30m_tokens).
+// additional_tools input items add callable tools where they stand (after
+// the cached prefix; a breakpoint inside one is a 400); tool_choice
+// {"type": "allowed_tools"} restricts the callable tools without changing
+// the prompt. A 400 for: both prompt_cache_options.ttl and
+// prompt_cache_retention, a ttl other than "30m" (the sim does not offer
+// "12h"), an unknown mode, a breakpoint on another part type.
+//
+// Anthropic (/v1/messages): only the prompt up to a cache_control
+// breakpoint (on a tool, system block or content block, never an empty text
+// block; or a top-level cache_control, meaning the last block) is cacheable,
+// in the order tools, system, messages. A read is looked for at each
+// breakpoint and at the 20 block boundaries before it; every breakpoint of
+// at least the model's minimum (sim-small 1,024, sim-large 2,048 tokens) is
+// written: the tokens from the read (or the start) to the last written
+// breakpoint are reported as cache_creation_input_tokens, split by TTL into
+// cache_creation.ephemeral_5m_input_tokens and ephemeral_1h_input_tokens;
+// the read is cache_read_input_tokens and input_tokens is the rest. A
+// cache_control's ttl is "5m" (default) or "1h", and a 1h breakpoint after a
+// 5m one is a 400, as are more than 4 breakpoints. tool_choice, the thinking
+// settings and the presence of images key the messages level: changing one
+// of them misses every breakpoint in the messages while breakpoints on
+// tools and system still read.
 //
 // # Latency
 //
@@ -118,8 +157,11 @@
 // # Billing
 //
 // A model call is billed once its first token is due (after the time to
-// first token): in full, with its prompt, cached-read, cache-write and output
-// tokens priced with Config.Prices (reads at the cached price, writes at the
-// write price), even if the client leaves before the end. A call whose
-// client leaves before the first token is not billed.
+// first token): in full, even if the client leaves before the end. Prices
+// come from Config.Prices: uncached prompt tokens at the input price, reads
+// at the cached price, 5-minute and 30-minute writes at the write price,
+// 1-hour writes at the 1-hour rate (2× input until the price table has its
+// own), output at the output price. The bill keeps input_usd (all prompt
+// tokens: uncached, reads and writes) and output_usd beside the total usd.
+// A call whose client leaves before the first token is not billed.
 package sim

@@ -19,7 +19,7 @@ import (
 // 0 of n choices is the text of a single-choice request.
 var seedExcluded = []string{
 	"stream", "stream_options", "user", "metadata", "store", "prompt_cache_key",
-	"prompt_cache_retention", "safety_identifier", "service_tier",
+	"prompt_cache_retention", "prompt_cache_options", "safety_identifier", "service_tier",
 	"max_tokens", "max_completion_tokens", "max_output_tokens", "n",
 }
 
@@ -28,7 +28,8 @@ type seed [32]byte
 
 // requestSeed digests the content of a request body: SHA-256 of the shape
 // and the body's JSON with sorted keys, normalized numbers, no whitespace,
-// without the seedExcluded fields and without any "cache_control" marker.
+// without the seedExcluded fields and without any cache marker
+// ("cache_control", "prompt_cache_breakpoint").
 func requestSeed(shape groundhog.Shape, body []byte) (seed, error) {
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
@@ -55,6 +56,7 @@ func stripCacheControl(v any) {
 	switch v := v.(type) {
 	case map[string]any:
 		delete(v, "cache_control")
+		delete(v, "prompt_cache_breakpoint")
 		for _, e := range v {
 			stripCacheControl(e)
 		}

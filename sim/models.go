@@ -54,3 +54,56 @@ func (s *Server) listModels(w http.ResponseWriter, _ *http.Request, fam family) 
 func (s *Server) getModel(w http.ResponseWriter, _ *http.Request, fam family, id string) {
 	writeJSON(w, http.StatusOK, modelObject(fam, id))
 }
+
+// CacheLimits are one model's prompt-caching rules, as its provider
+// documents them. OpenAI* limits apply on the OpenAI routes, Anthropic* on
+// /v1/messages: the sim's model names answer on both.
+type CacheLimits struct {
+	// OpenAIMinTokens is the shortest prefix OpenAI caches (automatic and
+	// explicit modes alike).
+	OpenAIMinTokens int
+	// OpenAIBlockTokens is the granularity of automatic caching: a read or a
+	// write covers whole blocks from the start of the prompt.
+	OpenAIBlockTokens int
+	// OpenAIMaxWrites is how many breakpoints one request writes in
+	// prompt_cache_options mode (the latest ones; in implicit mode the
+	// implicit breakpoint takes one of them).
+	OpenAIMaxWrites int
+	// OpenAIMatchBreakpoints is how many of the latest breakpoints of a
+	// request a read is looked for at.
+	OpenAIMatchBreakpoints int
+	// AnthropicMinTokens is the shortest prefix a cache_control breakpoint
+	// caches.
+	AnthropicMinTokens int
+	// AnthropicMaxBreakpoints is the most cache_control blocks a request may
+	// carry (one more is a 400).
+	AnthropicMaxBreakpoints int
+	// AnthropicLookback is how many block boundaries before each breakpoint
+	// a read is looked for at.
+	AnthropicLookback int
+}
+
+// smallLimits are sim-small's rules, also those of any model missing from
+// ModelCacheLimits.
+var smallLimits = CacheLimits{
+	OpenAIMinTokens: 1024, OpenAIBlockTokens: 128, OpenAIMaxWrites: 4, OpenAIMatchBreakpoints: 80,
+	AnthropicMinTokens: 1024, AnthropicMaxBreakpoints: 4, AnthropicLookback: 20,
+}
+
+// ModelCacheLimits is the sim's model table of prompt-caching rules: every
+// caching limit the sim enforces comes from here, so a new model or limit is
+// one entry. Servers read it on every call: change it only before any
+// Server runs.
+var ModelCacheLimits = map[string]CacheLimits{
+	"sim-small": smallLimits,
+	"sim-large": func() CacheLimits { l := smallLimits; l.AnthropicMinTokens = 2048; return l }(),
+}
+
+// cacheLimits returns model's caching rules; an unknown model has
+// sim-small's.
+func cacheLimits(model string) CacheLimits {
+	if l, ok := ModelCacheLimits[model]; ok {
+		return l
+	}
+	return smallLimits
+}

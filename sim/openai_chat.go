@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -19,6 +20,7 @@ type chatRequest struct {
 	MaxTokens           *count `json:"max_tokens"`
 	MaxCompletionTokens *count `json:"max_completion_tokens"`
 	N                   *count `json:"n"`
+	openaiCacheFields
 }
 
 type chatMessage struct {
@@ -62,7 +64,11 @@ func parseChat(body []byte, sd seed) (*job, error) {
 		n = int(*req.N)
 	}
 
-	ts := newTokenStream(BlockTokens)
+	pc, err := newOpenAICache(req.Model, &req.openaiCacheFields, "text")
+	if err != nil {
+		return nil, err
+	}
+	ts := pc.ts
 	var tools []toolSpec
 	for _, raw := range req.Tools {
 		ts.begin("tool")
@@ -80,23 +86,29 @@ func parseChat(body []byte, sd seed) (*job, error) {
 		}
 	}
 	var lastText string
-	for _, m := range req.Messages {
+	for i, m := range req.Messages {
 		ts.begin(m.Role)
-		lastText = writeContent(ts, m.Content)
+		if lastText, err = pc.content(m.Content, fmt.Sprintf("messages[%d].content", i)); err != nil {
+			return nil, err
+		}
 		for _, tc := range m.ToolCalls {
 			ts.text(tc.Function.Name)
 			ts.text(tc.Function.Arguments)
 		}
-		ts.end()
+		pc.endMessage()
 	}
 	last := req.Messages[len(req.Messages)-1]
 	mode, name := chatToolChoice(req.ToolChoice)
+	if m, allowed, ok := allowedTools(req.ToolChoice, tools); ok {
+		mode, tools = m, allowed
+	}
 	call, err := pickTool(tools, mode, name, last.Role == "user" && mentionsTool(lastText))
 	if err != nil {
 		return nil, err
 	}
 
-	j := &job{model: req.Model, stream: req.Stream, seed: sd, prompt: ts.n, lookup: ts.marks, store: ts.marks}
+	j := &job{model: req.Model, stream: req.Stream, seed: sd}
+	pc.apply(j)
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	j.respond = func(x *exchange) {
 		comps := make([]*completion, n)
@@ -173,8 +185,9 @@ type chatUsage struct {
 	CompletionTokens    int64 `json:"completion_tokens"`
 	TotalTokens         int64 `json:"total_tokens"`
 	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-		AudioTokens  int64 `json:"audio_tokens"`
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+		AudioTokens      int64 `json:"audio_tokens"`
 	} `json:"prompt_tokens_details"`
 	CompletionTokensDetails struct {
 		ReasoningTokens          int64 `json:"reasoning_tokens"`
@@ -187,6 +200,7 @@ type chatUsage struct {
 func newChatUsage(u groundhog.Usage) *chatUsage {
 	cu := &chatUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
 	cu.PromptTokensDetails.CachedTokens = u.CachedInputTokens
+	cu.PromptTokensDetails.CacheWriteTokens = u.CacheWriteTokens
 	return cu
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -25,15 +26,17 @@ type responsesRequest struct {
 	Text               json.RawMessage   `json:"text"`
 	Store              *bool             `json:"store"`
 	User               *string           `json:"user"`
+	openaiCacheFields
 }
 
 type responsesItem struct {
-	Type      string          `json:"type"`
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	Name      string          `json:"name"`
-	Arguments string          `json:"arguments"`
-	Output    json.RawMessage `json:"output"`
+	Type      string            `json:"type"`
+	Tools     []json.RawMessage `json:"tools"` // additional_tools
+	Role      string            `json:"role"`
+	Content   json.RawMessage   `json:"content"`
+	Name      string            `json:"name"`
+	Arguments string            `json:"arguments"`
+	Output    json.RawMessage   `json:"output"`
 }
 
 // parseResponses validates a Responses request and generates its answer.
@@ -59,12 +62,13 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		return nil, err
 	}
 
-	ts := newTokenStream(BlockTokens)
+	pc, err := newOpenAICache(req.Model, &req.openaiCacheFields, "input_text", "input_image", "input_file")
+	if err != nil {
+		return nil, err
+	}
+	ts := pc.ts
 	var tools []toolSpec
-	for _, raw := range req.Tools {
-		ts.begin("tool")
-		ts.text(compactJSON(raw))
-		ts.end()
+	addTool := func(raw json.RawMessage) {
 		var t struct {
 			Type       string          `json:"type"`
 			Name       string          `json:"name"`
@@ -73,6 +77,12 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		if json.Unmarshal(raw, &t) == nil && t.Type == "function" && t.Name != "" {
 			tools = append(tools, toolSpec{name: t.Name, schema: t.Parameters})
 		}
+	}
+	for _, raw := range req.Tools {
+		ts.begin("tool")
+		ts.text(compactJSON(raw))
+		ts.end()
+		addTool(raw)
 	}
 	if req.Instructions != nil {
 		ts.begin("system")
@@ -86,7 +96,7 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		json.Unmarshal(input, &s)
 		ts.begin("user")
 		ts.text(s)
-		ts.end()
+		pc.endMessage()
 		asked = mentionsTool(s)
 	case '[':
 		var items []responsesItem
@@ -97,34 +107,60 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		json.Unmarshal(input, &raws)
 		for i, it := range items {
 			asked = false
+			path := fmt.Sprintf("input[%d]", i)
 			switch {
+			case it.Type == "additional_tools":
+				// Tools added mid-session: after the cached prefix, so the
+				// catalog at the start (and its cache) is unchanged. They
+				// can never hold a breakpoint.
+				if hasKey(raws[i], "prompt_cache_breakpoint") {
+					return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid '%s': additional_tools items cannot contain a prompt_cache_breakpoint.", path)
+				}
+				ts.begin("tools")
+				for _, raw := range it.Tools {
+					ts.text(compactJSON(raw))
+					addTool(raw)
+				}
+				ts.end()
+				continue
 			case it.Type == "function_call":
 				ts.begin("assistant")
 				ts.text(it.Name)
 				ts.text(it.Arguments)
 			case it.Type == "function_call_output":
 				ts.begin("tool")
-				writeContent(ts, it.Output)
+				if _, err := pc.content(it.Output, path+".output"); err != nil {
+					return nil, err
+				}
 			case it.Role != "":
 				ts.begin(it.Role)
-				text := writeContent(ts, it.Content)
+				text, err := pc.content(it.Content, path+".content")
+				if err != nil {
+					return nil, err
+				}
 				asked = it.Role == "user" && mentionsTool(text)
 			default:
 				ts.begin(it.Type)
 				ts.text(compactJSON(raws[i]))
+				ts.end()
+				continue
 			}
-			ts.end()
+			pc.endMessage()
 		}
 	default:
 		return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid 'input': expected a string or an array of input items.")
 	}
 	mode, name := responsesToolChoice(req.ToolChoice)
+	if m, allowed, ok := allowedTools(req.ToolChoice, tools); ok {
+		mode, tools = m, allowed
+	}
 	call, err := pickTool(tools, mode, name, asked)
 	if err != nil {
 		return nil, err
 	}
 	c := generate(sd, 0, limit, call)
-	j := &job{model: req.Model, stream: req.Stream, seed: sd, prompt: ts.n, lookup: ts.marks, store: ts.marks, output: c.tokens}
+	j := &job{model: req.Model, stream: req.Stream, seed: sd, output: c.tokens}
+	pc.apply(j)
 	j.respond = func(x *exchange) {
 		r := newResponseObject(x, &req, c)
 		if j.stream {
@@ -161,8 +197,12 @@ func responsesToolChoice(raw json.RawMessage) (mode, name string) {
 type responsesUsage struct {
 	InputTokens        int64 `json:"input_tokens"`
 	InputTokensDetails struct {
-		CachedTokens     int64 `json:"cached_tokens"`
-		CacheWriteTokens int64 `json:"cache_write_tokens"`
+		CachedTokens            int64 `json:"cached_tokens"`
+		CacheWriteTokens        int64 `json:"cache_write_tokens"`
+		CacheWriteTokensDetails struct {
+			TTL30m int64 `json:"ttl_30m_tokens"`
+			TTL12h int64 `json:"ttl_12h_tokens"`
+		} `json:"cache_write_tokens_details"`
 	} `json:"input_tokens_details"`
 	OutputTokens        int64 `json:"output_tokens"`
 	OutputTokensDetails struct {
@@ -265,6 +305,8 @@ func newResponseObject(x *exchange, req *responsesRequest, c *completion) *respo
 	u := &responsesUsage{InputTokens: x.usage.InputTokens, OutputTokens: x.usage.OutputTokens,
 		TotalTokens: x.usage.InputTokens + x.usage.OutputTokens}
 	u.InputTokensDetails.CachedTokens = x.usage.CachedInputTokens
+	u.InputTokensDetails.CacheWriteTokens = x.usage.CacheWriteTokens
+	u.InputTokensDetails.CacheWriteTokensDetails.TTL30m = x.usage.CacheWriteTokens // every OpenAI write lives 30 minutes
 	r.Usage = u
 	if c.tool != nil {
 		r.Output = []any{functionCallItem{ID: x.id.derive("item", 0).id("fc_"), Type: "function_call", Status: "completed",

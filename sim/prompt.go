@@ -8,7 +8,7 @@ import (
 )
 
 // compactJSON returns raw without insignificant whitespace and without any
-// cache_control marker (which is not content).
+// cache marker (cache_control, prompt_cache_breakpoint: not content).
 func compactJSON(raw json.RawMessage) string {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {

@@ -49,8 +49,10 @@ type Config struct {
 	// PrefixCache is the provider-side prompt prefix cache; nil means
 	// NewPrefixCache(PrefixCacheTTL). Use NoPrefixCache{} to disable caching.
 	PrefixCache PrefixCache
-	// PrefixCacheTTL is the lifetime of an unused prefix-cache entry, refreshed
-	// on every reuse; 0 means 5 minutes. Ignored when PrefixCache is set.
+	// PrefixCacheTTL is the lifetime of an unused short-lived prefix-cache
+	// entry (OpenAI automatic caching, Anthropic "5m"), refreshed on every
+	// reuse; 0 means 5 minutes. Entries with a lifetime of their own (30
+	// minutes, 1 hour, 24 hours) keep it. Ignored when PrefixCache is set.
 	PrefixCacheTTL time.Duration
 }
 
@@ -73,6 +75,7 @@ type Server struct {
 	billMu     sync.Mutex
 	bill       Bill
 	onHang     func() // test hook: a request starts hanging (timeout fault)
+	fs         fileStore
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
@@ -122,24 +125,38 @@ func timerSleep(ctx context.Context, d time.Duration) error {
 // Bill is what the simulated provider has charged: every billed call and its
 // tokens, and their cost with the price table. InputTokens counts every
 // prompt token, including the cached and cache-write ones (the
-// groundhog.Usage convention), so USD = uncached × input price + cached ×
-// cached price + writes × write price + output × output price, summed per call.
+// groundhog.Usage convention); CacheWriteTokens counts every write and
+// CacheWrite1hTokens the part of them written with a 1-hour TTL. Per call,
+//
+//	InputUSD  = uncached × input + cached × cached_input
+//	          + (writes − 1h writes) × cache_write + 1h writes × the 1h rate
+//	OutputUSD = output × output
+//	USD       = InputUSD + OutputUSD
+//
+// where uncached = InputTokens − CachedInputTokens − CacheWriteTokens and the
+// 1h rate is write1hRate's.
 type Bill struct {
-	Calls             int64           `json:"calls"`
-	InputTokens       int64           `json:"input_tokens"`
-	CachedInputTokens int64           `json:"cached_input_tokens"`
-	CacheWriteTokens  int64           `json:"cache_write_tokens"`
-	OutputTokens      int64           `json:"output_tokens"`
-	USD               groundhog.Money `json:"-"`
+	Calls              int64           `json:"calls"`
+	InputTokens        int64           `json:"input_tokens"`
+	CachedInputTokens  int64           `json:"cached_input_tokens"`
+	CacheWriteTokens   int64           `json:"cache_write_tokens"`
+	CacheWrite1hTokens int64           `json:"cache_write_1h_tokens"`
+	OutputTokens       int64           `json:"output_tokens"`
+	USD                groundhog.Money `json:"-"`
+	InputUSD           groundhog.Money `json:"-"`
+	OutputUSD          groundhog.Money `json:"-"`
 }
 
-// MarshalJSON renders the bill with usd as a six-decimal dollar string.
+// MarshalJSON renders the bill with usd, input_usd and output_usd as
+// six-decimal dollar strings.
 func (b Bill) MarshalJSON() ([]byte, error) {
 	type plain Bill
 	return json.Marshal(struct {
 		plain
-		USD string `json:"usd"`
-	}{plain(b), b.USD.String()})
+		USD       string `json:"usd"`
+		InputUSD  string `json:"input_usd"`
+		OutputUSD string `json:"output_usd"`
+	}{plain(b), b.USD.String(), b.InputUSD.String(), b.OutputUSD.String()})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -147,17 +164,25 @@ func (b *Bill) UnmarshalJSON(data []byte) error {
 	type plain Bill
 	var v struct {
 		plain
-		USD string `json:"usd"`
+		USD       string `json:"usd"`
+		InputUSD  string `json:"input_usd"`
+		OutputUSD string `json:"output_usd"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	usd, err := groundhog.ParseMoney(v.USD)
-	if err != nil {
-		return fmt.Errorf("bill usd: %w", err)
-	}
 	*b = Bill(v.plain)
-	b.USD = usd
+	for _, f := range []struct {
+		name string
+		s    string
+		dst  *groundhog.Money
+	}{{"usd", v.USD, &b.USD}, {"input_usd", v.InputUSD, &b.InputUSD}, {"output_usd", v.OutputUSD, &b.OutputUSD}} {
+		m, err := groundhog.ParseMoney(f.s)
+		if err != nil {
+			return fmt.Errorf("bill %s: %w", f.name, err)
+		}
+		*f.dst = m
+	}
 	return nil
 }
 
@@ -179,27 +204,51 @@ func (s *Server) ResetBill() Bill {
 
 // charge adds one call with usage u for model to the bill and returns its cost.
 func (s *Server) charge(model string, u groundhog.Usage) groundhog.Money {
-	cost := s.cost(model, u)
+	in, out := s.cost(model, u)
 	s.billMu.Lock()
 	defer s.billMu.Unlock()
 	s.bill.Calls++
 	s.bill.InputTokens += u.InputTokens
 	s.bill.CachedInputTokens += u.CachedInputTokens
 	s.bill.CacheWriteTokens += u.CacheWriteTokens
+	s.bill.CacheWrite1hTokens += u.CacheWrite1hTokens
 	s.bill.OutputTokens += u.OutputTokens
-	s.bill.USD += cost
-	return cost
+	s.bill.InputUSD += in
+	s.bill.OutputUSD += out
+	s.bill.USD += in + out
+	return in + out
 }
 
-// cost prices u for model; an unknown model is priced as sim-small.
-func (s *Server) cost(model string, u groundhog.Usage) groundhog.Money {
+// cost prices u for model (input and output apart); an unknown model is
+// priced as sim-small.
+func (s *Server) cost(model string, u groundhog.Usage) (input, output groundhog.Money) {
 	p, ok := s.prices.Lookup(model)
 	if !ok {
 		if p, ok = s.prices.Lookup("sim-small"); !ok {
-			return 0
+			return 0, 0
 		}
 	}
-	return p.Cost(u)
+	return billInput(p, u), groundhog.Money(u.OutputTokens * p.Output)
+}
+
+// billInput prices u's prompt tokens with p: uncached, cached reads, short
+// (5-minute / 30-minute) writes and 1-hour writes each at their own rate.
+func billInput(p groundhog.Price, u groundhog.Usage) groundhog.Money {
+	uncached := max(0, u.InputTokens-u.CachedInputTokens-u.CacheWriteTokens)
+	long := min(u.CacheWrite1hTokens, u.CacheWriteTokens)
+	short := u.CacheWriteTokens - long
+	return groundhog.Money(uncached*p.Input + u.CachedInputTokens*p.CachedInput +
+		short*p.CacheWrite + long*write1hRate(p))
+}
+
+// write1hRate is the price per token (picodollars) of a 1-hour cache write:
+// the table's 1h rate if it has one, else 2× the input rate (Anthropic's
+// multiplier, the price table's default too).
+func write1hRate(p groundhog.Price) int64 {
+	if p.CacheWrite1h > 0 {
+		return p.CacheWrite1h
+	}
+	return 2 * p.Input
 }
 
 // InFlight returns how many requests the server is handling right now. A
@@ -346,6 +395,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.countTokens(w, r)
+	case fam == familyOpenAI && (path == "/v1/files" || strings.HasPrefix(path, "/v1/files/")):
+		s.files(w, r, path)
 	case path == "/v1/models":
 		if !allow(w, r, fam, http.MethodGet) {
 			return

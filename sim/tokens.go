@@ -111,3 +111,19 @@ func (t *tokenStream) end() { t.token("\x00end") }
 
 // point returns the prefix point at the current position.
 func (t *tokenStream) point() PrefixPoint { return PrefixPoint{Hash: t.hash, Tokens: t.n} }
+
+// salt mixes s into the digest without adding a token: every later point
+// then depends on s, earlier ones do not. It keys a cache level on settings
+// that are not prompt text (Anthropic's tool_choice and thinking).
+func (t *tokenStream) salt(s string) {
+	if s == "" {
+		return
+	}
+	h := t.hash ^ 0xfe
+	h *= fnvPrime
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	t.hash = h
+}

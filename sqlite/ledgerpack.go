@@ -25,13 +25,18 @@ const (
 	tagNull = 'n'
 )
 
-// packLedger packs every field of e, in the order of ledgerColumns.
+// packLedger packs every field of e, in the order of ledgerColumns, then
+// the prompt-cache fields.
 func packLedger(e *groundhog.LedgerEntry) []byte {
 	b, err := packLedgerRow([]driver.Value{e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, e.RequestHash, string(e.Shape),
 		e.Model, e.Provider, string(e.Outcome), int64(e.Status),
 		e.Usage.InputTokens, e.Usage.CachedInputTokens, e.Usage.CacheWriteTokens, e.Usage.OutputTokens,
 		int64(e.Cost), int64(e.Saved), int64(e.FullCost), int64(e.Latency), int64(e.Attempt),
-		int64(boolInt(e.InFlight)), int64(boolInt(e.CacheOn)), int64(boolInt(e.Idempotent)), int64(boolInt(e.Stream))})
+		int64(boolInt(e.InFlight)), int64(boolInt(e.CacheOn)), int64(boolInt(e.Idempotent)), int64(boolInt(e.Stream)),
+		// Prompt-cache fields, appended after the original 23 so rows packed
+		// before they existed still unpack (see unpack).
+		e.Usage.CacheWrite1hTokens, int64(e.PromptCacheSaved), e.PromptCacheBreak, e.PromptCacheLostTokens,
+		int64(boolInt(e.FanOutHeld))})
 	if err != nil {
 		panic(err) // every value above has a packable type
 	}
@@ -163,6 +168,22 @@ func (u *ledgerUnpacker) unpack(row []byte, e *groundhog.LedgerEntry) error {
 	e.CacheOn = u.int() != 0
 	e.Idempotent = u.int() != 0
 	e.Stream = u.int() != 0
+	if u.err == nil && len(u.b) == 0 {
+		// A row packed before the prompt-cache fields: its net saving was
+		// never computed, so it is unknown when the row had cache tokens
+		// (never a silent 0).
+		e.Usage.CacheWrite1hTokens, e.PromptCacheSaved, e.PromptCacheBreak = 0, 0, ""
+		e.PromptCacheLostTokens, e.FanOutHeld = 0, false
+		if e.Usage.CachedInputTokens != 0 || e.Usage.CacheWriteTokens != 0 {
+			e.PromptCacheSaved = groundhog.CostUnknown
+		}
+		return nil
+	}
+	e.Usage.CacheWrite1hTokens = u.int()
+	e.PromptCacheSaved = groundhog.Money(u.int())
+	e.PromptCacheBreak = u.common()
+	e.PromptCacheLostTokens = u.int()
+	e.FanOutHeld = u.int() != 0
 	if u.err == nil && len(u.b) != 0 {
 		u.err = errBadPack
 	}

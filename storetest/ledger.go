@@ -34,16 +34,22 @@ func ledgerRow(id string, when time.Time) groundhog.LedgerEntry {
 		Provider:    "anthropic",
 		Outcome:     groundhog.OutcomeCacheHit,
 		Status:      201,
-		Usage:       groundhog.Usage{InputTokens: 5000, CachedInputTokens: 4096, CacheWriteTokens: 512, OutputTokens: 321},
-		Cost:        12_345_678,
-		Saved:       9_876_543_210,
-		FullCost:    9_876_543_211,
-		Latency:     1234567891 * time.Nanosecond,
-		Attempt:     3,
-		InFlight:    true,
-		CacheOn:     true,
-		Idempotent:  true,
-		Stream:      true,
+		Usage: groundhog.Usage{InputTokens: 5000, CachedInputTokens: 4096, CacheWriteTokens: 512,
+			CacheWrite1hTokens: 384, OutputTokens: 321},
+		Cost:       12_345_678,
+		Saved:      9_876_543_210,
+		FullCost:   9_876_543_211,
+		Latency:    1234567891 * time.Nanosecond,
+		Attempt:    3,
+		InFlight:   true,
+		CacheOn:    true,
+		Idempotent: true,
+		Stream:     true,
+
+		PromptCacheSaved:      -3_210_987_654, // negative: caching lost money
+		PromptCacheBreak:      "volatile_in_prefix",
+		PromptCacheLostTokens: 2_047,
+		FanOutHeld:            true,
 	}
 }
 
@@ -83,6 +89,7 @@ func testLedgerRoundTrip(t *testing.T, s Stores) {
 	other := groundhog.LedgerEntry{ // mostly zero values, unknown cost
 		ID: "b2", Time: at(time.Nanosecond), Tenant: "tenant-2", Shape: groundhog.ShapeChat,
 		Outcome: groundhog.OutcomeUpstream, Status: 200, Cost: groundhog.CostUnknown, FullCost: groundhog.CostUnknown, Attempt: 1,
+		PromptCacheSaved: groundhog.CostUnknown,
 	}
 	must(t, s.AppendLedger(ctx, []groundhog.LedgerEntry{full, other}), "AppendLedger")
 	got := scanAll(t, s, groundhog.LedgerFilter{})

@@ -10,7 +10,8 @@ import (
 //
 //	code                                   OpenAI routes           Anthropic
 //	invalid, media_type, mismatch,
-//	  precondition                         invalid_request_error   invalid_request_error
+//	  precondition, precondition_required,
+//	  range                                invalid_request_error   invalid_request_error
 //	unauthorized                           authentication_error    authentication_error
 //	not_found                              not_found_error         not_found_error
 //	too_large                              invalid_request_error   request_too_large
@@ -24,7 +25,8 @@ import (
 func ErrorType(shape groundhog.Shape, code string) string {
 	anthropic := shape == groundhog.ShapeMessages
 	switch code {
-	case groundhog.EINVALID, groundhog.EMEDIATYPE, groundhog.EMISMATCH, groundhog.EPRECONDITION:
+	case groundhog.EINVALID, groundhog.EMEDIATYPE, groundhog.EMISMATCH, groundhog.EPRECONDITION,
+		groundhog.EPRECONDREQUIRED, groundhog.ERANGE:
 		return "invalid_request_error"
 	case groundhog.EUNAUTHORIZED:
 		return "authentication_error"
@@ -136,6 +138,12 @@ func Status(code string) int {
 		return http.StatusServiceUnavailable
 	case groundhog.ETIMEOUT:
 		return http.StatusGatewayTimeout
+	case groundhog.EPRECONDREQUIRED:
+		return http.StatusPreconditionRequired
+	case groundhog.ERANGE:
+		return http.StatusRequestedRangeNotSatisfiable
+	case groundhog.EQUOTA:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }

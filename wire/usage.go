@@ -18,7 +18,11 @@ import (
 //   - embeddings: usage.prompt_tokens;
 //   - messages: usage.input_tokens + cache_read_input_tokens +
 //     cache_creation_input_tokens (groundhog.Usage.InputTokens is the sum,
-//     OpenAI semantics), the two cache counts, and output_tokens.
+//     OpenAI semantics), the two cache counts, and output_tokens;
+//     cache_creation.ephemeral_1h_input_tokens is the 1-hour part of the
+//     writes (CacheWrite1hTokens), and when cache_creation_input_tokens is
+//     absent the writes are ephemeral_5m + ephemeral_1h. A 1-hour part
+//     larger than the writes is malformed.
 //
 // A usage object in Bedrock's style (inputTokens, outputTokens,
 // cacheReadInputTokens, cacheWriteInputTokens, where inputTokens excludes
@@ -224,11 +228,19 @@ type usageFields struct {
 	// Anthropic
 	CacheReadInputTokens     json.RawMessage `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens json.RawMessage `json:"cache_creation_input_tokens"`
+	CacheCreation            *cacheCreation  `json:"cache_creation"`
 	// Bedrock
 	BedrockInput      json.RawMessage `json:"inputTokens"`
 	BedrockOutput     json.RawMessage `json:"outputTokens"`
 	BedrockCacheRead  json.RawMessage `json:"cacheReadInputTokens"`
 	BedrockCacheWrite json.RawMessage `json:"cacheWriteInputTokens"`
+}
+
+// cacheCreation is Anthropic's split of cache_creation_input_tokens by the
+// TTL of the entries written.
+type cacheCreation struct {
+	Ephemeral5m json.RawMessage `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1h json.RawMessage `json:"ephemeral_1h_input_tokens"`
 }
 
 type cacheDetails struct {
@@ -264,8 +276,18 @@ func parseUsage(shape groundhog.Shape, raw json.RawMessage) (groundhog.Usage, er
 		if f.CacheReadInputTokens == nil {
 			u.CachedInputTokens = bedrockRead
 		}
-		if f.CacheCreationInputTokens == nil {
+		if cc := f.CacheCreation; cc != nil {
+			short, long := count(cc.Ephemeral5m), count(cc.Ephemeral1h)
+			u.CacheWrite1hTokens = long
+			if f.CacheCreationInputTokens == nil || isNull(f.CacheCreationInputTokens) {
+				u.CacheWriteTokens = short + long
+			}
+		}
+		if f.CacheCreationInputTokens == nil && f.CacheCreation == nil {
 			u.CacheWriteTokens = bedrockWrite
+		}
+		if u.CacheWrite1hTokens > u.CacheWriteTokens {
+			bad = true // the 1h part cannot exceed the whole
 		}
 		u.InputTokens = count(f.InputTokens) + u.CachedInputTokens + u.CacheWriteTokens
 		u.OutputTokens = count(f.OutputTokens)

@@ -55,6 +55,9 @@ func (cf *configFlags) load(cmd *cobra.Command) (*config.Config, error) {
 	set("anthropic-upstream", func() { c.AnthropicUpstream = cf.cfg.AnthropicUpstream })
 	set("max-body-bytes", func() { c.MaxBodyBytes = cf.cfg.MaxBodyBytes })
 	set("upstream-timeout", func() { c.UpstreamTimeout = cf.cfg.UpstreamTimeout })
+	set("log-format", func() { c.LogFormat = cf.cfg.LogFormat })
+	set("otlp-endpoint", func() { c.OTLPEndpoint = cf.cfg.OTLPEndpoint })
+	set("metrics-token", func() { c.MetricsToken = cf.cfg.MetricsToken })
 	set("log-level", func() { c.LogLevel = cf.cfg.LogLevel })
 	set("cache-memory-bytes", func() { c.Cache.MemoryBytes = cf.cfg.Cache.MemoryBytes })
 	set("journal-dir", func() { c.Ledger.JournalDir = cf.cfg.Ledger.JournalDir })
@@ -77,9 +80,18 @@ func (cf *configFlags) openStore(cmd *cobra.Command) (database, error) {
 }
 
 func newLogger(level string) (*slog.Logger, error) {
+	return newFormatLogger(level, "text")
+}
+
+// newFormatLogger logs to stderr at level, as text or JSON lines.
+func newFormatLogger(level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 }

@@ -29,7 +29,13 @@ an identical call was in flight), cache hits, coalesced and replayed calls,
 upstream calls, spend, saved, shadow savings (what an exact cache plus coalescing
 would have saved where the cache is off) and the 30-day projection of the savings.
 
-Calls whose model has no price are left out of the USD figures and counted apart.`,
+Calls whose model has no price are left out of the USD figures and counted apart.
+
+A second table shows what the provider's prompt cache did: cached-read, cache-write
+(and 1-hour write) and uncached input tokens, the hit ratio, the net saving (what
+the reads saved minus what the writes cost above the input rate; negative when
+caching lost money), calls held by warm-then-fan-out, and the breaks in prefix
+reuse by cause with an example request hash each.`,
 		Example: `  groundhog report --day yesterday
   groundhog report --db /var/lib/groundhog.db --day 2025-03-14 --tz Europe/Paris --format json`,
 		Args: cobra.NoArgs,

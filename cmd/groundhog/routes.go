@@ -1,9 +1,11 @@
 package main
 
 import (
+	"crypto/subtle"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/dashboard"
@@ -14,7 +16,7 @@ import (
 // extraRoutes registers the management endpoints beside the provider
 // routes: the report and the dashboard (tenant-scoped by the caller's key),
 // the tool operations API, and /metrics.
-func extraRoutes(db groundhog.LedgerStore, idem *idempotency.Service, m *metrics.Metrics, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
+func extraRoutes(db groundhog.LedgerStore, idem *idempotency.Service, m *metrics.Metrics, metricsToken string, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
 	return func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
 		d := dashboard.New(dashboard.Options{Store: db, Auth: auth, Logger: log})
 		mux.Handle(dashboard.ReportPath, d.ReportHandler())
@@ -25,10 +27,12 @@ func extraRoutes(db groundhog.LedgerStore, idem *idempotency.Service, m *metrics
 		mh := m.Handler()
 		mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// Metrics carry every tenant's labels: only the machine itself
-			// (a local Prometheus or agent) may read them.
-			host, _, _ := net.SplitHostPort(r.RemoteAddr)
-			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-				http.Error(w, `{"error":{"type":"permission_error","message":"/metrics is served to loopback clients only"}}`, http.StatusForbidden)
+			// (a local Prometheus or agent) may read them, or a scraper
+			// that presents the metrics token.
+			if !metricsAllowed(r, metricsToken) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write([]byte(`{"error":{"type":"permission_error","message":"/metrics is served to loopback clients, or with \"Authorization: Bearer <metrics token>\""}}` + "\n"))
 				return
 			}
 			mh.ServeHTTP(w, r)
@@ -36,18 +40,16 @@ func extraRoutes(db groundhog.LedgerStore, idem *idempotency.Service, m *metrics
 	}
 }
 
-// observed records a ledger row in the metrics, then in the ledger.
-type observed struct {
-	next interface {
-		Record(groundhog.LedgerEntry) error
+// metricsAllowed reports whether r may read /metrics: a loopback client, or
+// one presenting token (compared in constant time) when a token is set.
+func metricsAllowed(r *http.Request, token string) bool {
+	if token != "" {
+		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1 {
+			return true
+		}
 	}
-	m *metrics.Metrics
-}
-
-func (o observed) Record(e groundhog.LedgerEntry) error {
-	o.m.Observe(&e)
-	if o.next == nil {
-		return nil
-	}
-	return o.next.Record(e)
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

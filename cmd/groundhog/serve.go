@@ -23,6 +23,7 @@ import (
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/metrics"
+	"github.com/groundhog-ai/groundhog/observe"
 	"github.com/groundhog-ai/groundhog/sim"
 )
 
@@ -56,6 +57,9 @@ built-in simulated provider, on one SQLite file, listening on loopback.`,
 	fs.Int64Var(&cf.cfg.MaxBodyBytes, "max-body-bytes", d.MaxBodyBytes, "largest request body accepted (bytes)")
 	fs.DurationVar(&cf.cfg.UpstreamTimeout, "upstream-timeout", d.UpstreamTimeout, "deadline of one upstream call, streaming included")
 	fs.StringVar(&cf.cfg.LogLevel, "log-level", d.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&cf.cfg.LogFormat, "log-format", "text", "log format: text or json (one line per call)")
+	fs.StringVar(&cf.cfg.OTLPEndpoint, "otlp-endpoint", "", "export one OpenTelemetry span per call over OTLP/HTTP to this URL (off when empty)")
+	fs.StringVar(&cf.cfg.MetricsToken, "metrics-token", "", "bearer token that lets other hosts scrape /metrics (loopback only without it)")
 	fs.Int64Var(&cf.cfg.Cache.MemoryBytes, "cache-memory-bytes", d.Cache.MemoryBytes, "in-memory cache tier budget (bytes)")
 	fs.StringVar(&cf.cfg.Ledger.JournalDir, "journal-dir", "", "ledger journal directory (default: <db>.journal)")
 	fs.DurationVar(&cf.cfg.Idempotency.Lease, "lease", d.Idempotency.Lease, "idempotency lease length")
@@ -66,7 +70,7 @@ built-in simulated provider, on one SQLite file, listening on loopback.`,
 // serve runs the gateway until ctx ends, then drains: in-flight requests
 // finish, the ledger journal is flushed into the store, the store closes.
 func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
-	log, err := newLogger(cfg.LogLevel)
+	log, err := newFormatLogger(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err
 	}
@@ -124,17 +128,28 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	var gw *gateway.Server
 	m := metrics.New(func() float64 { return float64(gw.InFlight()) })
-	rec := observed{next: lw, m: m}
+	rec := &observe.Recorder{Metrics: m, Log: log}
 	st.register(m)
 	if cfg.Ledger.Disabled {
-		rec.next = nil
 		fmt.Fprintln(out, "groundhog: ledger disabled by configuration: no rows, no report")
+	} else {
+		rec.Next = lw
+	}
+	if cfg.OTLPEndpoint != "" {
+		tracer, stopTraces, err := observe.OTLP(ctx, cfg.OTLPEndpoint, version)
+		if err != nil {
+			_ = lw.Close(context.Background())
+			return err
+		}
+		defer stopTraces(context.Background())
+		rec.Tracer = tracer
+		fmt.Fprintf(out, "groundhog: exporting a trace span per call to %s\n", cfg.OTLPEndpoint)
 	}
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log,
 		Notifier: st.notifier()})
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: st.Ready, Degraded: st.degraded, Extra: extraRoutes(db, idem, m, log),
+		Logger: log, Ready: st.Ready, Degraded: st.degraded, Extra: withStateRoutes(extraRoutes(db, idem, m, cfg.MetricsToken, log), db, cfg, log),
 	})
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()

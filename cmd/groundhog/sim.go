@@ -21,8 +21,10 @@ func init() {
 		Short: "Run the simulated provider (OpenAI and Anthropic wire formats) as its own server",
 		Long: `Run the simulated provider. It answers /v1/chat/completions, /v1/responses,
 /v1/embeddings, /v1/models and /v1/messages deterministically, counts tokens,
-caches prompt prefixes, injects faults on request (header Sim-Fault) and keeps
-its bill at GET /sim/v1/bill.`,
+caches prompt prefixes by the providers' rules (OpenAI automatic and
+prompt_cache_options modes, Anthropic cache_control with 5m/1h TTLs; limits per
+model), injects faults on request (header Sim-Fault) and keeps its bill at
+GET /sim/v1/bill.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := sim.CheckFault(fault); err != nil {
@@ -48,6 +50,7 @@ its bill at GET /sim/v1/bill.`,
 	fs.DurationVar(&cfg.FirstToken, "first-token", 0, "base time to first token")
 	fs.DurationVar(&cfg.PerPromptToken, "per-prompt-token", 0, "added time to first token per uncached prompt token")
 	fs.DurationVar(&cfg.PerOutputToken, "per-output-token", 0, "delay per output token")
+	fs.DurationVar(&cfg.PrefixCacheTTL, "prefix-cache-ttl", 0, "lifetime of a short-lived prompt-cache entry (OpenAI automatic caching, Anthropic 5m; default 5m); 30m and 1h entries keep theirs")
 	fs.StringVar(&fault, "fault", "", "fault for every request (status=503 | timeout | reset-mid-stream | drop-after-success)")
 	rootCmd.AddCommand(cmd)
 }

@@ -21,15 +21,16 @@ import (
 	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
-// database is what a durable backend (sqlite, postgres) implements. Code
-// that needs more of a backend (the working-state stores, say) asserts the
-// extra interface on stores.DB, so this function stays the one place that
-// knows which backends exist.
+// database is what a durable backend (sqlite, postgres) implements:
+// every store interface of the root package. openDatabase is the one place
+// that knows which backends exist.
 type database interface {
 	groundhog.CacheStore
 	groundhog.LedgerStore
 	groundhog.OperationStore
 	groundhog.KeyStore
+	groundhog.StateStore
+	groundhog.EvidenceStore
 	Ping(ctx context.Context) error
 	Close() error
 }

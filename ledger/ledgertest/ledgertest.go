@@ -355,6 +355,8 @@ func LedgerRows(o Options, prices pricing.Table, batch int, fn func(rows []groun
 			Attempt:     1,
 			InFlight:    seen && t < end,
 			Stream:      fp.Stream,
+
+			PromptCacheSaved: prices.PromptCacheSaving(fp.Model, c.Usage),
 		})
 		if len(rows) == batch {
 			if err := fn(rows); err != nil {

@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"compress/gzip"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// Compression, both ways, for the routes groundhog reads and writes itself
+// (the model routes and /groundhog/…; passthrough routes relay bytes as the
+// provider sent them):
+//
+//   - A request body with Content-Encoding: gzip is decompressed as it is
+//     read, and the body limit applies to the decompressed size: a small
+//     gzip bomb is a 413 after max_body_bytes, never an allocation of what
+//     it expands to. Other encodings are a 415.
+//   - A JSON response of at least minGzipBytes is gzip-compressed when the
+//     client accepts gzip (SDKs send Accept-Encoding: gzip). Event streams
+//     are never compressed: each event must reach the client when written.
+
+// minGzipBytes is the smallest JSON body worth compressing: below about one
+// packet, gzip costs more CPU than the bytes it saves.
+const minGzipBytes = 1400
+
+var gzipWriters = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed); return w }}
+
+// ownsBody reports whether the gateway itself reads the body of path (as
+// opposed to relaying it on a passthrough route).
+func ownsBody(path string) bool {
+	switch path {
+	case "/v1/chat/completions", "/v1/responses", "/v1/embeddings", "/v1/messages":
+		return true
+	}
+	return !strings.HasPrefix(path, "/v1/")
+}
+
+// compression wraps next with request decompression and response
+// compression for the routes the gateway owns.
+func (s *Server) compression(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if !ownsBody(r.URL.Path) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	if enc := strings.TrimSpace(strings.ToLower(r.Header.Get("Content-Encoding"))); enc != "" && enc != "identity" {
+		if enc != "gzip" {
+			s.writeError(w, r, shapeOfPath(r.URL.Path), groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Encoding %q is not supported (use gzip or none)", enc))
+			return
+		}
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			s.writeError(w, r, shapeOfPath(r.URL.Path), groundhog.Errorf(groundhog.EINVALID, "request body is not valid gzip"))
+			return
+		}
+		defer zr.Close()
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{zr, r.Body}
+		r.ContentLength = -1
+		r.Header.Del("Content-Encoding")
+		r.Header.Del("Content-Length")
+	}
+	if !acceptsGzip(r.Header.Values("Accept-Encoding")) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	gw := &gzipResponse{ResponseWriter: w}
+	defer gw.close()
+	next.ServeHTTP(gw, r)
+}
+
+func shapeOfPath(p string) groundhog.Shape {
+	if p == "/v1/messages" {
+		return groundhog.ShapeMessages
+	}
+	return groundhog.ShapeChat
+}
+
+// acceptsGzip reports whether Accept-Encoding values name gzip (or *) with a
+// non-zero quality.
+func acceptsGzip(values []string) bool {
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			name = strings.ToLower(strings.TrimSpace(name))
+			if name != "gzip" && name != "*" {
+				continue
+			}
+			q := 1.0
+			if k, val, ok := strings.Cut(strings.TrimSpace(params), "="); ok && strings.TrimSpace(k) == "q" {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+					q = f
+				}
+			}
+			if q > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gzipResponse compresses the response when its head says it is JSON of a
+// worthwhile size; otherwise it writes through untouched.
+type gzipResponse struct {
+	http.ResponseWriter
+	decided bool
+	zw      *gzip.Writer
+}
+
+func (g *gzipResponse) WriteHeader(status int) {
+	if !g.decided && status >= 200 {
+		g.decided = true
+		h := g.Header()
+		mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+		n, err := strconv.Atoi(h.Get("Content-Length"))
+		big := err != nil || n >= minGzipBytes
+		if mt == "application/json" && big && h.Get("Content-Encoding") == "" && status != http.StatusNoContent && status != http.StatusNotModified {
+			h.Del("Content-Length")
+			h.Set("Content-Encoding", "gzip")
+			h.Add("Vary", "Accept-Encoding")
+			g.zw = gzipWriters.Get().(*gzip.Writer)
+			g.zw.Reset(g.ResponseWriter)
+		}
+	}
+	g.ResponseWriter.WriteHeader(status)
+}
+
+func (g *gzipResponse) Write(p []byte) (int, error) {
+	if !g.decided {
+		g.WriteHeader(http.StatusOK)
+	}
+	if g.zw != nil {
+		return g.zw.Write(p)
+	}
+	return g.ResponseWriter.Write(p)
+}
+
+// Flush flushes compressed bytes too, so http.ResponseController works.
+func (g *gzipResponse) Flush() {
+	if g.zw != nil {
+		_ = g.zw.Flush()
+	}
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (g *gzipResponse) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+func (g *gzipResponse) close() {
+	if g.zw != nil {
+		_ = g.zw.Close()
+		g.zw.Reset(io.Discard)
+		gzipWriters.Put(g.zw)
+		g.zw = nil
+	}
+}

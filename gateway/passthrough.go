@@ -1,0 +1,246 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/wire"
+)
+
+// Passthrough: every /v1/* route groundhog does not model (count_tokens,
+// batches, files, responses/{id}, moderations, images, audio…) is proxied to
+// its provider as it is — authenticated, with the provider key injected, never
+// cached or coalesced — and ledgered with outcome "passthrough".
+//
+// Which provider a route belongs to: Anthropic when the path is under
+// /v1/messages/ or /v1/complete, or when the request carries an
+// Anthropic-Version header (every Anthropic SDK sends one); OpenAI
+// otherwise. Bodies are streamed both ways, never held whole: a multipart
+// upload or an audio download costs the gateway a copy buffer, not its size.
+//
+// The ledger row is written when the response has been relayed (a crash in
+// the middle of a relay loses that row: passthrough routes are not model
+// work that groundhog replays). Its request hash is the SHA-256 of the
+// method, the path with its query and the body bytes as they streamed by, so
+// repeated passthrough calls show up as repeats in the report. Its cost is
+// the provider's usage priced when the response carries one (JSON bodies up
+// to passthroughUsageBytes), 0 for routes that bill nothing by tokens, and
+// unknown for routes priced per item (images, audio, video) — never a silent
+// zero for work the provider charged.
+
+// passthroughUsageBytes bounds how much of a JSON response the gateway keeps
+// to read its usage: larger responses are relayed without it.
+const passthroughUsageBytes = 1 << 20
+
+// perItemRoutes are billed by the provider per image, second or character
+// rather than by tokens: their cost is unknown unless usage says otherwise.
+var perItemRoutes = []string{"/v1/images/", "/v1/audio/", "/v1/videos"}
+
+// hopHeaders are hop-by-hop response headers, never relayed.
+var hopHeaders = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// passthroughUpstream returns the provider of a passthrough route and the
+// shape whose error format and usage fields it uses.
+func (s *Server) passthroughUpstream(r *http.Request) (*Upstream, groundhog.Shape) {
+	p := r.URL.Path
+	if strings.HasPrefix(p, "/v1/messages/") || p == "/v1/complete" || r.Header.Get("Anthropic-Version") != "" {
+		return &s.opts.Anthropic, groundhog.ShapeMessages
+	}
+	return &s.opts.OpenAI, groundhog.ShapeResponses
+}
+
+// safePassthroughPath reports whether the escaped path stays inside /v1/: no
+// empty, "." or ".." segments, no encoded slash or backslash, no control
+// characters. Anything else could make the provider URL climb out of its
+// base and carry the provider key elsewhere.
+func safePassthroughPath(escaped string) bool {
+	if !strings.HasPrefix(escaped, "/v1/") || strings.ContainsAny(escaped, "\\") || strings.ContainsFunc(escaped, unicode.IsControl) {
+		return false
+	}
+	low := strings.ToLower(escaped)
+	if strings.Contains(low, "%2f") || strings.Contains(low, "%5c") || strings.Contains(low, "%2e") || strings.Contains(low, "%00") {
+		return false
+	}
+	for _, seg := range strings.Split(strings.TrimPrefix(escaped, "/"), "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return path.Clean(escaped) == escaped
+}
+
+// passthrough serves one unmodelled /v1/* route.
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	up, shape := s.passthroughUpstream(r)
+	tenant, err := s.authenticate(r)
+	if err != nil {
+		s.writeError(w, r, shape, err)
+		return
+	}
+	escaped := r.URL.EscapedPath()
+	if !safePassthroughPath(escaped) {
+		s.writeError(w, r, shape, groundhog.Errorf(groundhog.ENOTFOUND, "unknown route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	op := "passthrough"
+	if v := r.Header.Get(hdrOperation); v != "" {
+		if !config.ValidOperationName(v) {
+			s.writeError(w, r, shape, groundhog.Errorf(groundhog.EINVALID, "%s must be 1–128 characters of letters, digits and . _ - : /", hdrOperation))
+			return
+		}
+		op = v
+	}
+	limit := s.cfg.PassthroughMaxBodyBytes
+	if r.ContentLength > limit {
+		s.writeError(w, r, shape, groundhog.Errorf(groundhog.ETOOLARGE, "request body is %d bytes; the limit is %d", r.ContentLength, limit))
+		return
+	}
+	start := s.clock.Now()
+	h := sha256.New()
+	_, _ = io.WriteString(h, r.Method+"\n"+escaped+"?"+r.URL.RawQuery+"\n")
+	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(escaped, "/v1")
+	if r.URL.RawQuery != "" {
+		url += "?" + r.URL.RawQuery
+	}
+	var body io.Reader = http.NoBody
+	if r.Body != nil && r.Body != http.NoBody {
+		body = io.TeeReader(http.MaxBytesReader(w, r.Body, limit), h)
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, url, body)
+	if err != nil {
+		s.writeError(w, r, shape, groundhog.WrapError(groundhog.EINTERNAL, "", err))
+		return
+	}
+	req.ContentLength = r.ContentLength
+	for k, vs := range r.Header {
+		if (dropHeaders[k] && k != "Cache-Control") || strings.HasPrefix(k, "Groundhog-") {
+			continue
+		}
+		req.Header[k] = vs
+	}
+	up.authorize(req, r.Header, shape == groundhog.ShapeMessages)
+	row := groundhog.LedgerEntry{
+		ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant, Operation: op,
+		Provider: up.Provider, Outcome: groundhog.OutcomePassthrough,
+	}
+	res, err := s.client.Do(req)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			err = groundhog.Errorf(groundhog.ETOOLARGE, "request body is over the limit of %d bytes", limit)
+		} else {
+			err = upstreamError(r.Context(), err)
+		}
+		row.Status, row.Cost, row.FullCost = statusFor(groundhog.ErrorCode(err)), 0, 0
+		s.recordPassthrough(row, h, start)
+		if r.Context().Err() == nil {
+			s.writeError(w, r, shape, err)
+		}
+		return
+	}
+	defer res.Body.Close()
+	for k, vs := range res.Header {
+		if !hopHeaders[k] {
+			w.Header()[k] = vs
+		}
+	}
+	w.WriteHeader(res.StatusCode)
+	usage := &capped{max: passthroughUsageBytes}
+	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	var dst io.Writer = w
+	if mt == "application/json" {
+		dst = io.MultiWriter(w, usage)
+	}
+	if mt == "text/event-stream" {
+		dst = flushWriter{w: w, rc: http.NewResponseController(w)}
+	}
+	_, cerr := io.CopyBuffer(dst, res.Body, make([]byte, 32<<10))
+	row.Status = res.StatusCode
+	if cerr != nil {
+		row.Status = statusClientGone
+		if r.Context().Err() == nil {
+			row.Status = http.StatusBadGateway
+		}
+	}
+	row.Model, row.Usage, row.Cost = s.passthroughCost(r.URL.Path, shape, usage)
+	row.FullCost = row.Cost
+	s.recordPassthrough(row, h, start)
+}
+
+// passthroughCost prices a relayed response from its usage, if it had one.
+func (s *Server) passthroughCost(p string, shape groundhog.Shape, usage *capped) (string, groundhog.Usage, groundhog.Money) {
+	if !usage.over && usage.buf.Len() > 0 && bytes.Contains(usage.buf.Bytes(), []byte(`"usage"`)) {
+		model, u, _ := wire.UsageFromBody(shape, usage.buf.Bytes())
+		if u != (groundhog.Usage{}) {
+			return model, u, s.cfg.PriceTable.Cost(model, u)
+		}
+	}
+	for _, pre := range perItemRoutes {
+		if strings.HasPrefix(p, pre) {
+			return "", groundhog.Usage{}, groundhog.CostUnknown
+		}
+	}
+	return "", groundhog.Usage{}, 0
+}
+
+func (s *Server) recordPassthrough(row groundhog.LedgerEntry, h hash.Hash, start time.Time) {
+	row.RequestHash = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	row.Latency = s.clock.Now().Sub(start)
+	row.Model = boundModel(row.Model)
+	if s.opts.Ledger == nil {
+		return
+	}
+	if err := s.opts.Ledger.Record(row); err != nil {
+		s.log.Error("ledger record failed", "tenant", row.Tenant, "operation", row.Operation, "err", err)
+	}
+}
+
+// capped keeps the first max bytes written to it and notes that more came.
+type capped struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if !c.over {
+		if c.buf.Len()+len(p) > c.max {
+			c.over = true
+			c.buf = bytes.Buffer{}
+		} else {
+			c.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+// flushWriter flushes after every write, for relayed event streams.
+type flushWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		_ = f.rc.Flush()
+	}
+	return n, err
+}

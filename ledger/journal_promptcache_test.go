@@ -1,0 +1,93 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// v1Record frames e as a version-1 record (before the prompt-cache fields):
+// e must have zero prompt-cache fields, whose version-2 encoding is the five
+// zero bytes at the end of the payload.
+func v1Record(t *testing.T, e groundhog.LedgerEntry) []byte {
+	t.Helper()
+	b := appendRecord(nil, &e)
+	payload := append([]byte(nil), b[recHeaderSize:len(b)-5]...)
+	for _, c := range b[len(b)-5:] {
+		if c != 0 {
+			t.Fatalf("entry has prompt-cache fields: %x", b[len(b)-5:])
+		}
+	}
+	payload[0] = recVersion1
+	out := make([]byte, recHeaderSize, recHeaderSize+len(payload))
+	binary.LittleEndian.PutUint32(out, uint32(len(payload)))
+	binary.LittleEndian.PutUint32(out[4:], crc32.Checksum(payload, crcTable))
+	return append(out, payload...)
+}
+
+func readOne(t *testing.T, rec []byte) (groundhog.LedgerEntry, error) {
+	t.Helper()
+	sr, err := newSegmentReader(io.MultiReader(bytesReader(segMagic), bytesReader(string(rec))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got groundhog.LedgerEntry
+	err = sr.next(&got)
+	return got, err
+}
+
+func TestJournalPromptCacheFieldsRoundTrip(t *testing.T) {
+	e := testEntry(4)
+	e.Usage.CacheWrite1hTokens = 2
+	e.PromptCacheSaved, e.PromptCacheBreak, e.PromptCacheLostTokens, e.FanOutHeld = -987_654_321, "tools_reordered", 4096, true
+	got, err := readOne(t, appendRecord(nil, &e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, e) {
+		t.Fatalf("round trip\n got %+v\nwant %+v", got, e)
+	}
+	e.PromptCacheSaved = groundhog.CostUnknown
+	if got, err := readOne(t, appendRecord(nil, &e)); err != nil || got.PromptCacheSaved != groundhog.CostUnknown {
+		t.Fatalf("unknown saving read back as %d (%v)", got.PromptCacheSaved, err)
+	}
+}
+
+// TestJournalVersion1StillReplays reads records written before the
+// prompt-cache fields existed.
+func TestJournalVersion1StillReplays(t *testing.T) {
+	withCache := testEntry(1) // has cached and write tokens
+	noCache := testEntry(2)
+	noCache.Usage.CachedInputTokens, noCache.Usage.CacheWriteTokens = 0, 0
+	for _, tc := range []struct {
+		name      string
+		e         groundhog.LedgerEntry
+		wantSaved groundhog.Money
+	}{
+		{"with cache tokens: saving unknown", withCache, groundhog.CostUnknown},
+		{"without cache tokens: saving 0", noCache, 0},
+	} {
+		got, err := readOne(t, v1Record(t, tc.e))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		want := tc.e
+		want.PromptCacheSaved = tc.wantSaved
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, want)
+		}
+	}
+	// A version-1 record with trailing bytes is corrupt, not misread.
+	rec := v1Record(t, noCache)
+	payload := append(append([]byte(nil), rec[recHeaderSize:]...), 0)
+	bad := make([]byte, recHeaderSize)
+	binary.LittleEndian.PutUint32(bad, uint32(len(payload)))
+	binary.LittleEndian.PutUint32(bad[4:], crc32.Checksum(payload, crcTable))
+	if _, err := readOne(t, append(bad, payload...)); err == nil {
+		t.Fatal("a version-1 record with a trailing byte was accepted")
+	}
+}

@@ -1,0 +1,148 @@
+// Package observe turns every call's ledger row into what a platform team
+// watches: a Prometheus observation, one structured access-log line, and
+// (when a tracer is configured) one OpenTelemetry span with the GenAI
+// semantic-convention attributes. Everything is derived from the row, so
+// logs, traces, metrics and the report cannot disagree — and a row holds no
+// prompt text and no key, so neither can leak through here.
+package observe
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/metrics"
+)
+
+// Next takes the row after it is observed: the ledger writer.
+type Next interface {
+	Record(groundhog.LedgerEntry) error
+}
+
+// Recorder observes each row, then hands it to Next. Metrics, Log and
+// Tracer are each optional; Next nil means the ledger is disabled.
+type Recorder struct {
+	Next    Next
+	Metrics *metrics.Metrics
+	Log     *slog.Logger // one line per call at Info ("call"); nil = none
+	Tracer  trace.Tracer // one span per call; nil = none
+}
+
+// Record observes e and records it in Next. The row reaches Next first: its
+// durability decides the response, the observations never do.
+func (o *Recorder) Record(e groundhog.LedgerEntry) error {
+	var err error
+	if o.Next != nil {
+		err = o.Next.Record(e)
+	}
+	if o.Metrics != nil {
+		o.Metrics.Observe(&e)
+	}
+	if o.Log != nil {
+		o.Log.LogAttrs(context.Background(), slog.LevelInfo, "call", Attrs(&e)...)
+	}
+	if o.Tracer != nil {
+		Span(o.Tracer, &e)
+	}
+	return err
+}
+
+// hashPrefix is how much of the request hash a log line carries: enough to
+// find the row, short enough to read.
+const hashPrefix = len("sha256:") + 16
+
+// Attrs returns the access-log attributes of a call: who, what, how it was
+// answered, what it cost. Never prompt text or keys (a row has neither).
+func Attrs(e *groundhog.LedgerEntry) []slog.Attr {
+	h := e.RequestHash
+	if len(h) > hashPrefix {
+		h = h[:hashPrefix]
+	}
+	return []slog.Attr{
+		slog.String("tenant", e.Tenant),
+		slog.String("operation", e.Operation),
+		slog.String("hash", h),
+		slog.String("shape", string(e.Shape)),
+		slog.String("model", e.Model),
+		slog.String("provider", e.Provider),
+		slog.String("outcome", string(e.Outcome)),
+		slog.Int("status", e.Status),
+		slog.Int64("input_tokens", e.Usage.InputTokens),
+		slog.Int64("cached_input_tokens", e.Usage.CachedInputTokens),
+		slog.Int64("cache_write_tokens", e.Usage.CacheWriteTokens),
+		slog.Int64("output_tokens", e.Usage.OutputTokens),
+		slog.String("cost_usd", e.Cost.String()),
+		slog.String("saved_usd", e.Saved.String()),
+		slog.Float64("latency_ms", float64(e.Latency.Microseconds())/1000),
+		slog.Int("attempt", e.Attempt),
+		slog.Bool("in_flight", e.InFlight),
+		slog.Bool("stream", e.Stream),
+	}
+}
+
+// genAIOperation maps a shape to gen_ai.operation.name.
+func genAIOperation(s groundhog.Shape) string {
+	switch s {
+	case groundhog.ShapeChat, groundhog.ShapeMessages:
+		return "chat"
+	case groundhog.ShapeResponses:
+		return "generate_content"
+	case groundhog.ShapeEmbeddings:
+		return "embeddings"
+	}
+	return "passthrough"
+}
+
+// genAISystem maps the provider to gen_ai.system.
+func genAISystem(e *groundhog.LedgerEntry) string {
+	switch {
+	case e.Provider == "anthropic" || e.Shape == groundhog.ShapeMessages:
+		return "anthropic"
+	case e.Provider == "openai" || e.Shape.Valid():
+		return "openai"
+	}
+	return e.Provider
+}
+
+// Span records one span for the call of e, from its arrival to the end of
+// its response, named "{gen_ai.operation.name} {gen_ai.request.model}" as
+// the GenAI semantic conventions ask.
+func Span(t trace.Tracer, e *groundhog.LedgerEntry) {
+	op := genAIOperation(e.Shape)
+	name := op
+	if e.Model != "" {
+		name += " " + e.Model
+	}
+	_, span := t.Start(context.Background(), name, trace.WithTimestamp(e.Time), trace.WithSpanKind(trace.SpanKindServer))
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.system", genAISystem(e)),
+		attribute.String("gen_ai.operation.name", op),
+		attribute.String("gen_ai.request.model", e.Model),
+		attribute.Int64("gen_ai.usage.input_tokens", e.Usage.InputTokens),
+		attribute.Int64("gen_ai.usage.output_tokens", e.Usage.OutputTokens),
+		attribute.Int("http.response.status_code", e.Status),
+		attribute.String("groundhog.outcome", string(e.Outcome)),
+		attribute.String("groundhog.request_hash", e.RequestHash),
+		attribute.String("groundhog.operation", e.Operation),
+		attribute.String("groundhog.tenant", e.Tenant),
+		attribute.String("groundhog.cost_usd", e.Cost.String()),
+		attribute.String("groundhog.saved_usd", e.Saved.String()),
+		attribute.Int("groundhog.attempt", e.Attempt),
+	}
+	if e.Usage.CachedInputTokens > 0 {
+		attrs = append(attrs, attribute.Int64("gen_ai.usage.cache_read_input_tokens", e.Usage.CachedInputTokens))
+	}
+	if e.Usage.CacheWriteTokens > 0 {
+		attrs = append(attrs, attribute.Int64("gen_ai.usage.cache_creation_input_tokens", e.Usage.CacheWriteTokens))
+	}
+	span.SetAttributes(attrs...)
+	if e.Status >= 500 || e.Outcome == groundhog.OutcomeError {
+		span.SetStatus(codes.Error, string(e.Outcome))
+	}
+	span.End(trace.WithTimestamp(e.Time.Add(max(e.Latency, time.Duration(0)))))
+}

@@ -1,0 +1,80 @@
+package promptcache
+
+import (
+	"strings"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// Rules are a provider's prompt-caching rules for one model, as groundhog
+// estimates with them. They come from one table (ModelRules), never from
+// constants scattered in code.
+type Rules struct {
+	// MinTokens is the shortest prefix the provider caches.
+	MinTokens int
+	// MaxBreakpoints is the most explicit markers a request may carry
+	// (Anthropic: a 5th is a 400) or, for OpenAI explicit mode, the most the
+	// provider writes per request; the injector never goes past it,
+	// counting the client's own markers.
+	MaxBreakpoints int
+	// Lookback is how many block boundaries before each breakpoint the
+	// provider checks for a cached prefix (Anthropic 20); 0 means only the
+	// breakpoints themselves (OpenAI explicit).
+	Lookback int
+	// Considered is how many of a request's newest breakpoints the provider
+	// matches against (OpenAI explicit 80); 0 means all.
+	Considered int
+	// Step is the granularity of automatic (implicit) matching in tokens
+	// (OpenAI 128); 0 when the provider has no implicit caching.
+	Step int
+	// TTL is the default lifetime of an entry since its last use; LongTTL
+	// the longer one a request may ask for (Anthropic "1h", OpenAI explicit
+	// "30m").
+	TTL, LongTTL time.Duration
+}
+
+// providerRules are the per-provider parts of Rules.
+var providerRules = map[string]Rules{
+	"anthropic": {MaxBreakpoints: 4, Lookback: 20, TTL: 5 * time.Minute, LongTTL: time.Hour},
+	"openai":    {MaxBreakpoints: 4, Considered: 80, Step: 128, TTL: 5 * time.Minute, LongTTL: 30 * time.Minute},
+}
+
+// minTokens is the table of minimum cacheable prefixes, by model name
+// prefix (the longest matching prefix wins); defaultMinTokens for any
+// other model.
+var minTokens = []struct {
+	prefix string
+	tokens int
+}{
+	{"sim-small", 1024},
+	{"sim-large", 2048},
+	{"claude-opus", 1024},
+	{"claude-sonnet", 1024},
+	{"claude-3-opus", 1024},
+	{"claude-3-5-sonnet", 1024},
+	{"claude-3-7-sonnet", 1024},
+	{"claude-haiku", 2048},
+	{"claude-3-haiku", 2048},
+	{"claude-3-5-haiku", 2048},
+	{"gpt-", 1024},
+	{"o1", 1024},
+	{"o3", 1024},
+	{"o4", 1024},
+}
+
+const defaultMinTokens = 1024
+
+// ModelRules returns the caching rules for model on the provider of shape.
+// Unknown models get their provider's rules with a 1,024-token minimum.
+func ModelRules(shape groundhog.Shape, model string) Rules {
+	r := providerRules[shape.Provider()]
+	r.MinTokens = defaultMinTokens
+	best := 0
+	for _, m := range minTokens {
+		if len(m.prefix) > best && strings.HasPrefix(model, m.prefix) {
+			r.MinTokens, best = m.tokens, len(m.prefix)
+		}
+	}
+	return r
+}
