@@ -46,6 +46,8 @@ type Config struct {
 	Cache        CacheConfig  `yaml:"cache"`
 	Idempotency  IdemConfig   `yaml:"idempotency"`
 	Ledger       LedgerConfig `yaml:"ledger"`
+	// Postgres sizes the connection pool when DB is a postgres:// URL.
+	Postgres PostgresConfig `yaml:"postgres"`
 	// Operations configures per-operation policy by operation name.
 	Operations map[string]Operation `yaml:"operations"`
 	// Rules name the operation of a call that carries no Groundhog-Operation
@@ -72,6 +74,21 @@ type CacheConfig struct {
 	MemoryBytes int64         `yaml:"memory_bytes"` // in-memory tier budget
 	DefaultTTL  time.Duration `yaml:"default_ttl"`  // TTL when neither the operation nor Groundhog-Cache-TTL sets one
 	MaxTTL      time.Duration `yaml:"max_ttl"`      // upper bound for Groundhog-Cache-TTL
+	// Backend is the shared tier behind the memory tier: "memory" (the
+	// database's cache table) or a redis:// or rediss:// URL.
+	Backend string `yaml:"backend"`
+	// RedisPrefix starts every Redis key groundhog writes, so several
+	// deployments can share one Redis.
+	RedisPrefix string `yaml:"redis_prefix"`
+	// RedisMaxEntryBytes is the largest encoded entry written to Redis;
+	// larger ones stay in the memory tier of the replica that made them.
+	RedisMaxEntryBytes int64 `yaml:"redis_max_entry_bytes"`
+}
+
+// PostgresConfig sizes the PostgreSQL store.
+type PostgresConfig struct {
+	MaxConns         int32         `yaml:"max_conns"`         // pool size per replica
+	StatementTimeout time.Duration `yaml:"statement_timeout"` // server-side bound of one statement
 }
 
 // IdemConfig configures operation records.
@@ -145,12 +162,14 @@ func Default() Config {
 		UpstreamTimeout:         10 * time.Minute,
 		ShutdownTimeout:         30 * time.Second,
 		LogLevel:                "info",
-		Cache:                   CacheConfig{MemoryBytes: 256 << 20, DefaultTTL: time.Hour, MaxTTL: 30 * 24 * time.Hour},
-		Idempotency:             IdemConfig{Lease: 30 * time.Second, Retention: 24 * time.Hour},
-		PriceTable:              pricing.Default(),
-		State:                   StateConfig{MaxBytes: 256 << 10},
-		Evidence:                EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
-		Compaction:              DefaultCompaction(),
+		Cache: CacheConfig{MemoryBytes: 256 << 20, DefaultTTL: time.Hour, MaxTTL: 30 * 24 * time.Hour,
+			Backend: "memory", RedisPrefix: "groundhog:", RedisMaxEntryBytes: 4 << 20},
+		Postgres:    PostgresConfig{MaxConns: 20, StatementTimeout: 10 * time.Second},
+		Idempotency: IdemConfig{Lease: 30 * time.Second, Retention: 24 * time.Hour},
+		PriceTable:  pricing.Default(),
+		State:       StateConfig{MaxBytes: 256 << 10},
+		Evidence:    EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
+		Compaction:  DefaultCompaction(),
 	}
 }
 
@@ -177,6 +196,7 @@ const DefaultMaxUpstreamBytes = 256 << 20
 var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_ADDR":               func(c *Config, v string) error { c.Addr = v; return nil },
 	"GROUNDHOG_DB":                 func(c *Config, v string) error { c.DB = v; return nil },
+	"GROUNDHOG_CACHE":              func(c *Config, v string) error { c.Cache.Backend = v; return nil },
 	"GROUNDHOG_UPSTREAM":           func(c *Config, v string) error { c.Upstream = v; return nil },
 	"GROUNDHOG_ANTHROPIC_UPSTREAM": func(c *Config, v string) error { c.AnthropicUpstream = v; return nil },
 	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
@@ -228,6 +248,19 @@ func (c *Config) Finish() error {
 	}
 	if c.DB == "" {
 		return fmt.Errorf("db: a database path is required")
+	}
+	switch b := c.Cache.Backend; {
+	case b == "" || b == "memory":
+		c.Cache.Backend = "memory"
+	case strings.HasPrefix(b, "redis://") || strings.HasPrefix(b, "rediss://"):
+	default:
+		return fmt.Errorf("cache: backend must be memory or a redis:// or rediss:// URL")
+	}
+	if c.Cache.RedisMaxEntryBytes <= 0 {
+		return fmt.Errorf("cache: redis_max_entry_bytes must be positive")
+	}
+	if c.Postgres.MaxConns <= 0 || c.Postgres.StatementTimeout < 0 {
+		return fmt.Errorf("postgres: max_conns must be positive and statement_timeout not negative")
 	}
 	if c.MaxBodyBytes <= 0 {
 		return fmt.Errorf("max_body_bytes must be positive")

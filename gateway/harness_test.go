@@ -48,6 +48,7 @@ type setup struct {
 	upstream  string // base URL ending in /v1 instead of the sim
 	apiKey    string // provider key sent upstream
 	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
+	flights   gateway.Flights
 }
 
 type harnessOpt func(*setup)
@@ -174,7 +175,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rec = nil
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Keyless: true})
+		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(func() {
 		srv.Close()

@@ -52,6 +52,9 @@ type Options struct {
 	Keys   groundhog.KeyStore
 	Cache  *cache.Cache
 	Ledger Recorder
+	// Flights coalesces cacheable calls across replicas; nil = this
+	// process only.
+	Flights Flights
 	// Idem runs the idempotency stage; nil disables Idempotency-Key handling.
 	Idem      *idempotency.Service
 	OpenAI    Upstream
@@ -60,6 +63,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// Ready reports whether the stores answer (for /readyz); nil means ready.
 	Ready func(ctx context.Context) error
+	// Degraded lists the degraded modes in force (for /readyz: still 200,
+	// status "degraded"); nil means none.
+	Degraded func() []string
 	// Transport for upstream calls; nil uses a tuned http.Transport.
 	Transport http.RoundTripper
 	// Keyless lets the gateway serve the single tenant "local" while no
@@ -186,6 +192,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Ready != nil {
 		if err := s.opts.Ready(r.Context()); err != nil {
 			s.writeError(w, r, "", groundhog.WrapError(groundhog.EUNAVAILABLE, "store unavailable", err))
+			return
+		}
+	}
+	if s.opts.Degraded != nil {
+		if d := s.opts.Degraded(); len(d) > 0 {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "degraded", "degraded": d})
 			return
 		}
 	}

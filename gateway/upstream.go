@@ -100,6 +100,11 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			return &resp, nil
 		}
 	}
+	shared, done := s.leadAcross(ctx, c, pub) // other replicas (flights.go)
+	defer done()
+	if shared != nil {
+		return shared, nil
+	}
 	up := s.upstreamFor(c.shape)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/groundhog-ai/groundhog/ledger"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 func init() {
@@ -58,12 +57,14 @@ reuse by cause with an example request hash each.`,
 			}
 			// sqlite.Open would create an empty database: a typo in --db
 			// must not print an empty report.
-			if _, err := os.Stat(cfg.DB); err != nil {
-				return fmt.Errorf("database %s: %w", cfg.DB, err)
+			if !isPostgresURL(cfg.DB) {
+				if _, err := os.Stat(cfg.DB); err != nil {
+					return fmt.Errorf("database %s: %w", cfg.DB, err)
+				}
 			}
-			db, err := sqlite.Open(cmd.Context(), cfg.DB)
+			db, err := openDatabase(cmd.Context(), cfg)
 			if err != nil {
-				return fmt.Errorf("open database %s: %w", cfg.DB, err)
+				return err
 			}
 			defer db.Close()
 			// A gateway running on this database may hold answered calls in

@@ -11,7 +11,6 @@ import (
 	"github.com/groundhog-ai/groundhog/dashboard"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/metrics"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 // extraRoutes registers the management endpoints beside the provider
@@ -21,7 +20,7 @@ import (
 // reports is the ledger the report and the dashboard read: the store seen
 // through the ledger writer (Writer.Fresh), so they include every call
 // already answered.
-func extraRoutes(db *sqlite.DB, reports groundhog.LedgerStore, idem *idempotency.Service, m *metrics.Metrics, metricsToken string, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
+func extraRoutes(reports groundhog.LedgerStore, idem *idempotency.Service, m *metrics.Metrics, metricsToken string, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
 	return func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
 		d := dashboard.New(dashboard.Options{Store: reports, Auth: auth, Logger: log})
 		mux.Handle(dashboard.ReportPath, d.ReportHandler())

@@ -26,7 +26,6 @@ import (
 	"github.com/groundhog-ai/groundhog/metrics"
 	"github.com/groundhog-ai/groundhog/observe"
 	"github.com/groundhog-ai/groundhog/sim"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 func init() {
@@ -50,6 +49,9 @@ built-in simulated provider, on one SQLite file, listening on loopback.`,
 	d := config.Default()
 	fs := cmd.Flags()
 	addConfigFlags(fs, &cf)
+	fs.StringVar(&cf.cfg.Cache.Backend, "cache", d.Cache.Backend, `shared cache tier: "memory" (the database) or a redis:// / rediss:// URL`)
+	fs.StringVar(&cf.cfg.Cache.RedisPrefix, "redis-prefix", d.Cache.RedisPrefix, "prefix of every Redis key and channel")
+	fs.Int64Var(&cf.cfg.Cache.RedisMaxEntryBytes, "redis-max-entry-bytes", d.Cache.RedisMaxEntryBytes, "largest cache entry written to Redis; larger ones stay in the memory tier")
 	fs.StringVar(&cf.cfg.Addr, "addr", d.Addr, "listen address (a non-loopback address requires gateway keys)")
 	fs.StringVar(&cf.cfg.Upstream, "upstream", d.Upstream, `OpenAI-compatible base URL ending in /v1, or "sim" for the built-in simulated provider`)
 	fs.StringVar(&cf.cfg.AnthropicUpstream, "anthropic-upstream", "", `Anthropic base URL (default: "sim" when --upstream is sim, else https://api.anthropic.com/v1)`)
@@ -73,11 +75,12 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := sqlite.Open(ctx, cfg.DB)
+	st, err := openStores(ctx, cfg, log)
 	if err != nil {
-		return fmt.Errorf("open database %s: %w", cfg.DB, err)
+		return err
 	}
-	defer db.Close()
+	defer st.Close()
+	db := st.DB
 	if err := addConfigKeys(ctx, db, cfg.Keys); err != nil {
 		return err
 	}
@@ -122,13 +125,13 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		fmt.Fprintf(out, "groundhog: warning: no Anthropic provider key (set ANTHROPIC_API_KEY or anthropic_api_key): calls to %s go without one\n", cfg.AnthropicUpstream)
 	}
 
-	c, err := cache.New(cache.Options{Store: db, MaxBytes: cfg.Cache.MemoryBytes})
+	c, err := cache.New(cache.Options{Store: st.Cache, MaxBytes: cfg.Cache.MemoryBytes})
 	if err != nil {
 		return err
 	}
 	journal := cfg.Ledger.JournalDir
 	if journal == "" {
-		journal = cfg.DB + ".journal"
+		journal = defaultJournalDir(cfg)
 	}
 	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: journal, Logger: log, FlushInterval: cfg.Ledger.FlushInterval})
 	if err != nil {
@@ -143,6 +146,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		m.DeclareOperations(r.Operation)
 	}
 	rec := &observe.Recorder{Metrics: m, Log: log}
+	st.register(m)
 	if cfg.Ledger.Disabled {
 		fmt.Fprintln(out, "groundhog: ledger disabled by configuration: no rows, no report")
 	} else {
@@ -158,11 +162,12 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		rec.Tracer = tracer
 		fmt.Fprintf(out, "groundhog: exporting a trace span per call to %s\n", cfg.OTLPEndpoint)
 	}
-	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
+	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log,
+		Notifier: st.notifier()})
 	gw = gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: db.Ping,
-		Extra: withContextRoutes(withStateRoutes(extraRoutes(db, lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log), db, cfg, log,
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), OpenAI: openai, Anthropic: anthropic,
+		Logger: log, Ready: st.Ready, Degraded: st.degraded,
+		Extra: withContextRoutes(withStateRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log), db, cfg, log,
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),
 		// Keyless only for a loopback gateway that starts without keys: one
 		// that starts with keys, or listens beyond loopback, never serves
@@ -172,7 +177,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	go idem.PurgeLoop(bg, time.Hour)
-	go purgeCache(bg, db, log)
+	go purgeCache(bg, st.Cache, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		_ = lw.Close(context.Background())
@@ -190,7 +195,8 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if nkeys > 0 {
 		mode = fmt.Sprintf("%d gateway key(s)", nkeys)
 	}
-	fmt.Fprintf(out, "groundhog: listening on http://%s (database %s, %s)\n", ln.Addr(), cfg.DB, mode)
+	fmt.Fprintf(out, "groundhog: stores: %s\n", st.Describe)
+	fmt.Fprintf(out, "groundhog: listening on http://%s (database %s, %s)\n", ln.Addr(), redact(cfg.DB), mode)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -224,7 +230,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 }
 
 // purgeCache deletes expired cache entries from the store every hour.
-func purgeCache(ctx context.Context, db *sqlite.DB, log *slog.Logger) {
+func purgeCache(ctx context.Context, db groundhog.CacheStore, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
@@ -244,7 +250,7 @@ func purgeCache(ctx context.Context, db *sqlite.DB, log *slog.Logger) {
 // addConfigKeys makes the configuration file's gateway keys (hashes) the
 // store's "cfg-" keys: the missing ones are added, and the ones no longer in
 // the file are removed — deleting a key from the file revokes it.
-func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) error {
+func addConfigKeys(ctx context.Context, db groundhog.KeyStore, keys []config.KeyConfig) error {
 	declared := map[string]bool{}
 	for _, k := range keys {
 		declared[k.SHA256] = true
