@@ -133,6 +133,9 @@ type Operation struct {
 	Cache    bool          `yaml:"cache"`    // exact cache on for this operation
 	TTL      time.Duration `yaml:"ttl"`      // entry TTL (0: the cache default)
 	Versions string        `yaml:"versions"` // declared config versions joining the key, e.g. "prompt=4"
+	// Coalesce makes identical calls in flight share one upstream call
+	// even with the cache off; nil means "when the cache is on".
+	Coalesce *bool `yaml:"coalesce"`
 }
 
 // KeyConfig is a gateway key in the configuration file: the tenant and the
