@@ -120,4 +120,3 @@ func floorHandler(resp []byte, contentType string) http.Handler {
 		_, _ = w.Write(resp)
 	})
 }
-
