@@ -74,12 +74,20 @@ type scanner struct {
 	model     string
 	stream    bool
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
+	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
 	topSorted bool       // the top-level object is sorted in members, not in out
 }
 
 func (s *scanner) reset(in []byte) {
 	s.in, s.pos, s.depth = in, 0, 0
+	s.badUTF8 = !utf8.Valid(in)
 	s.out, s.scratch, s.keys, s.members = s.out[:0], s.scratch[:0], s.keys[:0], s.members[:0]
+	if cap(s.out) < len(in) {
+		// The canonical text is about as long as the input: one
+		// allocation instead of a run of doublings (a scanner the pool
+		// dropped at a GC would otherwise regrow its buffer every time).
+		s.out = make([]byte, 0, len(in)+len(in)/16)
+	}
 	s.model, s.stream, s.typeErr, s.topSorted = "", false, nil, false
 }
 
@@ -591,25 +599,16 @@ var canonicalEscape = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n'
 // decoded, then only '"', '\\' and control characters re-escaped. The
 // escapes that already are canonical (\" \\ \b \f \n \r \t) are copied with
 // the text around them, so a string is normally one span copy (quotes
-// included); only \/ and \uXXXX are rewritten. esc reports whether the
-// output holds any escape.
-//
-// UTF-8 is checked here, span by span, and only for spans that hold a
-// byte above 0x7f (the word scan collects their high bits for free): bytes
-// outside strings must be ASCII anyway, so this is the whole input's
-// check, without a separate pass over the mostly ASCII body. Every span
-// starts and ends at an ASCII byte, so the spans of a valid input are
-// valid, and the first invalid sequence of an invalid one is reported
-// where the scan meets it.
+// included); only \/ and \uXXXX are rewritten. UTF-8 is checked per span
+// only when the input as a whole is not valid UTF-8, to place the error.
+// esc reports whether the output holds any escape.
 func (s *scanner) str() (esc bool, err error) {
 	in := s.in
 	start := s.pos // first byte not yet copied to out: the opening quote
 	i := start + 1
-	var hi uint64 // OR of the words scanned since start: a high bit means a UTF-8 check
 	for {
 		for i+8 <= len(in) {
 			w := binary.LittleEndian.Uint64(in[i:])
-			hi |= w // may include bytes past the stop: a needless check at worst
 			if m := special(w); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				goto found
@@ -617,7 +616,6 @@ func (s *scanner) str() (esc bool, err error) {
 			i += 8
 		}
 		for i < len(in) && strSafe[in[i]] {
-			hi |= uint64(in[i])
 			i++
 		}
 		if i >= len(in) {
@@ -630,8 +628,10 @@ func (s *scanner) str() (esc bool, err error) {
 			i += 2
 			continue
 		}
-		if hi&msb != 0 && !utf8.Valid(in[start:i]) {
-			return false, s.syntax(start+invalidUTF8At(in[start:i]), "invalid UTF-8 in string")
+		if s.badUTF8 {
+			if j := start + invalidUTF8At(in[start:i]); j < i {
+				return false, s.syntax(j, "invalid UTF-8 in string")
+			}
 		}
 		if c == '"' {
 			s.out = append(s.out, in[start:i+1]...)
@@ -646,7 +646,7 @@ func (s *scanner) str() (esc bool, err error) {
 			return false, err
 		}
 		esc = true // conservative: \/ or \u00e9 write none, which only costs a decode
-		start, hi = i, 0
+		start = i
 	}
 }
 
