@@ -56,6 +56,9 @@ type Options struct {
 	// AnalyzeLines is the size of the request log of the analyze figure
 	// (default 200,000).
 	AnalyzeLines int
+	// Rounds splits each scenario's Duration into this many slices, the
+	// scenarios taking turns (default 3; 1 with Profile).
+	Rounds int
 }
 
 // Result is one measured scenario.
@@ -64,7 +67,8 @@ type Result struct {
 	Requests  int64
 	Errors    int64
 	Seconds   float64
-	CPUPerReq time.Duration // CPU time of the server under test per request
+	CPU       time.Duration // CPU time of the server under test over the measured interval
+	CPUPerReq time.Duration // CPU / Requests
 }
 
 // RPS is requests per second.
@@ -180,6 +184,13 @@ func (s *server) cpu() (time.Duration, error) {
 	return time.Duration(ut+st) * time.Second / clkTck, nil
 }
 
+// scenario is one measured load: a request against a server.
+type scenario struct {
+	name   string // "<scenario>/<body label>"
+	target *server
+	req    request
+}
+
 // request builds one scenario request.
 type request struct {
 	path   string
@@ -270,7 +281,7 @@ func load(ctx context.Context, target *server, req request, conns int, d time.Du
 	if profErr != nil {
 		return Result{}, fmt.Errorf("profile: %w", profErr)
 	}
-	r := Result{Requests: n.Load(), Errors: errs.Load(), Seconds: elapsed}
+	r := Result{Requests: n.Load(), Errors: errs.Load(), Seconds: elapsed, CPU: cpu1 - cpu0}
 	if r.Requests > 0 {
 		r.CPUPerReq = (cpu1 - cpu0) / time.Duration(r.Requests)
 	}
@@ -385,6 +396,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if len(o.Bodies) == 0 {
 		o.Bodies = []string{"small", "large"}
 	}
+	if o.Rounds <= 0 {
+		o.Rounds = 3
+	}
 	if o.AnalyzeLines <= 0 {
 		o.AnalyzeLines = 200_000
 	}
@@ -449,6 +463,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	const path = "/v1/chat/completions"
 	run0 := time.Now().UnixNano()
+	var all []scenario
+	var keySeq atomic.Int64
 	for _, spec := range o.Bodies {
 		b, info, err := body(spec, o.Stream)
 		if err != nil {
@@ -473,45 +489,56 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if floor, err = o.start(ctx, "floor", "bench-floor", "--response", resp, "--content-type", st.contentType); err != nil {
 				return nil, err
 			}
+			defer floor.stop()
 		}
-		run := []struct {
-			name   string
-			target *server
-			req    request
-		}{
-			{"floor", floor, request{path: path, body: b}},
-			{"direct-sim", simSrv, request{path: path, body: b}},
-			{"proxy-miss", proxy, request{path: path, body: b}},
-			{"gateway-miss", gw, request{path: path, body: b}},
-			{"gateway-hit", gw, hit},
-			{"gateway-hit-no-ledger", gwNL, hit},
-			{"gateway-idempotent-new-keys", gw, request{path: path, body: b, header: func(i int64) http.Header {
-				return http.Header{"Idempotency-Key": {fmt.Sprintf("bench-%d-%s-%d", run0, info.Label, i)}}
+		for _, sc := range []scenario{
+			{name: "floor", target: floor, req: request{path: path, body: b}},
+			{name: "direct-sim", target: simSrv, req: request{path: path, body: b}},
+			{name: "proxy-miss", target: proxy, req: request{path: path, body: b}},
+			{name: "gateway-miss", target: gw, req: request{path: path, body: b}},
+			{name: "gateway-hit", target: gw, req: hit},
+			{name: "gateway-hit-no-ledger", target: gwNL, req: hit},
+			{name: "gateway-idempotent-new-keys", target: gw, req: request{path: path, body: b, header: func(int64) http.Header {
+				// A counter of the whole run: keys stay new across rounds.
+				return http.Header{"Idempotency-Key": {fmt.Sprintf("bench-%d-%s-%d", run0, info.Label, keySeq.Add(1))}}
 			}}},
-			{"gateway-idempotent-replay", gw, request{path: path, body: b, header: hdr("Idempotency-Key", fmt.Sprintf("bench-replay-%d-%s", run0, info.Label))}},
-		}
-		for _, sc := range run {
-			name := sc.name + "/" + info.Label
-			if !o.wanted(name) || sc.target == nil {
-				continue
+			{name: "gateway-idempotent-replay", target: gw, req: request{path: path, body: b, header: hdr("Idempotency-Key", fmt.Sprintf("bench-replay-%d-%s", run0, info.Label))}},
+		} {
+			sc.name += "/" + info.Label
+			if o.wanted(sc.name) && sc.target != nil {
+				all = append(all, sc)
 			}
-			fmt.Fprintf(o.Log, "bench: %s (%d bytes, %d connections, %s)\n", name, len(b), o.Conns, o.Duration)
+		}
+	}
+	// Every scenario runs in o.Rounds slices, the scenarios taking turns,
+	// so that a change in the machine's load during the run falls on both
+	// sides of each ratio instead of on one scenario.
+	rounds := o.Rounds
+	if o.Profile != "" {
+		rounds = 1 // a profile covers one whole scenario
+	}
+	slice := o.Duration / time.Duration(rounds)
+	for round := range rounds {
+		for _, sc := range all {
+			fmt.Fprintf(o.Log, "bench: %s (%d bytes, %d connections, round %d/%d, %s)\n", sc.name, len(sc.req.body), o.Conns, round+1, rounds, slice)
 			prof := ""
 			if o.Profile != "" {
-				prof = filepath.Join(o.Profile, strings.ReplaceAll(name, "/", "-"))
+				prof = filepath.Join(o.Profile, strings.ReplaceAll(sc.name, "/", "-"))
 			}
-			r, err := load(ctx, sc.target, sc.req, o.Conns, o.Duration, prof)
+			r, err := load(ctx, sc.target, sc.req, o.Conns, slice, prof)
 			if err != nil {
-				if floor != nil {
-					floor.stop()
-				}
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return nil, fmt.Errorf("%s: %w", sc.name, err)
 			}
-			r.Name = name
-			rep.Results[name] = r
-		}
-		if floor != nil {
-			floor.stop()
+			acc := rep.Results[sc.name]
+			acc.Name = sc.name
+			acc.Requests += r.Requests
+			acc.Errors += r.Errors
+			acc.Seconds += r.Seconds
+			acc.CPU += r.CPU
+			if acc.Requests > 0 {
+				acc.CPUPerReq = acc.CPU / time.Duration(acc.Requests)
+			}
+			rep.Results[sc.name] = acc
 		}
 	}
 	return rep, nil

@@ -43,6 +43,7 @@ Each scenario runs for --duration per body (default small and large): about
 	fs := cmd.Flags()
 	fs.DurationVar(&o.Duration, "duration", 3*time.Second, "duration of each scenario")
 	fs.IntVar(&o.Conns, "conns", 32, "concurrent connections")
+	fs.IntVar(&o.Rounds, "rounds", 3, "slices each scenario's duration is run in, the scenarios taking turns (1 with --profile)")
 	fs.StringSliceVar(&o.Bodies, "body", []string{"small", "large"}, "request bodies: small (1 KB), large (200 KB agent request) or a FILE holding a chat request; repeatable")
 	fs.BoolVar(&o.Stream, "stream", false, `send "stream": true (SSE answers; the floor answers the stored events)`)
 	fs.StringVar(&o.Profile, "profile", "", "write CPU and allocation profiles of the gateway process for each scenario to this directory")
