@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -55,6 +54,7 @@ type call struct {
 	tenant       string
 	op           string
 	body         []byte
+	pooled       *pooledBody // body's pooled buffer, if any (body.go: released only after a hit)
 	fp           fingerprint.Result
 	policy       cachePolicy
 	coalesce     int8 // Groundhog-Coalesce: +1 on, -1 off, 0 unset (then: the operation's config, else the cache policy)
@@ -106,11 +106,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
 		return nil, err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, pooled, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return nil, err
 	}
-	c := &call{shape: shape, route: r.URL.Path, tenant: tenant, body: body, header: r.Header, start: s.clock.Now()}
+	c := &call{shape: shape, route: r.URL.Path, tenant: tenant, body: body, pooled: pooled, header: r.Header, start: s.clock.Now()}
 	if err := s.readHeaders(c, r.Header); err != nil {
 		return nil, err
 	}
@@ -261,25 +261,6 @@ func checkJSONContentType(ct string) error {
 	return nil
 }
 
-// readBody reads at most limit bytes; one byte more is a 413.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, groundhog.Errorf(groundhog.ETOOLARGE, "request body is %d bytes; the limit is %d", r.ContentLength, limit)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, groundhog.Errorf(groundhog.ETOOLARGE, "request body is over the limit of %d bytes", limit)
-		}
-		return nil, groundhog.WrapError(groundhog.EINVALID, "could not read the request body", err)
-	}
-	if len(body) == 0 {
-		return nil, groundhog.Errorf(groundhog.EINVALID, "request body is empty; a JSON object is required")
-	}
-	return body, nil
-}
-
 // serveCall runs the stages after admission: idempotency, then cache,
 // coalescing and upstream.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *call, key string) {
@@ -297,6 +278,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 		e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)
 		if err == nil {
 			s.serveHit(w, r, c, e)
+			c.releaseBody() // the hit is written: nothing reads the body any more (body.go)
 			return
 		}
 		if !groundhog.IsNotFound(err) {
