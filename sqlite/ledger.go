@@ -61,8 +61,9 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 		defer stmt.Close()
 		for len(rows) >= ledgerBatch {
 			args = args[:0]
+			arena := packArena(rows[:ledgerBatch])
 			for i := range rows[:ledgerBatch] {
-				args = appendLedgerArgs(args, &rows[i])
+				args, arena = appendLedgerArgs(args, arena, &rows[i])
 			}
 			if _, err := stmt.ExecContext(ctx, args...); err != nil {
 				return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
@@ -76,8 +77,9 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 			return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
 		}
 		defer stmt.Close()
+		arena := packArena(rows)
 		for i := range rows {
-			args = appendLedgerArgs(args[:0], &rows[i])
+			args, arena = appendLedgerArgs(args[:0], arena, &rows[i])
 			if _, err := stmt.ExecContext(ctx, args...); err != nil {
 				return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
 			}
@@ -89,8 +91,24 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	return nil
 }
 
-func appendLedgerArgs(args []any, e *groundhog.LedgerEntry) []any {
-	return append(args, e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, packLedger(e))
+// appendLedgerArgs appends the insert arguments of e to args; its packed row
+// is appended to arena (a fresh buffer per statement, never reused: the
+// driver is done with it once the statement has run, but nothing here
+// depends on that).
+func appendLedgerArgs(args []any, arena []byte, e *groundhog.LedgerEntry) ([]any, []byte) {
+	start := len(arena)
+	arena = appendPackedLedger(arena, e)
+	return append(args, e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, arena[start:len(arena):len(arena)]), arena
+}
+
+// packArena returns an empty buffer large enough for the packed rows: one
+// allocation per statement instead of one per row.
+func packArena(rows []groundhog.LedgerEntry) []byte {
+	n := 0
+	for i := range rows {
+		n += packedLedgerSize(&rows[i])
+	}
+	return make([]byte, 0, n)
 }
 
 // ScanLedger calls fn for every row matching f in (Time, ID) order and

@@ -26,21 +26,9 @@ const (
 )
 
 // packLedger packs every field of e, in the order of ledgerColumns, then
-// the prompt-cache fields.
+// the prompt-cache fields (appendPackedLedger), into a new slice.
 func packLedger(e *groundhog.LedgerEntry) []byte {
-	b, err := packLedgerRow([]driver.Value{e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, e.RequestHash, string(e.Shape),
-		e.Model, e.Provider, string(e.Outcome), int64(e.Status),
-		e.Usage.InputTokens, e.Usage.CachedInputTokens, e.Usage.CacheWriteTokens, e.Usage.OutputTokens,
-		int64(e.Cost), int64(e.Saved), int64(e.FullCost), int64(e.Latency), int64(e.Attempt),
-		int64(boolInt(e.InFlight)), int64(boolInt(e.CacheOn)), int64(boolInt(e.Idempotent)), int64(boolInt(e.Stream)),
-		// Prompt-cache fields, appended after the original 23 so rows packed
-		// before they existed still unpack (see unpack).
-		e.Usage.CacheWrite1hTokens, int64(e.PromptCacheSaved), e.PromptCacheBreak, e.PromptCacheLostTokens,
-		int64(boolInt(e.FanOutHeld))})
-	if err != nil {
-		panic(err) // every value above has a packable type
-	}
-	return b
+	return appendPackedLedger(make([]byte, 0, packedLedgerSize(e)), e)
 }
 
 // packLedgerRow packs values, in the order of ledgerColumns, as a sequence

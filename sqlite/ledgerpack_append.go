@@ -1,0 +1,58 @@
+package sqlite
+
+import (
+	"encoding/binary"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// appendPackedLedger appends the packed form of e to b: the same bytes as
+// packLedgerRow over the values of packLedger, written field by field with
+// no []driver.Value (which boxed ~28 values into interfaces: most of the
+// objects the ledger committer allocated per row, NOTES-perf12.md).
+func appendPackedLedger(b []byte, e *groundhog.LedgerEntry) []byte {
+	b = packText(b, e.ID)
+	b = packInt(b, e.Time.UnixNano())
+	b = packText(b, e.Tenant)
+	b = packText(b, e.Operation)
+	b = packText(b, e.RequestHash)
+	b = packText(b, string(e.Shape))
+	b = packText(b, e.Model)
+	b = packText(b, e.Provider)
+	b = packText(b, string(e.Outcome))
+	b = packInt(b, int64(e.Status))
+	b = packInt(b, e.Usage.InputTokens)
+	b = packInt(b, e.Usage.CachedInputTokens)
+	b = packInt(b, e.Usage.CacheWriteTokens)
+	b = packInt(b, e.Usage.OutputTokens)
+	b = packInt(b, int64(e.Cost))
+	b = packInt(b, int64(e.Saved))
+	b = packInt(b, int64(e.FullCost))
+	b = packInt(b, int64(e.Latency))
+	b = packInt(b, int64(e.Attempt))
+	b = packInt(b, int64(boolInt(e.InFlight)))
+	b = packInt(b, int64(boolInt(e.CacheOn)))
+	b = packInt(b, int64(boolInt(e.Idempotent)))
+	b = packInt(b, int64(boolInt(e.Stream)))
+	// Prompt-cache fields, after the original 23 (see packLedger).
+	b = packInt(b, e.Usage.CacheWrite1hTokens)
+	b = packInt(b, int64(e.PromptCacheSaved))
+	b = packText(b, e.PromptCacheBreak)
+	b = packInt(b, e.PromptCacheLostTokens)
+	return packInt(b, int64(boolInt(e.FanOutHeld)))
+}
+
+// packedLedgerSize bounds the packed size of e, to size a buffer once.
+func packedLedgerSize(e *groundhog.LedgerEntry) int {
+	return len(e.ID) + len(e.Tenant) + len(e.Operation) + len(e.RequestHash) + len(e.Shape) + len(e.Model) +
+		len(e.Provider) + len(e.Outcome) + len(e.PromptCacheBreak) + 28*(1+binary.MaxVarintLen64)
+}
+
+func packInt(b []byte, v int64) []byte {
+	return binary.AppendVarint(append(b, tagInt), v)
+}
+
+func packText(b []byte, s string) []byte {
+	b = binary.AppendUvarint(append(b, tagText), uint64(len(s)))
+	return append(b, s...)
+}
