@@ -34,6 +34,10 @@ type Metrics struct {
 	opMu     sync.RWMutex
 	declared map[string]bool
 	observed map[string]bool
+
+	// Children of the vectors by label values (children.go).
+	callsC, tokensC, costC, savedC, unknownC, followersC, repeatsC children[prometheus.Counter]
+	latencyC                                                       children[prometheus.Observer]
 }
 
 // MaxObservedOperations is how many operation names not declared in the
@@ -129,34 +133,44 @@ func (m *Metrics) opLabel(op string) string {
 // bounded: see MaxObservedOperations.
 func (m *Metrics) Observe(e *groundhog.LedgerEntry) {
 	op := m.opLabel(e.Operation)
-	m.calls.WithLabelValues(e.Tenant, op, string(e.Outcome)).Inc()
+	to := labels{a: e.Tenant, b: op}
+	counter3(&m.callsC, m.calls, labels{e.Tenant, op, string(e.Outcome)}).Inc()
 	if u := e.Usage; u != (groundhog.Usage{}) {
-		for kind, n := range map[string]int64{"input": u.InputTokens, "cached_input": u.CachedInputTokens, "cache_write": u.CacheWriteTokens, "output": u.OutputTokens} {
-			if n > 0 {
-				m.tokens.WithLabelValues(e.Tenant, op, kind).Add(float64(n))
+		for _, t := range [...]struct {
+			kind string
+			n    int64
+		}{{"input", u.InputTokens}, {"cached_input", u.CachedInputTokens}, {"cache_write", u.CacheWriteTokens}, {"output", u.OutputTokens}} {
+			if t.n > 0 {
+				counter3(&m.tokensC, m.tokens, labels{e.Tenant, op, t.kind}).Add(float64(t.n))
 			}
 		}
 	}
 	if e.Cost > 0 {
-		m.cost.WithLabelValues(e.Tenant, op).Add(usd(e.Cost))
+		counter2(&m.costC, m.cost, to).Add(usd(e.Cost))
 	} else if e.Cost == groundhog.CostUnknown && e.Outcome == groundhog.OutcomeUpstream {
-		m.unknown.WithLabelValues(e.Tenant, op).Inc()
+		counter2(&m.unknownC, m.unknown, to).Inc()
 	}
 	if e.Saved > 0 {
-		m.saved.WithLabelValues(e.Tenant, op).Add(usd(e.Saved))
+		counter2(&m.savedC, m.saved, to).Add(usd(e.Saved))
 	}
 	if e.Outcome == groundhog.OutcomeCoalesced {
-		m.followers.WithLabelValues(e.Tenant, op).Inc()
+		counter2(&m.followersC, m.followers, to).Inc()
 	}
 	if e.InFlight {
-		m.repeats.WithLabelValues(e.Tenant, op).Inc()
+		counter2(&m.repeatsC, m.repeats, to).Inc()
 	}
-	m.latency.WithLabelValues(op, string(e.Outcome)).Observe(e.Latency.Seconds())
+	observer2(&m.latencyC, m.latency, labels{a: op, b: string(e.Outcome)}).Observe(e.Latency.Seconds())
 }
 
 // usd converts to float dollars for Prometheus, which only has floats; the
 // exact figures live in the ledger.
 func usd(m groundhog.Money) float64 {
+	if m > -1<<53 && m < 1<<53 {
+		// float64(m) is exact and 1e12 is exact, so the quotient is the
+		// double nearest to m/10^12: what parsing its decimal form gives,
+		// without formatting it.
+		return float64(m) / 1e12
+	}
 	f, _ := strconv.ParseFloat(m.Format(12), 64)
 	return f
 }

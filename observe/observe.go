@@ -43,7 +43,9 @@ func (o *Recorder) Record(e groundhog.LedgerEntry) error {
 	if o.Metrics != nil {
 		o.Metrics.Observe(&e)
 	}
-	if o.Log != nil {
+	if o.Log != nil && o.Log.Enabled(context.Background(), slog.LevelInfo) {
+		// Checked first: Attrs formats two amounts and builds 18
+		// attributes, wasted when the level drops the line anyway.
 		o.Log.LogAttrs(context.Background(), slog.LevelInfo, "call", Attrs(&e)...)
 	}
 	if o.Tracer != nil {
