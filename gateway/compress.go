@@ -86,7 +86,9 @@ func shapeOfPath(p string) groundhog.Shape {
 // non-zero quality.
 func acceptsGzip(values []string) bool {
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
+		for rest := v; rest != ""; {
+			var part string
+			part, rest, _ = strings.Cut(rest, ",")
 			name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 			name = strings.ToLower(strings.TrimSpace(name))
 			if name != "gzip" && name != "*" {
@@ -118,10 +120,11 @@ func (g *gzipResponse) WriteHeader(status int) {
 	if !g.decided && status >= 200 {
 		g.decided = true
 		h := g.Header()
-		mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 		n, err := strconv.Atoi(h.Get("Content-Length"))
 		big := err != nil || n >= minGzipBytes
-		if mt == "application/json" && big && h.Get("Content-Encoding") == "" && status != http.StatusNoContent && status != http.StatusNotModified {
+		// The size is checked first: a small stored answer (most hits)
+		// skips parsing its media type.
+		if big && jsonMediaType(h.Get("Content-Type")) && h.Get("Content-Encoding") == "" && status != http.StatusNoContent && status != http.StatusNotModified {
 			h.Del("Content-Length")
 			h.Set("Content-Encoding", "gzip")
 			h.Add("Vary", "Accept-Encoding")
@@ -162,4 +165,16 @@ func (g *gzipResponse) close() {
 		gzipWriters.Put(g.zw)
 		g.zw = nil
 	}
+}
+
+// jsonMediaType reports whether ct is application/json, with or without
+// parameters: the exact common forms without mime.ParseMediaType's
+// allocations, anything else through it.
+func jsonMediaType(ct string) bool {
+	switch ct {
+	case "application/json", "application/json; charset=utf-8":
+		return true
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "application/json"
 }

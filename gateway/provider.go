@@ -431,13 +431,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		w.WriteHeader(resp.Status)
-		buf := make([]byte, 0, 4096)
-		for _, ev := range events {
-			if !hiddenUsageChunk(c, ev) {
-				buf = wire.AppendEvent(buf, ev)
-			}
-		}
-		_, _ = w.Write(buf)
+		writeEvents(w, c, events) // hitwrite.go: one write
 		return
 	}
 	body, ct := resp.Body, firstNonEmpty(resp.ContentType, "application/json")
