@@ -54,6 +54,13 @@ func (db *DB) Begin(ctx context.Context, p groundhog.BeginParams) (*groundhog.Op
 	if err := db.check(); err != nil {
 		return nil, "", err
 	}
+	// A new key — the common case — is claimed by one INSERT in autocommit:
+	// one durable write, no read (operation_claim.go).
+	if op, ok, err := db.claimNew(ctx, p); err != nil {
+		return nil, "", mapErr(fmt.Errorf("sqlite: begin operation: %w", err))
+	} else if ok {
+		return op, groundhog.BeginClaimed, nil
+	}
 	// Read-only fast path: the answers that change nothing (a replay, a
 	// mismatch, a live lease) are decided from a read snapshot, without
 	// taking the single write lock. They cannot be wrong: a terminal or
@@ -248,13 +255,10 @@ func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, 
 	if err := db.check(); err != nil {
 		return err
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return mapErr(fmt.Errorf("sqlite: %s operation: %w", what, err))
-	}
-	defer tx.Rollback()
+	// One UPDATE in autocommit: the check (the WHERE clause) and the write
+	// are one statement, so one implicit transaction, one durable write.
 	args := append(setArgs, tenant, id, token)
-	res, err := tx.ExecContext(ctx, "UPDATE operations SET "+set+
+	res, err := db.w.ExecContext(ctx, "UPDATE operations SET "+set+
 		" WHERE tenant = ? AND id = ? AND fencing_token = ? AND status = 'running'", args...)
 	if err != nil {
 		return mapErr(fmt.Errorf("sqlite: %s operation: %w", what, err))
@@ -264,8 +268,13 @@ func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, 
 		return mapErr(fmt.Errorf("sqlite: %s operation: %w", what, err))
 	}
 	if n == 0 {
+		// Nothing matched: say why, from a read after the fact. Tokens only
+		// grow and a record that left running under this token never
+		// returns to it, so the answer cannot be "it matches now"; a record
+		// purged or replaced meanwhile reads as not found, which is what a
+		// write a moment later would have met.
 		var cur int64
-		err := tx.QueryRowContext(ctx, "SELECT fencing_token FROM operations WHERE tenant = ? AND id = ?", tenant, id).Scan(&cur)
+		err := db.r.QueryRowContext(ctx, "SELECT fencing_token FROM operations WHERE tenant = ? AND id = ?", tenant, id).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return groundhog.Errorf(groundhog.ENOTFOUND, "operation not found")
 		}
@@ -273,9 +282,6 @@ func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, 
 			return mapErr(fmt.Errorf("sqlite: %s operation: %w", what, err))
 		}
 		return groundhog.Errorf(groundhog.ESTALE, "%s operation: fencing token %d is not current", what, token)
-	}
-	if err := tx.Commit(); err != nil {
-		return mapErr(fmt.Errorf("sqlite: %s operation: commit: %w", what, err))
 	}
 	return nil
 }
