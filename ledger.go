@@ -68,6 +68,14 @@ type LedgerEntry struct {
 	FanOutHeld            bool
 }
 
+// Stage is one timed stage of a call's pipeline, for observers such as
+// trace spans; no store keeps it ("groundhog.admit",
+// "groundhog.idempotency", "groundhog.cache", "groundhog.upstream").
+type Stage struct {
+	Name       string
+	Start, End time.Time
+}
+
 // LedgerFilter selects ledger rows: From inclusive, To exclusive; empty
 // Tenant or Operation match all.
 type LedgerFilter struct {

@@ -69,6 +69,7 @@ type call struct {
 	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
 	upHeader     http.Header        // the upstream response headers that pass to the leader's client (headers.go)
 	header       http.Header        // the client's request headers
+	stages       stageLog           // timed pipeline stages, for traces
 	start        time.Time
 	inFlight     bool
 }
@@ -95,6 +96,7 @@ func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 // admit runs authentication, parsing, validation and the fingerprint. Every
 // failure here is the client's and is answered before anything is stored.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.Shape) (*call, error) {
+	t0 := s.clock.Now()
 	tenant, err := s.authenticate(r)
 	if err != nil {
 		return nil, err
@@ -122,6 +124,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if c.fp.Model == "" {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "missing required field \"model\"")
 	}
+	defer func() { s.stage(c, "groundhog.admit", t0) }() // authenticate, parse, fingerprint
 	if shape == groundhog.ShapeEmbeddings && c.fp.Stream {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "embeddings cannot be streamed")
 	}
@@ -275,7 +278,9 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *call, key 
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, key string) {
 	ctx := r.Context()
 	if c.policy == policyUse {
+		t0 := s.clock.Now()
 		e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)
+		s.stage(c, "groundhog.cache", t0)
 		if err == nil {
 			s.serveHit(w, r, c, e)
 			c.releaseBody() // the hit is written: nothing reads the body any more (body.go)
@@ -683,7 +688,13 @@ func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	if s.opts.Ledger == nil {
 		return nil
 	}
-	if err := s.opts.Ledger.Record(row); err != nil {
+	var err error
+	if sr, ok := s.opts.Ledger.(StageRecorder); ok {
+		err = sr.RecordStages(row, c.stageTimes())
+	} else {
+		err = s.opts.Ledger.Record(row)
+	}
+	if err != nil {
 		s.log.Error("ledger record failed", append(logAttrs(c), "err", err)...)
 		return groundhog.WrapError(groundhog.EUNAVAILABLE, "ledger unavailable", err)
 	}
