@@ -46,6 +46,16 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	if len(rows) == 0 {
 		return nil
 	}
+	// Prepared (once) before the transaction takes the writer's only
+	// connection: preparing on db.w inside it would wait for itself.
+	many, err := db.wstmts.get(ctx, db.w, qInsertLedger)
+	if err != nil {
+		return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
+	}
+	one, err := db.wstmts.get(ctx, db.w, qInsertLedgerOne)
+	if err != nil {
+		return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
+	}
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
@@ -54,10 +64,7 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 
 	args := make([]any, 0, ledgerBatch*ledgerNumStoredCol)
 	if len(rows) >= ledgerBatch {
-		stmt, err := tx.PrepareContext(ctx, qInsertLedger)
-		if err != nil {
-			return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
-		}
+		stmt := tx.StmtContext(ctx, many)
 		defer stmt.Close()
 		for len(rows) >= ledgerBatch {
 			args = args[:0]
@@ -72,10 +79,7 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 		}
 	}
 	if len(rows) > 0 {
-		stmt, err := tx.PrepareContext(ctx, qInsertLedgerOne)
-		if err != nil {
-			return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
-		}
+		stmt := tx.StmtContext(ctx, one)
 		defer stmt.Close()
 		arena := packArena(rows)
 		for i := range rows {

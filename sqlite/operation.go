@@ -258,7 +258,7 @@ func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, 
 	// One UPDATE in autocommit: the check (the WHERE clause) and the write
 	// are one statement, so one implicit transaction, one durable write.
 	args := append(setArgs, tenant, id, token)
-	res, err := db.w.ExecContext(ctx, "UPDATE operations SET "+set+
+	res, err := db.writeExec(ctx, "UPDATE operations SET "+set+
 		" WHERE tenant = ? AND id = ? AND fencing_token = ? AND status = 'running'", args...)
 	if err != nil {
 		return mapErr(fmt.Errorf("sqlite: %s operation: %w", what, err))

@@ -25,7 +25,7 @@ func (db *DB) claimNew(ctx context.Context, p groundhog.BeginParams) (op *ground
 		Status: groundhog.StatusRunning, LeaseOwner: p.Owner, LeaseExpiresAt: now.Add(p.Lease),
 		FencingToken: 1, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(p.Retention),
 	}
-	res, err := db.w.ExecContext(ctx, qClaimNew,
+	res, err := db.writeExec(ctx, qClaimNew,
 		op.ID, op.Tenant, op.Key, op.RequestHash, string(op.Status),
 		op.LeaseOwner, ns(op.LeaseExpiresAt), op.FencingToken, op.Attempts, ns(now), ns(now), ns(op.ExpiresAt))
 	if err != nil {

@@ -68,6 +68,7 @@ type DB struct {
 	r      *sql.DB // read-only pool of the request path
 	scan   *sql.DB // read-only pool of ledger scans (scanConns connections)
 	closed atomic.Bool
+	wstmts stmtCache // prepared statements of the writer (stmtcache.go)
 }
 
 // scanConns is how many ledger scans run at once; more wait for a turn.
@@ -209,7 +210,7 @@ func (db *DB) Close() error {
 	}
 	// Closing the writer last lets SQLite checkpoint the WAL into the main
 	// file when the last connection goes.
-	errs = append(errs, db.w.Close())
+	errs = append(errs, db.wstmts.close(), db.w.Close())
 	return errors.Join(errs...)
 }
 
