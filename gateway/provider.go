@@ -66,6 +66,7 @@ type call struct {
 	header       http.Header        // the client's request headers
 	start        time.Time
 	inFlight     bool
+	pc           pcState // prompt-cache stage (gateway/promptcache.go)
 }
 
 // provider returns the handler of one provider route.
@@ -207,6 +208,9 @@ func (s *Server) readHeaders(c *call, h http.Header) error {
 				c.noStore = true
 			}
 		}
+	}
+	if err := checkPromptCacheHeaders(h); err != nil { // prompt-cache hook
+		return err
 	}
 	if vals := h.Values(hdrIdemKey); len(vals) > 0 {
 		if len(vals) > 1 || len(vals[0]) < 1 || len(vals[0]) > 255 || !visibleASCII(vals[0], false) {
@@ -382,6 +386,7 @@ func usageIf(leader bool, resp *groundhog.Response) groundhog.Usage {
 func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, resp *groundhog.Response, state string, cost, saved groundhog.Money, row groundhog.LedgerEntry) {
 	h := w.Header()
 	s.setHeaders(h, c, state)
+	s.pcHeaders(h, c) // prompt-cache hook
 	winner, rerr := s.finish(c, row, resp, nil)
 	if rerr != nil {
 		// No durable row, no response: the answer stays in the cache and
@@ -450,7 +455,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 	s.setHeaders(h, c, state)
 	h.Set("Content-Type", firstNonEmpty(ct, "text/event-stream"))
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Trailer", hdrCost+", "+hdrSaved)
+	h.Set("Trailer", hdrCost+", "+hdrSaved+", "+hdrPromptCache+", "+hdrPromptCacheBreak) // prompt-cache hook: its headers are trailers on streams
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
@@ -508,6 +513,7 @@ func (s *Server) finishRelay(ctx context.Context, c *call, sub *coalesce.Subscri
 	}
 	h.Set(hdrCost, costString(cost)) // a trailer: net/http matches trailers by canonical key
 	h.Set(hdrSaved, saved.String())
+	s.pcHeaders(h, c) // prompt-cache hook (trailers)
 	return nil
 }
 
@@ -668,6 +674,7 @@ func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	// usage and model, as the call's cost is (CostUnknown when unpriced).
 	row.PromptCacheSaved = s.cfg.PriceTable.PromptCacheSaving(row.Model, row.Usage)
 	row.Model = boundModel(row.Model)
+	s.pcRow(c, &row) // prompt-cache hook
 	if s.opts.Ledger == nil {
 		return nil
 	}

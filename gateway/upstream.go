@@ -74,7 +74,8 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
-	body := c.body
+	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold
+	defer c.pc.pending.Done()
 	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
 		// A chat stream reports usage only when asked: ask, so the call's
 		// cost is known; clients that did not ask never see the chunk.
@@ -100,6 +101,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		return nil, upstreamError(ctx, err)
 	}
 	defer res.Body.Close()
+	c.pc.pending.Started(res.StatusCode/100 == 2) // prompt-cache hook: releases held fan-out requests
 	ct := res.Header.Get("Content-Type")
 	if res.StatusCode/100 != 2 {
 		body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
@@ -154,6 +156,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if resp.Usage == (groundhog.Usage{}) {
 		resp.Cost = groundhog.CostUnknown // no usage reported: unknown, never a silent 0
 	}
+	s.pcAfter(ctx, c, resp) // prompt-cache hook: break verdict from the usage
 	if c.policy.on() && !c.noStore {
 		s.store(ctx, c, resp)
 	}

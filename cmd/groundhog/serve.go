@@ -142,8 +142,9 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		fmt.Fprintf(out, "groundhog: exporting a trace span per call to %s\n", cfg.OTLPEndpoint)
 	}
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
+	pct := openPromptCache(cfg, log) // restored from the snapshot beside the database
 	gw = gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic,
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic, PromptCache: pct,
 		Logger: log, Ready: db.Ping, Extra: withStateRoutes(extraRoutes(db, idem, m, cfg.MetricsToken, log), db, cfg, log),
 	})
 	bg, stopBG := context.WithCancel(context.Background())
@@ -186,6 +187,9 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	defer dcancel()
 	if err := gw.Drain(dctx); err != nil {
 		log.Error("shutdown: work still running", "err", err)
+	}
+	if err := savePromptCache(pct, cfg); err != nil {
+		log.Error("shutdown: prompt-cache diagnosis not saved", "err", err)
 	}
 	if err := lw.Close(dctx); err != nil {
 		log.Error("ledger drain failed; the journal keeps the rows for the next start", "err", err)
