@@ -31,6 +31,9 @@ type Config struct {
 	// inject both; defaults are the wall clock and time.After.
 	Clock groundhog.Clock
 	After func(d time.Duration) <-chan time.Time
+	// OnHold, when set, is called as a request starts waiting (for
+	// metrics, and so tests know a request is held without polling).
+	OnHold func()
 }
 
 // Group holds requests by prefix key. The key must scope everything that
@@ -105,6 +108,9 @@ func (g *Group) Enter(ctx context.Context, key string) *Ticket {
 	}
 	g.mu.Unlock()
 	t.Held = true
+	if g.cfg.OnHold != nil {
+		g.cfg.OnHold()
+	}
 	select {
 	case <-f.started:
 	case <-g.cfg.After(g.cfg.MaxHold):

@@ -18,6 +18,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/fanout"
 	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
@@ -48,6 +49,8 @@ type setup struct {
 	upstream  string // base URL ending in /v1 instead of the sim
 	apiKey    string // provider key sent upstream
 	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
+	clock     groundhog.Clock // the gateway's and the sim's (nil: wall clock)
+	fanOut    *fanout.Group   // nil: the gateway builds one from the config
 }
 
 type harnessOpt func(*setup)
@@ -174,7 +177,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rec = nil
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping})
+		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Clock: st.clock, FanOut: st.fanOut})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(func() {
 		srv.Close()
