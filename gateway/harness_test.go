@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -49,8 +50,9 @@ type setup struct {
 	upstream  string // base URL ending in /v1 instead of the sim
 	apiKey    string // provider key sent upstream
 	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
-	clock     groundhog.Clock // the gateway's and the sim's (nil: wall clock)
-	fanOut    *fanout.Group   // nil: the gateway builds one from the config
+	clock     groundhog.Clock                // the gateway's and the sim's (nil: wall clock)
+	fanOut    *fanout.Group                  // nil: the gateway builds one from the config
+	tap       func(path string, body []byte) // sees every body the gateway sends upstream
 }
 
 type harnessOpt func(*setup)
@@ -155,11 +157,20 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
 	upURL := simURL
-	if g := st.gate; g != nil {
+	if g, tap := st.gate, st.tap; g != nil || tap != nil {
 		target, _ := url.Parse(simURL)
 		rp := httputil.NewSingleHostReverseProxy(target)
 		rp.FlushInterval = -1
 		gated := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if tap != nil {
+				b, _ := io.ReadAll(r.Body)
+				tap(r.URL.Path, b)
+				r.Body = io.NopCloser(bytes.NewReader(b))
+			}
+			if g == nil {
+				rp.ServeHTTP(w, r)
+				return
+			}
 			if err := g.sleep(r.Context(), 0); err != nil {
 				return
 			}
