@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -385,5 +386,96 @@ func TestPromptCacheStablePrefixNoBreak(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A mixed workload through the gateway — chat and responses with OpenAI
+// automatic caching, responses in explicit mode with injected breakpoints
+// and in implicit mode with a client breakpoint, messages with injected
+// breakpoints and with a client 1-hour breakpoint, and breaks of several
+// causes (tools_reordered, instructions_changed, history_edited, ttl_gap,
+// provider_miss) — and every prompt-cache figure of the report equals the
+// sim's bill to the micro-dollar; the report lists each break the
+// responses named.
+func TestPromptCacheMixedWorkloadReportEqualsSimBill(t *testing.T) {
+	g := newPCRig(t, false)
+	// One operation per agent: a chain is per (tenant, operation, model).
+	inject := func(op string) map[string]string {
+		return map[string]string{"Groundhog-Operation": op, "Groundhog-Prompt-Cache-Breakpoints": "auto"}
+	}
+	plain := func(op string) map[string]string { return map[string]string{"Groundhog-Operation": op} }
+	breaks := map[string]int64{}
+	sendBody := func(shape groundhog.Shape, b []byte, hdr map[string]string) (read, write int64) {
+		t.Helper()
+		res := sdkSend(t, g.h, shape, b, hdr)
+		if v := res.Header.Get("Groundhog-Prompt-Cache-Break"); v != "" {
+			breaks[v]++
+		}
+		return pcHeader(t, res)
+	}
+	send := func(c pcConvo, hdr map[string]string) { t.Helper(); sendBody(c.shape, c.body(), hdr) }
+	// chat, automatic caching: three turns, then the tools reordered.
+	c := baseAgent(groundhog.ShapeChat)
+	send(c, plain("chat"))
+	send(c.next(1), plain("chat"))
+	c = c.next(1).next(2)
+	c.tools = []pcTool{c.tools[1], c.tools[0], c.tools[2]}
+	send(c, plain("chat"))
+	// responses, explicit mode with injected breakpoints, then the
+	// instructions changed.
+	r := baseAgent(groundhog.ShapeResponses)
+	r.explicit = true
+	send(r, inject("explicit"))
+	send(r.next(1), inject("explicit"))
+	r = r.next(1).next(2)
+	r.system = "Be terse. " + r.system
+	send(r, inject("explicit"))
+	// responses, implicit mode (billed writes) with the client's breakpoint.
+	im := baseAgent(groundhog.ShapeResponses)
+	im.system = "Implicit. " + im.system
+	im.marks = []int{0}
+	send(im, plain("implicit"))
+	send(im.next(1), plain("implicit"))
+	// messages with injected breakpoints: history edited, then a pause past
+	// the TTL, then the provider loses its cache.
+	m := baseAgent(groundhog.ShapeMessages)
+	m = m.next(1)
+	send(m, inject("messages"))
+	m = m.next(2)
+	send(m, inject("messages"))
+	e := m.next(3)
+	e.turns[1].user = "Edited: " + e.turns[1].user
+	send(e, inject("messages"))
+	g.clock.Advance(6 * time.Minute)
+	send(e.next(4), inject("messages"))
+	g.cache.evict()
+	send(e.next(4).next(5), inject("messages"))
+	// messages with a client 1-hour breakpoint on the system block.
+	long := baseAgent(groundhog.ShapeMessages)
+	long.system = "Long-lived. " + long.system
+	body := func(c pcConvo) []byte {
+		return []byte(strings.Replace(string(c.body()), `"cache_control":{"type":"ephemeral"}`, `"cache_control":{"type":"ephemeral","ttl":"1h"}`, 1))
+	}
+	long.marks = []int{-1}
+	for i := range 3 {
+		if _, w := sendBody(groundhog.ShapeMessages, body(long), plain("long")); i == 0 && w == 0 {
+			t.Fatal("the 1-hour breakpoint wrote nothing")
+		}
+		long = long.next(i + 1)
+	}
+	_, pc := checkReportEqualsBill(t, g.h, g.clock.Now())
+	if b := readFullBill(t, g.h); b.CacheWrite1hTokens == 0 || b.CacheWriteTokens == b.CacheWrite1hTokens {
+		t.Fatalf("the workload did not write both 5-minute and 1-hour entries: %+v", b)
+	}
+	got := map[string]int64{}
+	for _, b := range pc.Breaks {
+		got[b.Cause] = b.Calls
+	}
+	want := map[string]int64{"tools_reordered": 1, "instructions_changed": 1, "history_edited": 1, "ttl_gap": 1, "provider_miss": 1}
+	if fmt.Sprint(breaks) != fmt.Sprint(want) {
+		t.Errorf("the responses named breaks %v, want %v", breaks, want)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(breaks) {
+		t.Errorf("report prompt_cache_breaks %v, the responses said %v", got, breaks)
 	}
 }
