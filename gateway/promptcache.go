@@ -23,8 +23,8 @@ const (
 	// Response: the cause of a break in prefix reuse; absent when nothing
 	// broke. A trailer on relayed streams, like hdrPromptCache.
 	hdrPromptCacheBreak = "Groundhog-Prompt-Cache-Break"
-	// Request: "auto" injects cache breakpoints ("off" overrides nothing:
-	// the operation's config still applies when it says auto).
+	// Request: "auto" injects cache breakpoints, "off" does not, whatever
+	// the operation's config says.
 	hdrPromptCacheBreakpoints = "Groundhog-Prompt-Cache-Breakpoints"
 	// Request: "auto" sets a stable prompt_cache_key (OpenAI shapes) unless
 	// the client set one.
@@ -88,7 +88,7 @@ func (s *Server) pcBefore(ctx context.Context, c *call) []byte {
 	auto := func(name string) bool { return strings.EqualFold(strings.TrimSpace(c.header.Get(name)), "auto") }
 	req := &promptcache.Request{
 		Tenant: c.tenant, Operation: c.op, Shape: c.shape, Body: c.body,
-		Breakpoints: (op.Breakpoints == "auto" || auto(hdrPromptCacheBreakpoints)) && injectable(c),
+		Breakpoints: injectOn(op.Breakpoints, c.header.Get(hdrPromptCacheBreakpoints)) && injectable(c),
 		CacheKey:    auto(hdrPromptCacheKey),
 		App:         op.App, PromptVersion: op.PromptVersion,
 	}
@@ -96,6 +96,18 @@ func (s *Server) pcBefore(ctx context.Context, c *call) []byte {
 	c.pc.pending = s.pc.Before(ctx, req, fan)
 	c.pc.held.Store(c.pc.pending.Held)
 	return c.pc.pending.Body
+}
+
+// injectOn decides breakpoint injection: the request header when it is
+// set (auto or off), else the operation's config.
+func injectOn(opCfg, header string) bool {
+	switch strings.ToLower(strings.TrimSpace(header)) {
+	case "auto":
+		return true
+	case "off":
+		return false
+	}
+	return opCfg == "auto"
 }
 
 // injectable reports whether breakpoint injection may rewrite c's body.

@@ -235,3 +235,48 @@ func TestPromptCacheBadHeaders(t *testing.T) {
 		t.Fatalf("%d provider calls for bad requests", b.Calls)
 	}
 }
+
+// What reaches the provider: injected markers only where they pay. An
+// OpenAI Responses body in automatic mode is sent as the client wrote it
+// (a breakpoint would turn on billed writes); with prompt_cache_options it
+// gets breakpoints; Groundhog-Prompt-Cache-Breakpoints: off overrides an
+// operation configured auto.
+func TestBreakpointInjectionUpstreamBodies(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	h := newHarness(t, func(s *setup) {
+		s.tap = func(_ string, b []byte) { mu.Lock(); sent = append(sent, string(b)); mu.Unlock() }
+	}, withConfig(func(c *config.Config) {
+		c.Operations = map[string]config.Operation{"agent": {PromptCache: config.OperationPromptCache{Breakpoints: "auto"}}}
+	}))
+	auto := baseAgent(groundhog.ShapeResponses).next(1)
+	explicit := auto
+	explicit.explicit = true
+	msgs := baseAgent(groundhog.ShapeMessages).next(1)
+	op := map[string]string{"Groundhog-Operation": "agent"}
+	off := map[string]string{"Groundhog-Operation": "agent", "Groundhog-Prompt-Cache-Breakpoints": "off"}
+	cases := []struct {
+		name   string
+		c      pcConvo
+		hdr    map[string]string
+		marker string // "" = the body must reach the provider unchanged
+	}{
+		{"responses automatic mode", auto, op, ""},
+		{"responses prompt_cache_options", explicit, op, `"prompt_cache_breakpoint"`},
+		{"messages", msgs, op, `"cache_control"`},
+		{"messages header off", msgs, off, ""},
+	}
+	for i, tc := range cases {
+		body := tc.c.body()
+		sdkSend(t, h, tc.c.shape, body, tc.hdr)
+		mu.Lock()
+		got := sent[i]
+		mu.Unlock()
+		if tc.marker == "" && got != string(body) {
+			t.Errorf("%s: the body was rewritten: %.200s…", tc.name, got)
+		}
+		if tc.marker != "" && !strings.Contains(got, tc.marker) {
+			t.Errorf("%s: no %s in the upstream body", tc.name, tc.marker)
+		}
+	}
+}
