@@ -10,7 +10,7 @@ import (
 
 // APIKey is a gateway key as stored: only the hash of the secret is kept.
 type APIKey struct {
-	ID        string // short public id (the first characters of the key), for listing
+	ID        string // public id (the first characters of the key, or "cfg-…"), for listing and revoking
 	Tenant    string
 	Hash      string // hex SHA-256 of the whole secret
 	CreatedAt time.Time
@@ -34,6 +34,15 @@ type KeyStore interface {
 // KeyPrefix starts every gateway key.
 const KeyPrefix = "gh_"
 
+// KeyIDHexLen is how many hex digits of a key's random part its public ID
+// shows: 64 bits, so IDs of distinct keys do not collide in practice (the
+// remaining 128 bits stay secret). Keys created before this had 8.
+const KeyIDHexLen = 16
+
+// ConfigKeyIDPrefix starts the ID of a key declared in the configuration
+// file; such a key is revoked by removing it from the file.
+const ConfigKeyIDPrefix = "cfg-"
+
 // NewAPIKey returns a fresh random secret for tenant and its storable record.
 // The secret is shown once and never stored.
 func NewAPIKey(tenant string, now time.Time) (secret string, k APIKey) {
@@ -42,7 +51,7 @@ func NewAPIKey(tenant string, now time.Time) (secret string, k APIKey) {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	secret = KeyPrefix + hex.EncodeToString(b[:])
-	return secret, APIKey{ID: secret[:len(KeyPrefix)+8], Tenant: tenant, Hash: HashAPIKey(secret), CreatedAt: now.UTC()}
+	return secret, APIKey{ID: secret[:len(KeyPrefix)+KeyIDHexLen], Tenant: tenant, Hash: HashAPIKey(secret), CreatedAt: now.UTC()}
 }
 
 // HashAPIKey returns the stored form of a secret: hex SHA-256. Keys are 192

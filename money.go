@@ -2,6 +2,8 @@ package groundhog
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -9,7 +11,8 @@ import (
 // Money is an amount of US dollars in picodollars (1e-12 USD). Prices are
 // kept in microdollars per million tokens, so tokens × price is an exact
 // picodollar amount: no float ever touches money. int64 holds up to about
-// 9.2 million dollars, more than a day of any single report row.
+// 9.2 million dollars, plenty for one call; sums over many calls (reports,
+// projections) use Total, which is exact far beyond.
 type Money int64
 
 // CostUnknown marks a cost that could not be computed (model missing from the
@@ -41,6 +44,9 @@ func (m Money) Format(decimals int) string {
 	if decimals > 12 {
 		decimals = 12
 	}
+	if m == math.MinInt64 {
+		return TotalOf(m).Format(decimals) // -m does not fit
+	}
 	neg := m < 0
 	v := int64(m)
 	if neg {
@@ -50,7 +56,10 @@ func (m Money) Format(decimals int) string {
 	for i := 0; i < 12-decimals; i++ {
 		unit *= 10
 	}
-	q := (v + unit/2) / unit // rounded count of 10^-decimals dollars
+	q := v / unit // rounded count of 10^-decimals dollars (no v+unit/2: it overflows near the top)
+	if r := v % unit; r >= unit-r {
+		q++
+	}
 	scale := int64(1)
 	for i := 0; i < decimals; i++ {
 		scale *= 10
@@ -128,7 +137,10 @@ type Price struct {
 // Cost prices u. InputTokens includes the cached and cache-write tokens; the
 // uncached remainder is charged at Input, the reads at CachedInput, the
 // short writes (CacheWriteTokens − CacheWrite1hTokens) at CacheWrite and the
-// one-hour writes at CacheWrite1h.
+// one-hour writes at CacheWrite1h. A cost that does not fit a Money (over
+// about $9.2 million for one call: absurd token counts, as a crafted log
+// line can hold) or a negative token count is CostUnknown, never a wrapped
+// figure.
 func (p Price) Cost(u Usage) Money {
 	uncached := u.InputTokens - u.CachedInputTokens - u.CacheWriteTokens
 	if uncached < 0 {
@@ -136,8 +148,24 @@ func (p Price) Cost(u Usage) Money {
 	}
 	long := min(max(u.CacheWrite1hTokens, 0), u.CacheWriteTokens)
 	short := u.CacheWriteTokens - long
-	return Money(uncached*p.Input + u.CachedInputTokens*p.CachedInput +
-		short*p.CacheWrite + long*p.CacheWrite1h + u.OutputTokens*p.Output)
+	t := Total{}
+	for _, term := range [...][2]int64{{uncached, p.Input}, {u.CachedInputTokens, p.CachedInput},
+		{short, p.CacheWrite}, {long, p.CacheWrite1h}, {u.OutputTokens, p.Output}} {
+		n, price := term[0], term[1]
+		if n < 0 || price < 0 {
+			return CostUnknown
+		}
+		hi, lo := bits.Mul64(uint64(n), uint64(price))
+		if hi != 0 || lo > math.MaxInt64 {
+			return CostUnknown
+		}
+		t = t.Add(Money(lo))
+	}
+	m, ok := t.Money()
+	if !ok {
+		return CostUnknown
+	}
+	return m
 }
 
 // PromptCacheSaving is the net saving of the provider's prompt cache on a

@@ -53,8 +53,9 @@ type flight struct {
 	done      bool
 	resp      *groundhog.Response
 	err       error
-	subs      int // open subscriptions
-	followers int // subscriptions that joined beyond the leader
+	subs      int  // open subscriptions
+	followers int  // subscriptions that joined beyond the leader
+	kept      bool // a subscription detached: fn runs to completion, never cancelled
 }
 
 // Do joins the in-flight call for key, or starts fn as a new one. It returns
@@ -388,7 +389,8 @@ func (s *Subscription) Wait(ctx context.Context) (*groundhog.Response, error) {
 
 // Close leaves the flight. It is idempotent. When the last subscription of
 // a flight that is still running closes, fn's context is cancelled and the
-// key is freed for a new flight. After Close the other methods return an
+// key is freed for a new flight — unless a subscription of the flight has
+// detached (see Detach), which keeps fn running whoever closes later. After Close the other methods return an
 // error.
 func (s *Subscription) Close() {
 	s.mu.Lock()
@@ -401,7 +403,7 @@ func (s *Subscription) Close() {
 	f.g.mu.Lock()
 	f.mu.Lock()
 	f.subs--
-	abandon := f.subs == 0 && !f.done
+	abandon := f.subs == 0 && !f.done && !f.kept
 	if abandon {
 		if f.g.m[f.key] == f {
 			delete(f.g.m, f.key)
@@ -412,6 +414,28 @@ func (s *Subscription) Close() {
 	if abandon {
 		f.cancel()
 	}
+}
+
+// Detach leaves the flight like Close, except that it never cancels fn: a
+// flight whose last subscription detaches keeps running to completion
+// (bounded only by fn's own deadline) and stays joinable under its key until
+// fn returns. The gateway detaches a call whose result must outlive its
+// client — an idempotent call, whose result the retry replays, or a
+// cacheable one, whose result the cache keeps — so a client that times out
+// does not make its retry pay the provider twice. Detach is idempotent and
+// may be mixed with Close (the first of them counts).
+func (s *Subscription) Detach() {
+	s.mu.Lock()
+	f := s.f
+	s.f = nil
+	s.mu.Unlock()
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.subs--
+	f.kept = true
+	f.mu.Unlock()
 }
 
 // Tracker answers "was an identical call in flight when this one arrived?"

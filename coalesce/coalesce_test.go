@@ -693,3 +693,47 @@ func TestFlightReleased(t *testing.T) {
 	}
 	runtime.KeepAlive(subs)
 }
+
+// TestDetachKeepsFlightRunning: a leader that is the only subscriber and
+// detaches (its client left) does not cancel fn; the flight stays joinable,
+// a follower that joins and closes does not cancel it either, and fn's
+// result reaches a later subscriber.
+func TestDetachKeepsFlightRunning(t *testing.T) {
+	var g Group
+	running := make(chan struct{})
+	release := make(chan struct{})
+	fn := func(ctx context.Context, pub *Publisher) (*groundhog.Response, error) {
+		close(running)
+		select {
+		case <-release:
+			return &groundhog.Response{Status: 200, Body: []byte("done")}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	lsub, leader := g.Do(context.Background(), "k", fn)
+	if !leader {
+		t.Fatal("first Do is not the leader")
+	}
+	<-running
+	lsub.Detach()
+	lsub.Close() // mixing is harmless
+	if !g.InFlight("k") {
+		t.Fatal("a detached flight left its key")
+	}
+	fsub, leader := g.Do(context.Background(), "k", fn)
+	if leader {
+		t.Fatal("Do while a detached flight runs started a new one")
+	}
+	fsub.Close() // the last subscriber leaves: still no cancellation
+	last, leader := g.Do(context.Background(), "k", fn)
+	defer last.Close()
+	if leader {
+		t.Fatal("the detached flight was cancelled by a follower's Close")
+	}
+	close(release)
+	resp, err := last.Wait(context.Background())
+	if err != nil || string(resp.Body) != "done" {
+		t.Fatalf("result %v %v", resp, err)
+	}
+}

@@ -27,6 +27,7 @@ type Config struct {
 	OpenAIAPIKey      string `yaml:"openai_api_key"`     // provider key; never logged
 	AnthropicAPIKey   string `yaml:"anthropic_api_key"`  // provider key; never logged
 	MaxBodyBytes      int64  `yaml:"max_body_bytes"`
+	MaxUpstreamBytes  int64  `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
 	// PassthroughMaxBodyBytes bounds a request body relayed on a
 	// passthrough route (file and audio uploads): streamed, never held.
 	PassthroughMaxBodyBytes int64         `yaml:"passthrough_max_body_bytes"`
@@ -45,6 +46,8 @@ type Config struct {
 	Cache        CacheConfig  `yaml:"cache"`
 	Idempotency  IdemConfig   `yaml:"idempotency"`
 	Ledger       LedgerConfig `yaml:"ledger"`
+	// Postgres sizes the connection pool when DB is a postgres:// URL.
+	Postgres PostgresConfig `yaml:"postgres"`
 	// Operations configures per-operation policy by operation name.
 	Operations map[string]Operation `yaml:"operations"`
 	// Rules name the operation of a call that carries no Groundhog-Operation
@@ -62,6 +65,8 @@ type Config struct {
 	// memory, warm-then-fan-out hold); per-operation switches are in
 	// Operations[*].PromptCache.
 	PromptCache PromptCacheConfig `yaml:"prompt_cache"`
+	// Compaction is the working-state compaction policy (compaction.go).
+	Compaction CompactionConfig `yaml:"compaction"`
 
 	// PriceTable is the effective price table (built-in defaults merged with
 	// PricesFile and Prices); filled by Load.
@@ -73,6 +78,21 @@ type CacheConfig struct {
 	MemoryBytes int64         `yaml:"memory_bytes"` // in-memory tier budget
 	DefaultTTL  time.Duration `yaml:"default_ttl"`  // TTL when neither the operation nor Groundhog-Cache-TTL sets one
 	MaxTTL      time.Duration `yaml:"max_ttl"`      // upper bound for Groundhog-Cache-TTL
+	// Backend is the shared tier behind the memory tier: "memory" (the
+	// database's cache table) or a redis:// or rediss:// URL.
+	Backend string `yaml:"backend"`
+	// RedisPrefix starts every Redis key groundhog writes, so several
+	// deployments can share one Redis.
+	RedisPrefix string `yaml:"redis_prefix"`
+	// RedisMaxEntryBytes is the largest encoded entry written to Redis;
+	// larger ones stay in the memory tier of the replica that made them.
+	RedisMaxEntryBytes int64 `yaml:"redis_max_entry_bytes"`
+}
+
+// PostgresConfig sizes the PostgreSQL store.
+type PostgresConfig struct {
+	MaxConns         int32         `yaml:"max_conns"`         // pool size per replica
+	StatementTimeout time.Duration `yaml:"statement_timeout"` // server-side bound of one statement
 }
 
 // IdemConfig configures operation records.
@@ -87,6 +107,10 @@ type LedgerConfig struct {
 	// Disabled turns the ledger off (no rows, no report). For benchmarks
 	// that measure the ledger's cost; never the default.
 	Disabled bool `yaml:"disabled"`
+	// FlushInterval is the longest an answered call's row waits in the
+	// journal before it is committed to the database (default 200ms). The
+	// report includes uncommitted rows either way.
+	FlushInterval time.Duration `yaml:"flush_interval"`
 }
 
 // SimConfig configures the in-process simulated provider.
@@ -172,12 +196,15 @@ func Default() Config {
 		UpstreamTimeout:         10 * time.Minute,
 		ShutdownTimeout:         30 * time.Second,
 		LogLevel:                "info",
-		Cache:                   CacheConfig{MemoryBytes: 256 << 20, DefaultTTL: time.Hour, MaxTTL: 30 * 24 * time.Hour},
-		Idempotency:             IdemConfig{Lease: 30 * time.Second, Retention: 24 * time.Hour},
-		PriceTable:              pricing.Default(),
-		State:                   StateConfig{MaxBytes: 256 << 10},
-		Evidence:                EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
-		PromptCache:             PromptCacheConfig{FanOutMaxHold: 10 * time.Second},
+		Cache: CacheConfig{MemoryBytes: 256 << 20, DefaultTTL: time.Hour, MaxTTL: 30 * 24 * time.Hour,
+			Backend: "memory", RedisPrefix: "groundhog:", RedisMaxEntryBytes: 4 << 20},
+		Postgres:    PostgresConfig{MaxConns: 20, StatementTimeout: 10 * time.Second},
+		Idempotency: IdemConfig{Lease: 30 * time.Second, Retention: 24 * time.Hour},
+		PriceTable:  pricing.Default(),
+		State:       StateConfig{MaxBytes: 256 << 10},
+		Evidence:    EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
+		Compaction:  DefaultCompaction(),
+		PromptCache: PromptCacheConfig{FanOutMaxHold: 10 * time.Second},
 	}
 }
 
@@ -195,10 +222,16 @@ func (c *Config) LoadFile(p string) error {
 	return nil
 }
 
+// DefaultMaxUpstreamBytes bounds one upstream response (a body, or a
+// stream's total) unless max_upstream_bytes says otherwise: a provider, or
+// anything posing as one, cannot grow the gateway's memory without limit.
+const DefaultMaxUpstreamBytes = 256 << 20
+
 // envVars maps GROUNDHOG_* variables to setters.
 var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_ADDR":               func(c *Config, v string) error { c.Addr = v; return nil },
 	"GROUNDHOG_DB":                 func(c *Config, v string) error { c.DB = v; return nil },
+	"GROUNDHOG_CACHE":              func(c *Config, v string) error { c.Cache.Backend = v; return nil },
 	"GROUNDHOG_UPSTREAM":           func(c *Config, v string) error { c.Upstream = v; return nil },
 	"GROUNDHOG_ANTHROPIC_UPSTREAM": func(c *Config, v string) error { c.AnthropicUpstream = v; return nil },
 	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
@@ -251,6 +284,19 @@ func (c *Config) Finish() error {
 	if c.DB == "" {
 		return fmt.Errorf("db: a database path is required")
 	}
+	switch b := c.Cache.Backend; {
+	case b == "" || b == "memory":
+		c.Cache.Backend = "memory"
+	case strings.HasPrefix(b, "redis://") || strings.HasPrefix(b, "rediss://"):
+	default:
+		return fmt.Errorf("cache: backend must be memory or a redis:// or rediss:// URL")
+	}
+	if c.Cache.RedisMaxEntryBytes <= 0 {
+		return fmt.Errorf("cache: redis_max_entry_bytes must be positive")
+	}
+	if c.Postgres.MaxConns <= 0 || c.Postgres.StatementTimeout < 0 {
+		return fmt.Errorf("postgres: max_conns must be positive and statement_timeout not negative")
+	}
 	if c.MaxBodyBytes <= 0 {
 		return fmt.Errorf("max_body_bytes must be positive")
 	}
@@ -259,6 +305,12 @@ func (c *Config) Finish() error {
 	}
 	if c.UpstreamTimeout <= 0 {
 		return fmt.Errorf("upstream_timeout must be positive")
+	}
+	if c.MaxUpstreamBytes == 0 {
+		c.MaxUpstreamBytes = DefaultMaxUpstreamBytes
+	}
+	if c.MaxUpstreamBytes < 0 {
+		return fmt.Errorf("max_upstream_bytes must be positive")
 	}
 	if c.Idempotency.Lease <= 0 || c.Idempotency.Retention <= 0 {
 		return fmt.Errorf("idempotency lease and retention must be positive")
@@ -338,6 +390,9 @@ func (c *Config) Finish() error {
 		if !isSHA256Hex(k.SHA256) {
 			return fmt.Errorf("keys[%d]: sha256 must be 64 lowercase hex digits (the hash of the key, never the key itself)", i)
 		}
+	}
+	if err := c.Compaction.finish(); err != nil {
+		return err
 	}
 	t := pricing.Default()
 	if c.PricesFile != "" {

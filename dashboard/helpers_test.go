@@ -336,7 +336,7 @@ func displayed(t testing.TB, field, value string) string {
 		if err != nil {
 			t.Fatalf("%s %q: %v", field, value, err)
 		}
-		return tableMoney(m)
+		return tableMoney(groundhog.TotalOf(m))
 	}
 	return value
 }

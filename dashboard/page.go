@@ -238,22 +238,22 @@ var columns = []column{
 	{"projected 30d", "30 × (saved + shadow saved) (USD)", "projected_30d_usd"},
 }
 
-// jsonMoney is a Money as the JSON report writes it: six decimals.
-func jsonMoney(m groundhog.Money) string { return m.Format(6) }
+// jsonMoney is a report figure as the JSON report writes it: six decimals.
+func jsonMoney(t groundhog.Total) string { return t.Format(6) }
 
 // tableMoney is the terminal table's money format: cents, or six decimals
 // for a non-zero amount under a cent (a small real cost never reads 0.00).
-func tableMoney(m groundhog.Money) string {
-	if m != 0 && m < groundhog.Dollar/100 && m > -groundhog.Dollar/100 {
+func tableMoney(t groundhog.Total) string {
+	if m, ok := t.Money(); ok && m != 0 && m < groundhog.Dollar/100 && m > -groundhog.Dollar/100 {
 		return m.Format(6)
 	}
-	return m.Format(2)
+	return t.Format(2)
 }
 
 // fieldValues returns, for the row, each column's (JSON value, table text).
 func fieldValues(r ledger.Row) map[string][2]string {
 	i := func(v int64) [2]string { s := strconv.FormatInt(v, 10); return [2]string{s, s} }
-	m := func(v groundhog.Money) [2]string { return [2]string{jsonMoney(v), tableMoney(v)} }
+	m := func(v groundhog.Total) [2]string { return [2]string{jsonMoney(v), tableMoney(v)} }
 	return map[string][2]string{
 		"calls": i(r.Calls), "distinct": i(r.Distinct), "repeats": i(r.Repeats),
 		"repeat_share": {strconv.FormatFloat(r.RepeatShare, 'f', 4, 64),
@@ -380,11 +380,11 @@ func buildPage(p pageParams) pageView {
 		}
 		return s
 	}
-	money := func(name, class, field string, get func(ledger.Row) groundhog.Money) series {
+	money := func(name, class, field string, get func(ledger.Row) groundhog.Total) series {
 		s := series{Name: name, Class: class, Field: field}
 		for _, r := range rows {
 			m := get(r)
-			s.vals = append(s.vals, float64(m)/float64(groundhog.Dollar))
+			s.vals = append(s.vals, m.Float64())
 			s.texts = append(s.texts, jsonMoney(m))
 		}
 		return s
@@ -400,9 +400,9 @@ func buildPage(p pageParams) pageView {
 		layout(chartView{ID: "money", Title: "Spend and savings per day", AxisNote: "USD",
 			Desc: "Grouped bars: spend, saved and shadow saved (what a cache would have saved where it is off), in US dollars per day for " + span},
 			days, []series{
-				money("spend", "s-spend", "spend_usd", func(r ledger.Row) groundhog.Money { return r.Spend }),
-				money("saved", "s-saved", "saved_usd", func(r ledger.Row) groundhog.Money { return r.Saved }),
-				money("shadow saved", "s-shadow", "shadow_saved_usd", func(r ledger.Row) groundhog.Money { return r.ShadowSaved }),
+				money("spend", "s-spend", "spend_usd", func(r ledger.Row) groundhog.Total { return r.Spend }),
+				money("saved", "s-saved", "saved_usd", func(r ledger.Row) groundhog.Total { return r.Saved }),
+				money("shadow saved", "s-shadow", "shadow_saved_usd", func(r ledger.Row) groundhog.Total { return r.ShadowSaved }),
 			}, false, true),
 		layout(chartView{ID: "avoided", Title: "Calls answered without the provider", AxisNote: "calls",
 			Desc: "Stacked bars: cache hits, coalesced calls and idempotent replays per day for " + span},

@@ -60,7 +60,7 @@ func savedText(m groundhog.Money) [2]string {
 	if m == groundhog.CostUnknown {
 		return [2]string{"null", "unknown"}
 	}
-	return [2]string{jsonMoney(m), tableMoney(m)}
+	return [2]string{jsonMoney(groundhog.TotalOf(m)), tableMoney(groundhog.TotalOf(m))}
 }
 
 // breaksJSON renders breaks exactly as json.Marshal renders the decoded

@@ -75,7 +75,7 @@ func newEnv(ctx context.Context) (_ *env, err error) {
 	e.cleanup = append(e.cleanup, func() { _ = e.ledger.Close(context.Background()) })
 	idem := idempotency.New(idempotency.Options{Store: e.db, Lease: e.cfg.Idempotency.Lease, Retention: e.cfg.Idempotency.Retention, Logger: log})
 	up := gateway.Upstream{BaseURL: simURL + "/v1", Provider: "sim"}
-	gw := gateway.New(gateway.Options{Config: &e.cfg, Keys: e.db, Cache: c, Ledger: e.ledger, Idem: idem,
+	gw := gateway.New(gateway.Options{Config: &e.cfg, Keys: e.db, Cache: c, Ledger: e.ledger, Idem: idem, Keyless: true,
 		OpenAI: up, Anthropic: up, Logger: log, Ready: e.db.Ping})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

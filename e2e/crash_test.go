@@ -185,7 +185,7 @@ func TestKill9BeforeCommitIsRecoveredByLeaseExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Total.Retries != 1 || rep.Total.RetryCost <= 0 {
+	if rep.Total.Retries != 1 || rep.Total.RetryCost.Sign() <= 0 {
 		t.Fatalf("report: retry_attempts %d retry_cost %s, want the recovery attempt and its cost", rep.Total.Retries, rep.Total.RetryCost)
 	}
 	op, err := store.GetOperationByKey(bg, groundhog.LocalTenant, "order-4711")

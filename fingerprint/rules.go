@@ -56,9 +56,10 @@ var excluded = map[groundhog.Shape][]field{
 		exPromptCacheOpt, exChatBreakpoint,
 	},
 	groundhog.ShapeResponses: {
-		// previous_response_id, include and background are NOT here: the
-		// first changes the input, the others the response body.
-		exStream, exStreamOptions, exUser, exSafetyID, exMetadata, exStore,
+		// previous_response_id, include, background and store are NOT here:
+		// the first changes the input, the others the response body (store
+		// decides whether the provider keeps the response under its id).
+		exStream, exStreamOptions, exUser, exSafetyID, exMetadata,
 		exPromptCacheKey, exPromptCacheTTL, exRequestID, exIdempotencyKey,
 		exPromptCacheOpt, exInputBreakpoint, exToolOutBreakpoint,
 	},
@@ -140,6 +141,7 @@ var included = map[groundhog.Shape][]field{
 		{"truncation", "how an over-long input is cut"},
 		{"include", "extra output items in the response body"},
 		{"background", "kept on purpose: a background call answers with a queued response object, not the result"},
+		{"store", "kept on purpose: a stored response's id can be continued (previous_response_id) and retrieved; a store:true caller must never get an id the provider did not store"},
 		{"service_tier", "kept on purpose: the tier is reported in the body and may route to another deployment"},
 	},
 	groundhog.ShapeEmbeddings: {

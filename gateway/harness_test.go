@@ -50,6 +50,7 @@ type setup struct {
 	upstream  string // base URL ending in /v1 instead of the sim
 	apiKey    string // provider key sent upstream
 	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
+	flights   gateway.Flights
 	clock     groundhog.Clock                // the gateway's and the sim's (nil: wall clock)
 	fanOut    *fanout.Group                  // nil: the gateway builds one from the config
 	tap       func(path string, body []byte) // sees every body the gateway sends upstream
@@ -188,7 +189,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rec = nil
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Clock: st.clock, FanOut: st.fanOut})
+		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(func() {
 		srv.Close()

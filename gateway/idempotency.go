@@ -76,13 +76,14 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, c *call, op *gro
 		row.Saved, row.FullCost = resp.Cost, resp.Cost
 	}
 	row.Model = firstNonEmpty(resp.Model, c.fp.Model)
-	s.writeStored(w, r, c, resp, "", 0, row.Saved, row)
+	s.writeStored(w, r, c, resp, "replayed", 0, row.Saved, row)
 }
 
 // reject records a call refused before any work and answers err.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, c *call, outcome groundhog.Outcome, err error) {
 	_ = s.record(c, s.row(c, outcome, statusFor(groundhog.ErrorCode(err)))) // an error response: nothing to withhold
-	s.setHeaders(w.Header(), c, "")
+	// Refused before the cache stage.
+	s.setHeaders(w.Header(), c, "off")
 	s.writeError(w, r, c.shape, err)
 }
 

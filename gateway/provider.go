@@ -63,6 +63,8 @@ type call struct {
 	claim        *idempotency.Claim // held while this call runs an idempotent operation
 	orphan       orphanState        // the leader's row when its client leaves before the flight ends
 	recheckHit   atomic.Bool        // the leader's flight found the entry on its second cache look-up
+	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
+	upHeader     http.Header        // the upstream response headers that pass to the leader's client (headers.go)
 	header       http.Header        // the client's request headers
 	start        time.Time
 	inFlight     bool
@@ -76,6 +78,7 @@ func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 		defer s.inflight.Add(-1)
 		c, err := s.admit(w, r, shape)
 		if err != nil {
+			w.Header().Set(hdrCache, "off") // refused before the cache stage
 			s.writeError(w, r, shape, err)
 			return
 		}
@@ -157,11 +160,17 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 // operation's configured versions, the client's Groundhog-Cache-Version, and
 // for Anthropic the API version and beta features requested by header. The
 // order is fixed: the fingerprint hashes the string as given.
+//
+// Each present component is written name=<byte length>:<value>, so the
+// string decodes back to exactly one set of components: no header value,
+// whatever bytes it holds ("v1|anthropic-beta=…"), can forge another
+// component. With nothing declared the result is "" (the hash of a plain
+// request does not depend on this format).
 func versionsFor(opVersions string, shape groundhog.Shape, h http.Header) string {
 	var parts []string
 	add := func(name, v string) {
 		if v != "" {
-			parts = append(parts, name+"="+v)
+			parts = append(parts, name+"="+strconv.Itoa(len(v))+":"+v)
 		}
 	}
 	add("op", opVersions)
@@ -285,6 +294,8 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 			s.log.Warn("cache read failed; serving as a miss", append(logAttrs(c), "err", err)...)
 		}
 	}
+	// Decided now: settling the claim clears c.claim before the defer runs.
+	keep := outlivesClient(c)
 	var sub *coalesce.Subscription
 	leader := true
 	fn := func(ctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
@@ -296,7 +307,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 		var solo coalesce.Group // a private flight: same delivery code, no sharing
 		sub, _ = solo.Do(ctx, key, fn)
 	}
-	defer sub.Close()
+	defer leaveFlight(sub, keep)
 	state := "off"
 	switch {
 	case !leader:
@@ -330,19 +341,20 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 	ctx := r.Context()
 	status, ct, streamed, err := sub.Head(ctx)
 	if err != nil {
-		s.fail(w, r, c, err, leader)
+		s.fail(w, r, c, err, leader, state)
 		return
 	}
 	if leader && c.recheckHit.Load() {
 		state = "hit"
 	}
+	setUpstreamHeaders(w.Header(), c, leader)
 	if c.fp.Stream && streamed && status/100 == 2 {
 		s.relay(w, r, c, sub, leader, state, ct)
 		return
 	}
 	resp, err := sub.Wait(ctx)
 	if err != nil {
-		s.fail(w, r, c, err, leader)
+		s.fail(w, r, c, err, leader, state)
 		return
 	}
 	outcome, cost, saved := s.accounting(c, resp, leader)
@@ -399,6 +411,13 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		// answer with the committed result, as every later retry will.
 		resp, cost, saved = winner.Result, 0, 0
 		h.Set(hdrReplayed, "true")
+		h.Set(hdrCache, "replayed")
+		clearUpstreamHeaders(h)
+		row.Outcome = groundhog.OutcomeReplayed // for the saved header only: the row is recorded
+		state = "replayed"
+	}
+	if sharedAnswer(state) {
+		resp = echoFor(c, resp)
 	}
 	if !resp.OK() {
 		// Upstream errors pass through with their status and body.
@@ -409,7 +428,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		return
 	}
 	h[hdrCost] = []string{costString(cost)} // exact casing of the wire contract
-	h[hdrSaved] = []string{saved.String()}
+	h[hdrSaved] = []string{savedHeader(row.Outcome, saved, resp)}
 	if c.fp.Stream {
 		events := resp.Events
 		if !resp.Streamed {
@@ -461,6 +480,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 	_ = rc.Flush()
 	buf := make([]byte, 0, 4096)
 	recorded := false
+	echo := echoRewriter(c, leader)
 	for {
 		ev, err := sub.Next(ctx)
 		if err == io.EOF {
@@ -486,6 +506,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 		if hiddenUsageChunk(c, ev) {
 			continue
 		}
+		ev = echo.Event(ev)
 		buf = wire.AppendEvent(buf[:0], ev)
 		if _, err := w.Write(buf); err != nil {
 			if !wire.IsTerminal(c.shape, ev) { // the terminal event's row is already recorded
@@ -512,7 +533,7 @@ func (s *Server) finishRelay(ctx context.Context, c *call, sub *coalesce.Subscri
 		return err // the stream is broken off: no durable row, no complete response
 	}
 	h.Set(hdrCost, costString(cost)) // a trailer: net/http matches trailers by canonical key
-	h.Set(hdrSaved, saved.String())
+	h.Set(hdrSaved, savedHeader(outcome, saved, resp))
 	s.pcHeaders(h, c) // prompt-cache hook (trailers)
 	return nil
 }
@@ -526,7 +547,7 @@ func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, er
 		return
 	}
 	code := groundhog.ErrorCode(err)
-	_, _ = s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
+	_, _ = s.finish(c, s.failedRow(c, leader, statusFor(code)), nil, err)
 	buf = wire.AppendEvent(buf[:0], wire.ErrorEvent(c.shape, code, groundhog.ErrorMessage(err)))
 	_, _ = w.Write(buf)
 	_ = http.NewResponseController(w).Flush()
@@ -534,14 +555,14 @@ func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, er
 }
 
 // fail answers a call whose flight failed before any response was sent.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error, leader bool) {
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error, leader bool, state string) {
 	if r.Context().Err() != nil {
 		s.abandon(c, leader, err)
 		return
 	}
 	code := groundhog.ErrorCode(err)
-	_, _ = s.finish(c, s.row(c, groundhog.OutcomeError, statusFor(code)), nil, err)
-	s.setHeaders(w.Header(), c, "")
+	_, _ = s.finish(c, s.failedRow(c, leader, statusFor(code)), nil, err)
+	s.setHeaders(w.Header(), c, state)
 	s.writeError(w, r, c.shape, err)
 }
 
@@ -604,6 +625,8 @@ func (s *Server) finishOrphan(c *call, row groundhog.LedgerEntry) {
 		row.Outcome, row.Cost, row.Saved, row.FullCost = outcome, cost, saved, resp.Cost
 		row.Usage = usageIf(!c.recheckHit.Load(), resp)
 		row.Model = firstNonEmpty(resp.Model, c.fp.Model)
+	} else {
+		row.Cost, row.FullCost = c.spent, c.spent // what the failed attempt cost, or unknown
 	}
 	_, _ = s.finish(c, row, resp, err)
 }

@@ -89,7 +89,7 @@ func TestReportWorkedExampleThroughThePipeline(t *testing.T) {
 		}
 	}
 	// The provider's own bill agrees with the ledger's spend.
-	if bill := h.bill(); bill.Calls != distinct+repeats || bill.USD != r.Spend {
+	if bill := h.bill(); bill.Calls != distinct+repeats || bill.USD.String() != r.Spend.String() {
 		t.Errorf("sim bill = %d calls, $%s; ledger: %d calls, $%s", bill.Calls, bill.USD, r.Calls, r.Spend)
 	}
 }

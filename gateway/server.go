@@ -54,6 +54,9 @@ type Options struct {
 	Keys   groundhog.KeyStore
 	Cache  *cache.Cache
 	Ledger Recorder
+	// Flights coalesces cacheable calls across replicas; nil = this
+	// process only.
+	Flights Flights
 	// Idem runs the idempotency stage; nil disables Idempotency-Key handling.
 	Idem      *idempotency.Service
 	OpenAI    Upstream
@@ -62,6 +65,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// Ready reports whether the stores answer (for /readyz); nil means ready.
 	Ready func(ctx context.Context) error
+	// Degraded lists the degraded modes in force (for /readyz: still 200,
+	// status "degraded"); nil means none.
+	Degraded func() []string
 	// Transport for upstream calls; nil uses a tuned http.Transport.
 	Transport http.RoundTripper
 	// PromptCache is the break-diagnosis tracker (serve restores and
@@ -70,6 +76,12 @@ type Options struct {
 	// FanOut is the warm-then-fan-out group; nil makes one from
 	// Config.PromptCache (none when fan_out_max_hold is negative).
 	FanOut *fanout.Group
+	// Keyless lets the gateway serve the single tenant "local" while no
+	// gateway key exists. Set it only for a gateway that starts with no
+	// keys on a loopback address (serve does). Even then keyless mode ends
+	// for the life of the Server the first time a key is seen: revoking
+	// the last key afterwards makes every request 401, never an open proxy.
+	Keyless bool
 	// Extra registers more routes (report, dashboard, operations, metrics)
 	// on the server's mux; called once by New.
 	Extra func(mux *http.ServeMux, auth func(*http.Request) (string, error))
@@ -94,6 +106,7 @@ type Server struct {
 	keyMu     sync.RWMutex
 	keyCache  map[string]keyCacheEntry // key hash → tenant ("" = unknown key)
 	localMode atomic.Int64             // unix nanos until which "no keys exist" is trusted; 0 = unknown
+	sawKey    atomic.Bool              // a key has existed: keyless mode is over for good
 }
 
 type keyCacheEntry struct {
@@ -193,15 +206,22 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.opts.Degraded != nil {
+		if d := s.opts.Degraded(); len(d) > 0 {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "degraded", "degraded": d})
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // authenticate maps the request's gateway key to a tenant. It runs before
 // anything else reads the request: a cache key never grants access.
 //
-// A known key always wins. With no gateway keys stored the gateway serves
-// the single tenant "local" whatever key is sent (SDKs insist on sending
-// one), and `serve` refuses a non-loopback address in that mode. Keys are
+// A known key always wins. With Options.Keyless and no gateway key stored
+// (nor ever seen by this Server) the gateway serves the single tenant
+// "local" whatever key is sent (SDKs insist on sending one); `serve` sets
+// Keyless only on a loopback address that starts with no keys. Keys are
 // read from "Authorization: Bearer <key>" or, as the Anthropic SDK sends
 // them, "x-api-key".
 func (s *Server) authenticate(r *http.Request) (string, error) {
@@ -258,6 +278,7 @@ func (s *Server) lookupKey(ctx context.Context, hash string) (string, bool, erro
 	case err != nil:
 		return "", false, groundhog.WrapError(groundhog.EUNAVAILABLE, "key store unavailable", err)
 	default:
+		s.sawKey.Store(true)
 		s.localMode.Store(-(now.Add(2 * time.Second).UnixNano()))
 	}
 	s.keyMu.Lock()
@@ -269,10 +290,15 @@ func (s *Server) lookupKey(ctx context.Context, hash string) (string, bool, erro
 	return tenant, tenant != "", nil
 }
 
-// noKeys reports whether the gateway runs keyless (single tenant "local").
-// The answer is re-read from the store at most every two seconds, so a key
-// created with `groundhog keys create` while serving takes effect quickly.
+// noKeys reports whether the gateway runs keyless (single tenant "local"):
+// only with Options.Keyless, while no key exists and none ever has during
+// this Server's life. The count is re-read from the store at most every two
+// seconds, so a key created with `groundhog keys create` while serving takes
+// effect quickly — and for good.
 func (s *Server) noKeys(ctx context.Context) (bool, error) {
+	if !s.opts.Keyless || s.sawKey.Load() {
+		return false, nil
+	}
 	now := s.clock.Now().UnixNano()
 	v := s.localMode.Load()
 	if v > 0 && now < v {
@@ -290,6 +316,7 @@ func (s *Server) noKeys(ctx context.Context) (bool, error) {
 		s.localMode.Store(until)
 		return true, nil
 	}
+	s.sawKey.Store(true)
 	s.localMode.Store(-until)
 	return false, nil
 }

@@ -12,11 +12,41 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/coalesce"
+	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
-// maxUpstreamBody bounds a non-streamed upstream body held in memory.
-const maxUpstreamBody = 256 << 20
+// maxUpstreamBytes bounds one upstream response held in memory: a body, or
+// the total of a stream's bytes (config max_upstream_bytes).
+func (s *Server) maxUpstreamBytes() int64 {
+	if n := s.cfg.MaxUpstreamBytes; n > 0 {
+		return n
+	}
+	return config.DefaultMaxUpstreamBytes
+}
+
+// errUpstreamTooLarge is boundedReader's error past its limit.
+var errUpstreamTooLarge = errors.New("gateway: upstream response over max_upstream_bytes")
+
+// boundedReader reads at most left bytes of r, then fails with
+// errUpstreamTooLarge (not io.EOF: a stream cut by the bound must never look
+// complete).
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errUpstreamTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
 
 // upstreamFor returns the provider endpoint that serves shape.
 func (s *Server) upstreamFor(shape groundhog.Shape) *Upstream {
@@ -70,6 +100,11 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			return &resp, nil
 		}
 	}
+	shared, done := s.leadAcross(ctx, c, pub) // other replicas (flights.go)
+	defer done()
+	if shared != nil {
+		return shared, nil
+	}
 	up := s.upstreamFor(c.shape)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
@@ -98,12 +133,17 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	res, err := s.client.Do(req)
 	if err != nil {
+		c.spent = spentOnTransportError(err)
 		return nil, upstreamError(ctx, err)
 	}
+	c.spent = groundhog.CostUnknown // from here the provider may bill: known again only with its usage
 	defer res.Body.Close()
-	c.pc.pending.Started(res.StatusCode/100 == 2) // prompt-cache hook: releases held fan-out requests
+	c.upHeader = upstreamHeaders(res.Header) // before the head is published: the leader reads it after
+	// prompt-cache hook: releases held fan-out requests
+	c.pc.pending.Started(res.StatusCode/100 == 2)
 	ct := res.Header.Get("Content-Type")
 	if res.StatusCode/100 != 2 {
+		c.spent = 0 // an error answer: providers do not bill it
 		body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 		if err != nil {
 			return nil, upstreamError(ctx, err)
@@ -114,13 +154,18 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	resp := &groundhog.Response{Status: res.StatusCode, ContentType: ct}
 	if isEventStream(ct) {
 		pub.Head(res.StatusCode, ct, true)
-		rd := wire.NewSSEReader(res.Body)
+		limit := s.maxUpstreamBytes()
+		rd := wire.NewSSEReader(&boundedReader{r: res.Body, left: limit})
 		for {
 			ev, err := rd.Next()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
+				c.spent = s.spentOnBrokenStream(c, resp.Events)
+				if errors.Is(err, errUpstreamTooLarge) {
+					return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream is over the limit of %d bytes (max_upstream_bytes)", limit)
+				}
 				return nil, upstreamError(ctx, err)
 			}
 			resp.Events = append(resp.Events, ev)
@@ -130,17 +175,19 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			}
 		}
 		if !wire.StreamComplete(c.shape, resp.Events) {
+			c.spent = s.spentOnBrokenStream(c, resp.Events)
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream ended before completion")
 		}
 		resp.Streamed = true
 		resp.Model, resp.Usage, _ = wire.UsageFromEvents(c.shape, resp.Events)
 	} else {
-		body, err := io.ReadAll(io.LimitReader(res.Body, maxUpstreamBody+1))
+		limit := s.maxUpstreamBytes()
+		body, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
 		if err != nil {
 			return nil, upstreamError(ctx, err)
 		}
-		if len(body) > maxUpstreamBody {
-			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response is over %d bytes", maxUpstreamBody)
+		if int64(len(body)) > limit {
+			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response is over the limit of %d bytes (max_upstream_bytes)", limit)
 		}
 		if !json.Valid(body) {
 			// A connection closed early can look like a clean end: a
@@ -152,15 +199,22 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		pub.Head(res.StatusCode, ct, false)
 	}
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
-	resp.Cost = s.cfg.PriceTable.Cost(resp.Model, resp.Usage)
-	if resp.Usage == (groundhog.Usage{}) {
-		resp.Cost = groundhog.CostUnknown // no usage reported: unknown, never a silent 0
-	}
+	resp.Cost = s.price(c, resp.Model, resp.Usage)
+	c.spent = resp.Cost
 	s.pcAfter(ctx, c, resp) // prompt-cache hook: break verdict from the usage
-	if c.policy.on() && !c.noStore {
+	if c.policy.on() && !c.noStore && storable(c.shape, resp) {
 		s.store(ctx, c, resp)
 	}
 	return resp, nil
+}
+
+// storable reports whether resp may be cached: a refusal never is (it is
+// still answered and ledgered).
+func storable(shape groundhog.Shape, resp *groundhog.Response) bool {
+	if resp.Streamed {
+		return wire.StorableEvents(shape, resp.Events)
+	}
+	return wire.Storable(shape, resp.Body)
 }
 
 // store writes a successful response to the cache. A failed write is

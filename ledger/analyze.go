@@ -132,6 +132,11 @@ func Analyze(ctx context.Context, r io.Reader, o AnalyzeOptions) ([]*Report, Ana
 	err := an.run(ctx, r)
 	if err == nil {
 		an.flush()
+		for _, rep := range an.reports {
+			if err = rep.Err(); err != nil {
+				return nil, an.stats, err
+			}
+		}
 	}
 	return an.reports, an.stats, err
 }

@@ -12,16 +12,17 @@ import (
 	"github.com/groundhog-ai/groundhog"
 )
 
-// usd is a Money that marshals as a JSON number with exactly six decimals
-// ("24.000000"): exact, since Money is an integer of picodollars and the
-// sixth decimal is rounded half up at the microdollar.
-type usd groundhog.Money
+// usdTotal is a report figure as a JSON number with exactly six decimals
+// ("24.000000"): exact, since a Total is an integer of picodollars and the
+// sixth decimal is rounded half up at the microdollar. An overflowed Total
+// is a marshalling error, never a number.
+type usdTotal groundhog.Total
 
-func (m usd) MarshalJSON() ([]byte, error) {
-	if groundhog.Money(m) == groundhog.CostUnknown {
-		return []byte("null"), nil
+func (t usdTotal) MarshalJSON() ([]byte, error) {
+	if groundhog.Total(t).Overflow() {
+		return nil, fmt.Errorf("ledger: a USD figure exceeds the exact range")
 	}
-	return []byte(groundhog.Money(m).Format(6)), nil
+	return []byte(groundhog.Total(t).Format(6)), nil
 }
 
 // share marshals a ratio with exactly four decimals.
@@ -33,21 +34,21 @@ func (s share) MarshalJSON() ([]byte, error) {
 
 // jsonRow is Row as JSON: exactly the report keys, in this order.
 type jsonRow struct {
-	Operation           *string `json:"operation,omitempty"`
-	Calls               int64   `json:"calls"`
-	Distinct            int64   `json:"distinct"`
-	Repeats             int64   `json:"repeats"`
-	RepeatShare         share   `json:"repeat_share"`
-	RepeatCost          usd     `json:"repeat_cost_usd"`
-	ConcurrentIdentical int64   `json:"concurrent_identical"`
-	CacheHits           int64   `json:"cache_hits"`
-	Coalesced           int64   `json:"coalesced"`
-	Replayed            int64   `json:"replayed"`
-	UpstreamCalls       int64   `json:"upstream_calls"`
-	Spend               usd     `json:"spend_usd"`
-	Saved               usd     `json:"saved_usd"`
-	ShadowSaved         usd     `json:"shadow_saved_usd"`
-	Projected30d        usd     `json:"projected_30d_usd"`
+	Operation           *string  `json:"operation,omitempty"`
+	Calls               int64    `json:"calls"`
+	Distinct            int64    `json:"distinct"`
+	Repeats             int64    `json:"repeats"`
+	RepeatShare         share    `json:"repeat_share"`
+	RepeatCost          usdTotal `json:"repeat_cost_usd"`
+	ConcurrentIdentical int64    `json:"concurrent_identical"`
+	CacheHits           int64    `json:"cache_hits"`
+	Coalesced           int64    `json:"coalesced"`
+	Replayed            int64    `json:"replayed"`
+	UpstreamCalls       int64    `json:"upstream_calls"`
+	Spend               usdTotal `json:"spend_usd"`
+	Saved               usdTotal `json:"saved_usd"`
+	ShadowSaved         usdTotal `json:"shadow_saved_usd"`
+	Projected30d        usdTotal `json:"projected_30d_usd"`
 	jsonPromptCache
 }
 
@@ -55,7 +56,7 @@ type jsonReport struct {
 	Day              string    `json:"day"`
 	UnknownCostCalls int64     `json:"unknown_cost_calls"`
 	RetryAttempts    int64     `json:"retry_attempts"`
-	RetryCost        usd       `json:"retry_cost_usd"`
+	RetryCost        usdTotal  `json:"retry_cost_usd"`
 	Operations       []jsonRow `json:"operations"`
 	Total            jsonRow   `json:"total"`
 }
@@ -63,9 +64,9 @@ type jsonReport struct {
 func toJSONRow(r Row, withOp bool) jsonRow {
 	j := jsonRow{
 		Calls: r.Calls, Distinct: r.Distinct, Repeats: r.Repeats, RepeatShare: share(r.RepeatShare),
-		RepeatCost: usd(r.RepeatCost), ConcurrentIdentical: r.ConcurrentIdentical,
+		RepeatCost: usdTotal(r.RepeatCost), ConcurrentIdentical: r.ConcurrentIdentical,
 		CacheHits: r.CacheHits, Coalesced: r.Coalesced, Replayed: r.Replayed, UpstreamCalls: r.UpstreamCalls,
-		Spend: usd(r.Spend), Saved: usd(r.Saved), ShadowSaved: usd(r.ShadowSaved), Projected30d: usd(r.Projected30d),
+		Spend: usdTotal(r.Spend), Saved: usdTotal(r.Saved), ShadowSaved: usdTotal(r.ShadowSaved), Projected30d: usdTotal(r.Projected30d),
 		jsonPromptCache: toJSONPromptCache(r.PromptCache),
 	}
 	if withOp {
@@ -76,7 +77,7 @@ func toJSONRow(r Row, withOp bool) jsonRow {
 }
 
 func (r *Report) toJSON() jsonReport {
-	j := jsonReport{Day: r.Day, UnknownCostCalls: r.Total.UnknownCostCalls, RetryAttempts: r.Total.Retries, RetryCost: usd(r.Total.RetryCost), Operations: make([]jsonRow, 0, len(r.Operations)), Total: toJSONRow(r.Total, false)}
+	j := jsonReport{Day: r.Day, UnknownCostCalls: r.Total.UnknownCostCalls, RetryAttempts: r.Total.Retries, RetryCost: usdTotal(r.Total.RetryCost), Operations: make([]jsonRow, 0, len(r.Operations)), Total: toJSONRow(r.Total, false)}
 	for _, op := range r.Operations {
 		j.Operations = append(j.Operations, toJSONRow(op, true))
 	}
@@ -142,7 +143,7 @@ const TotalLabel = "total"
 
 func (r *Report) csvRecords(cw *csv.Writer) error {
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
-	m := func(v groundhog.Money) string { return v.Format(6) }
+	m := func(v groundhog.Total) string { return v.Format(6) }
 	rows := append(append([]Row(nil), r.Operations...), r.Total)
 	for n, row := range rows {
 		op := row.Operation
@@ -185,11 +186,11 @@ func WriteCSVReports(w io.Writer, reports []*Report) error {
 
 // tableMoney shows cents, or six decimals for a non-zero amount under a cent
 // (so a small but real cost never reads as 0.00).
-func tableMoney(m groundhog.Money) string {
-	if m != 0 && m < groundhog.Dollar/100 && m > -groundhog.Dollar/100 {
+func tableMoney(t groundhog.Total) string {
+	if m, ok := t.Money(); ok && m != 0 && m < groundhog.Dollar/100 && m > -groundhog.Dollar/100 {
 		return m.Format(6)
 	}
-	return m.Format(2)
+	return t.Format(2)
 }
 
 // WriteTable writes an aligned terminal table: a title line with the day,

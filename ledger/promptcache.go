@@ -46,8 +46,9 @@ type PromptCache struct {
 	FanOutHeld               int64
 	FanOutWriteTokensAvoided int64
 
-	knownCalls int64          // rows with cache tokens and a known saving
-	byCause    map[string]int // cause → index in Breaks, while accumulating
+	knownCalls int64           // rows with cache tokens and a known saving
+	savedSum   groundhog.Total // exact sum of the known savings
+	byCause    map[string]int  // cause → index in Breaks, while accumulating
 }
 
 // PromptCacheBreak is one cause of broken prefix reuse in a report: how many
@@ -75,7 +76,7 @@ func (p *PromptCache) add(e *groundhog.LedgerEntry) {
 			p.UnknownCalls++
 		} else {
 			p.knownCalls++
-			p.Saved += e.PromptCacheSaved
+			p.savedSum = p.savedSum.Add(e.PromptCacheSaved)
 		}
 	}
 	if e.FanOutHeld {
@@ -102,9 +103,17 @@ func (p PromptCache) finish() PromptCache {
 	if p.InputTokens > 0 {
 		p.HitRatio = math.Round(float64(p.CachedReadTokens)/float64(p.InputTokens)*1e4) / 1e4
 	}
+	if m, ok := p.savedSum.Money(); ok && m != groundhog.CostUnknown {
+		p.Saved = m
+	} else if p.knownCalls > 0 {
+		// Beyond Money's range (about $9.2 million of net prompt-cache
+		// saving in one row of one day): unknown, never a wrapped figure.
+		p.Saved = groundhog.CostUnknown
+	}
 	if p.UnknownCalls > 0 && p.knownCalls == 0 {
 		p.Saved = groundhog.CostUnknown
 	}
+	p.savedSum = groundhog.Total{}
 	if p.Breaks != nil {
 		p.Breaks = append([]PromptCacheBreak(nil), p.Breaks...) // the accumulator keeps adding to its own
 		sort.Slice(p.Breaks, func(i, j int) bool {

@@ -1,12 +1,25 @@
 package ledger
 
 import (
+	"github.com/groundhog-ai/groundhog"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
 )
+
+// usd is one Money figure as a JSON number with six decimals, null when
+// unknown.
+type usd groundhog.Money
+
+func (m usd) MarshalJSON() ([]byte, error) {
+	if groundhog.Money(m) == groundhog.CostUnknown {
+		return []byte("null"), nil
+	}
+	return []byte(groundhog.Money(m).Format(6)), nil
+}
 
 // jsonPromptCache is PromptCache as JSON, embedded in every report row.
 type jsonPromptCache struct {
@@ -76,7 +89,7 @@ func (r *Report) writePromptCacheTable(buf *bytes.Buffer) error {
 	line := func(op string, p PromptCache) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s%%\t%s\t%d\t%d\t\n", op, p.InputTokens, p.CachedReadTokens,
 			p.CacheWriteTokens, p.CacheWrite1hTokens, p.UncachedInputTokens, strconv.FormatFloat(p.HitRatio*100, 'f', 2, 64),
-			tableMoney(p.Saved), p.FanOutHeld, p.FanOutWriteTokensAvoided)
+			tableMoneyOne(p.Saved), p.FanOutHeld, p.FanOutWriteTokensAvoided)
 		if p.Saved < 0 && p.Saved != -1 {
 			losing = append(losing, op)
 		}
@@ -111,4 +124,12 @@ func (r *Report) writePromptCacheTable(buf *bytes.Buffer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", b.Cause, b.Calls, b.UncachedTokens, b.ExampleRequestHash)
 	}
 	return tw.Flush()
+}
+
+// tableMoneyOne formats one Money figure as tableMoney does a Total.
+func tableMoneyOne(m groundhog.Money) string {
+	if m == groundhog.CostUnknown {
+		return "unknown"
+	}
+	return tableMoney(groundhog.TotalOf(m))
 }

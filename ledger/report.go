@@ -45,9 +45,11 @@ type ReportParams struct {
 //     cache_hit, coalesced, replayed and upstream.
 //   - Spend: sum of Cost (known costs only).
 //   - Saved: sum of Saved (known amounts only).
-//   - ShadowSaved: sum of FullCost of the repeats whose CacheOn is false:
-//     what an exact cache plus coalescing would have saved for calls whose
-//     cache was off.
+//   - ShadowSaved: sum of FullCost of the repeats whose CacheOn is false
+//     and that were not avoided anyway (outcome other than cache_hit,
+//     coalesced, replayed): what an exact cache plus coalescing would have
+//     saved for calls whose cache was off. An avoided call's cost is in
+//     Saved, so no call is counted in both.
 //   - Projected30d: 30 × (Saved + ShadowSaved).
 //   - UnknownCostCalls: rows whose Cost, Saved or FullCost is
 //     groundhog.CostUnknown (model not in the price table). Their unknown
@@ -60,25 +62,29 @@ type ReportParams struct {
 //
 // The total row is computed the same way over all rows of the report, not
 // summed from the operation rows (its Distinct and RepeatShare could not be).
+//
+// USD figures are groundhog.Total: exact sums of picodollars far beyond a
+// Money's $9.2 million (128 bits). A figure that would leave even that range
+// is never shown wrapped: the report is an error (Report.Err).
 type Row struct {
 	Operation           string
 	Calls               int64
 	Distinct            int64
 	Repeats             int64
 	RepeatShare         float64
-	RepeatCost          groundhog.Money
+	RepeatCost          groundhog.Total
 	ConcurrentIdentical int64
 	CacheHits           int64
 	Coalesced           int64
 	Replayed            int64
 	UpstreamCalls       int64
-	Spend               groundhog.Money
-	Saved               groundhog.Money
-	ShadowSaved         groundhog.Money
-	Projected30d        groundhog.Money
+	Spend               groundhog.Total
+	Saved               groundhog.Total
+	ShadowSaved         groundhog.Total
+	Projected30d        groundhog.Total
 	UnknownCostCalls    int64
 	Retries             int64
-	RetryCost           groundhog.Money
+	RetryCost           groundhog.Total
 	// PromptCache is what the provider's prompt cache did (see PromptCache).
 	PromptCache PromptCache
 }
@@ -89,6 +95,19 @@ type Report struct {
 	Day        string // YYYY-MM-DD in the report's time zone
 	Operations []Row
 	Total      Row
+}
+
+// Err reports a USD figure of r that overflowed (see Row): such a report
+// must not be shown. BuildReport and Analyze return it as their error.
+func (r *Report) Err() error {
+	for _, row := range append(append([]Row(nil), r.Operations...), r.Total) {
+		for _, t := range []groundhog.Total{row.RepeatCost, row.Spend, row.Saved, row.ShadowSaved, row.Projected30d, row.RetryCost} {
+			if t.Overflow() {
+				return groundhog.Errorf(groundhog.EINVALID, "ledger: report %s: a USD figure exceeds the exact range (about $1.7e26)", r.Day)
+			}
+		}
+	}
+	return nil
 }
 
 // hashKey identifies a request across the day: the repeat rule's
@@ -180,9 +199,9 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 	if repeat {
 		r.Repeats++
 		if e.FullCost.Known() {
-			r.RepeatCost += e.FullCost
-			if !e.CacheOn {
-				r.ShadowSaved += e.FullCost
+			r.RepeatCost = r.RepeatCost.Add(e.FullCost)
+			if !e.CacheOn && !avoided(e.Outcome) {
+				r.ShadowSaved = r.ShadowSaved.Add(e.FullCost)
 			}
 		}
 	}
@@ -201,15 +220,15 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 		if e.Attempt > 1 {
 			r.Retries++
 			if e.Cost.Known() {
-				r.RetryCost += e.Cost
+				r.RetryCost = r.RetryCost.Add(e.Cost)
 			}
 		}
 	}
 	if e.Cost.Known() {
-		r.Spend += e.Cost
+		r.Spend = r.Spend.Add(e.Cost)
 	}
 	if e.Saved.Known() {
-		r.Saved += e.Saved
+		r.Saved = r.Saved.Add(e.Saved)
 	}
 	if !e.Cost.Known() || !e.Saved.Known() || !e.FullCost.Known() {
 		r.UnknownCostCalls++
@@ -217,12 +236,19 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 	r.PromptCache.add(e)
 }
 
+// avoided reports whether a call of outcome o did not reach the provider
+// because an earlier identical call's result answered it: its avoided cost
+// is its Saved, never also shadow savings.
+func avoided(o groundhog.Outcome) bool {
+	return o == groundhog.OutcomeCacheHit || o == groundhog.OutcomeCoalesced || o == groundhog.OutcomeReplayed
+}
+
 // finish fills the derived columns.
 func (r Row) finish() Row {
 	if r.Calls > 0 {
 		r.RepeatShare = math.Round(float64(r.Repeats)/float64(r.Calls)*1e4) / 1e4
 	}
-	r.Projected30d = 30 * (r.Saved + r.ShadowSaved)
+	r.Projected30d = r.Saved.Plus(r.ShadowSaved).Times(30)
 	r.PromptCache = r.PromptCache.finish()
 	return r
 }
@@ -332,5 +358,9 @@ func BuildReport(ctx context.Context, store groundhog.LedgerStore, p ReportParam
 	if scanErr != nil {
 		return nil, fmt.Errorf("ledger: report %s: %w", start.Format("2006-01-02"), scanErr)
 	}
-	return acc.Report(start.Format("2006-01-02")), nil
+	rep := acc.Report(start.Format("2006-01-02"))
+	if err := rep.Err(); err != nil {
+		return nil, err
+	}
+	return rep, nil
 }

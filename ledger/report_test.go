@@ -159,15 +159,15 @@ func TestRowDefinitions(t *testing.T) {
 	}
 	rep := acc.Report("2025-03-14")
 	want := Report{Day: "2025-03-14", Operations: []Row{
-		{Operation: "a", Calls: 5, Distinct: 2 + 1, Repeats: 2, RepeatShare: 0.4, RepeatCost: 2 * p,
-			ConcurrentIdentical: 1, CacheHits: 1, Coalesced: 1, UpstreamCalls: 2, Spend: 2 * p, Saved: 2 * p,
-			Projected30d: 60 * p},
-		{Operation: "b", Calls: 5, Distinct: 3, Repeats: 3, RepeatShare: 0.6, RepeatCost: 2 * p,
-			ConcurrentIdentical: 1, Replayed: 1, UpstreamCalls: 3, Spend: 2 * p, Saved: p, ShadowSaved: 2 * p,
-			Projected30d: 90 * p, UnknownCostCalls: 2},
-	}, Total: Row{Calls: 10, Distinct: 5, Repeats: 5, RepeatShare: 0.5, RepeatCost: 4 * p, ConcurrentIdentical: 2,
-		CacheHits: 1, Coalesced: 1, Replayed: 1, UpstreamCalls: 5, Spend: 4 * p, Saved: 3 * p, ShadowSaved: 2 * p,
-		Projected30d: 150 * p, UnknownCostCalls: 2}}
+		{Operation: "a", Calls: 5, Distinct: 2 + 1, Repeats: 2, RepeatShare: 0.4, RepeatCost: groundhog.TotalOf(2 * p),
+			ConcurrentIdentical: 1, CacheHits: 1, Coalesced: 1, UpstreamCalls: 2, Spend: groundhog.TotalOf(2 * p), Saved: groundhog.TotalOf(2 * p),
+			Projected30d: groundhog.TotalOf(60 * p)},
+		{Operation: "b", Calls: 5, Distinct: 3, Repeats: 3, RepeatShare: 0.6, RepeatCost: groundhog.TotalOf(2 * p),
+			ConcurrentIdentical: 1, Replayed: 1, UpstreamCalls: 3, Spend: groundhog.TotalOf(2 * p), Saved: groundhog.TotalOf(p), ShadowSaved: groundhog.TotalOf(2 * p),
+			Projected30d: groundhog.TotalOf(90 * p), UnknownCostCalls: 2},
+	}, Total: Row{Calls: 10, Distinct: 5, Repeats: 5, RepeatShare: 0.5, RepeatCost: groundhog.TotalOf(4 * p), ConcurrentIdentical: 2,
+		CacheHits: 1, Coalesced: 1, Replayed: 1, UpstreamCalls: 5, Spend: groundhog.TotalOf(4 * p), Saved: groundhog.TotalOf(3 * p), ShadowSaved: groundhog.TotalOf(2 * p),
+		Projected30d: groundhog.TotalOf(150 * p), UnknownCostCalls: 2}}
 	if !reflect.DeepEqual(*rep, want) {
 		t.Fatalf("report\n got %+v\nwant %+v", *rep, want)
 	}
@@ -193,7 +193,7 @@ func TestRowDefinitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Total.Calls != 1 || g.Total.Repeats != 0 || g.Total.Spend != p {
+	if g.Total.Calls != 1 || g.Total.Repeats != 0 || g.Total.Spend != groundhog.TotalOf(p) {
 		t.Fatalf("globex total = %+v", g.Total)
 	}
 }
@@ -405,7 +405,7 @@ func TestRetriesAreVisible(t *testing.T) {
 			Cost: 3 * groundhog.Microdollar, FullCost: 3 * groundhog.Microdollar, Idempotent: true})
 	}
 	rep := a.Report("2025-03-14")
-	if rep.Total.Retries != 1 || rep.Total.RetryCost != 3*groundhog.Microdollar || rep.Operations[0].Retries != 1 {
+	if rep.Total.Retries != 1 || rep.Total.RetryCost != groundhog.TotalOf(3*groundhog.Microdollar) || rep.Operations[0].Retries != 1 {
 		t.Fatalf("retries %d cost %s", rep.Total.Retries, rep.Total.RetryCost)
 	}
 	var b bytes.Buffer

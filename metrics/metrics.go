@@ -7,6 +7,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -26,7 +27,25 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec
 	followers *prometheus.CounterVec
 	repeats   *prometheus.CounterVec
+
+	// The operation label is client-chosen (Groundhog-Operation), so its
+	// values are bounded: declared operations, then the first
+	// MaxObservedOperations others seen, then OtherOperation.
+	opMu     sync.RWMutex
+	declared map[string]bool
+	observed map[string]bool
 }
+
+// MaxObservedOperations is how many operation names not declared in the
+// configuration (operations or rules) get their own label value; calls of
+// any further name are counted under OtherOperation. It bounds the series a
+// client can create with Groundhog-Operation (the ledger and the report keep
+// every name).
+const MaxObservedOperations = 100
+
+// OtherOperation is the operation label of calls whose operation is
+// neither declared nor among the first MaxObservedOperations observed.
+const OtherOperation = "other"
 
 // New registers groundhog's collectors (and the Go/process collectors) on a
 // fresh registry. inFlight, if not nil, is read for the in-flight gauge.
@@ -60,6 +79,7 @@ func New(inFlight func() float64) *Metrics {
 			Name: "groundhog_concurrent_identical_total", Help: "Calls that arrived while an identical call was in flight.",
 		}, []string{"tenant", "operation"}),
 	}
+	m.declared, m.observed = map[string]bool{"": true}, map[string]bool{}
 	reg.MustRegister(m.calls, m.tokens, m.cost, m.saved, m.unknown, m.latency, m.followers, m.repeats,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if inFlight != nil {
@@ -70,31 +90,68 @@ func New(inFlight func() float64) *Metrics {
 	return m
 }
 
-// Observe counts one call from its ledger row.
+// DeclareOperations gives names their own operation label value whatever
+// the cap on observed names: the operations and rule targets of the
+// configuration. Call it before serving.
+func (m *Metrics) DeclareOperations(names ...string) {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	for _, n := range names {
+		m.declared[n] = true
+	}
+}
+
+// opLabel maps an operation name to its label value: itself when declared
+// or among the first MaxObservedOperations others, else OtherOperation.
+func (m *Metrics) opLabel(op string) string {
+	m.opMu.RLock()
+	known := m.declared[op] || m.observed[op]
+	full := len(m.observed) >= MaxObservedOperations
+	m.opMu.RUnlock()
+	if known {
+		return op
+	}
+	if full {
+		return OtherOperation
+	}
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	if len(m.observed) < MaxObservedOperations {
+		m.observed[op] = true
+	}
+	if m.observed[op] {
+		return op
+	}
+	return OtherOperation
+}
+
+// Observe counts one call from its ledger row. Its operation label is
+// bounded: see MaxObservedOperations.
 func (m *Metrics) Observe(e *groundhog.LedgerEntry) {
-	m.calls.WithLabelValues(e.Tenant, e.Operation, string(e.Outcome)).Inc()
+	op := m.opLabel(e.Operation)
+	m.calls.WithLabelValues(e.Tenant, op, string(e.Outcome)).Inc()
 	if u := e.Usage; u != (groundhog.Usage{}) {
 		for kind, n := range map[string]int64{"input": u.InputTokens, "cached_input": u.CachedInputTokens, "cache_write": u.CacheWriteTokens, "output": u.OutputTokens} {
 			if n > 0 {
-				m.tokens.WithLabelValues(e.Tenant, e.Operation, kind).Add(float64(n))
+				m.tokens.WithLabelValues(e.Tenant, op, kind).Add(float64(n))
 			}
 		}
 	}
 	if e.Cost > 0 {
-		m.cost.WithLabelValues(e.Tenant, e.Operation).Add(usd(e.Cost))
+		m.cost.WithLabelValues(e.Tenant, op).Add(usd(e.Cost))
 	} else if e.Cost == groundhog.CostUnknown && e.Outcome == groundhog.OutcomeUpstream {
-		m.unknown.WithLabelValues(e.Tenant, e.Operation).Inc()
+		m.unknown.WithLabelValues(e.Tenant, op).Inc()
 	}
 	if e.Saved > 0 {
-		m.saved.WithLabelValues(e.Tenant, e.Operation).Add(usd(e.Saved))
+		m.saved.WithLabelValues(e.Tenant, op).Add(usd(e.Saved))
 	}
 	if e.Outcome == groundhog.OutcomeCoalesced {
-		m.followers.WithLabelValues(e.Tenant, e.Operation).Inc()
+		m.followers.WithLabelValues(e.Tenant, op).Inc()
 	}
 	if e.InFlight {
-		m.repeats.WithLabelValues(e.Tenant, e.Operation).Inc()
+		m.repeats.WithLabelValues(e.Tenant, op).Inc()
 	}
-	m.latency.WithLabelValues(e.Operation, string(e.Outcome)).Observe(e.Latency.Seconds())
+	m.latency.WithLabelValues(op, string(e.Outcome)).Observe(e.Latency.Seconds())
 }
 
 // usd converts to float dollars for Prometheus, which only has floats; the

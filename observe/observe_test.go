@@ -86,7 +86,7 @@ func TestOneLineAndOneSpanPerCallNoSecrets(t *testing.T) {
 	tp := observe.NewProvider(sdktrace.WithSyncer(exp), "test")
 	rec := &observe.Recorder{Next: lw, Metrics: metrics.New(nil), Log: log, Tracer: tp.Tracer("test")}
 	up := gateway.Upstream{BaseURL: keyed.URL + "/v1", APIKey: providerKey, Provider: "openai"}
-	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: up, Anthropic: up, Logger: log})
+	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: up, Anthropic: up, Logger: log, Keyless: true})
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 

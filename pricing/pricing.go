@@ -15,11 +15,16 @@ import (
 )
 
 // Table maps a model name to its price. Lookups try the exact name first,
-// then the longest configured prefix ending in "*" ("gpt-4o-mini*").
+// then the name without a trailing snapshot date ("gpt-4o-mini-2024-07-18"
+// → "gpt-4o-mini", "claude-sonnet-4-5-20250929" → "claude-sonnet-4-5"), then
+// the longest configured prefix ending in "*" ("gpt-4o-mini*").
 type Table map[string]groundhog.Price
 
-// Default is the built-in table: the simulated provider's models and a few
-// common provider models. Prices are USD per million tokens.
+// Default is the built-in table: the simulated provider's models and the
+// current OpenAI and Anthropic model families, by their undated names (a
+// dated snapshot resolves to its family, see Lookup). Prices are USD per
+// million tokens; Anthropic's cache_write is the 5-minute write (1.25 ×
+// input), OpenAI charges no write surcharge.
 func Default() Table {
 	t := Table{}
 	for model, p := range map[string][4]string{
@@ -31,10 +36,22 @@ func Default() Table {
 		"gpt-4o":                 {"2.50", "1.25", "2.50", "10.00"},
 		"gpt-4.1":                {"2.00", "0.50", "2.00", "8.00"},
 		"gpt-4.1-mini":           {"0.40", "0.10", "0.40", "1.60"},
+		"gpt-4.1-nano":           {"0.10", "0.025", "0.10", "0.40"},
+		"gpt-5":                  {"1.25", "0.125", "1.25", "10.00"},
+		"gpt-5-mini":             {"0.25", "0.025", "0.25", "2.00"},
+		"gpt-5-nano":             {"0.05", "0.005", "0.05", "0.40"},
+		"o3":                     {"2.00", "0.50", "2.00", "8.00"},
+		"o4-mini":                {"1.10", "0.275", "1.10", "4.40"},
 		"text-embedding-3-small": {"0.02", "0.02", "0.02", "0"},
+		"text-embedding-3-large": {"0.13", "0.13", "0.13", "0"},
 		"claude-sonnet-4-5":      {"3.00", "0.30", "3.75", "15.00"},
+		"claude-sonnet-4":        {"3.00", "0.30", "3.75", "15.00"},
+		"claude-3-7-sonnet":      {"3.00", "0.30", "3.75", "15.00"},
 		"claude-haiku-4-5":       {"1.00", "0.10", "1.25", "5.00"},
+		"claude-3-5-haiku":       {"0.80", "0.08", "1.00", "4.00"},
+		"claude-opus-4-5":        {"5.00", "0.50", "6.25", "25.00"},
 		"claude-opus-4-1":        {"15.00", "1.50", "18.75", "75.00"},
+		"claude-opus-4":          {"15.00", "1.50", "18.75", "75.00"},
 	} {
 		pr, err := parsePrice(p[0], p[1], p[2], p[3])
 		if err != nil {
@@ -45,10 +62,19 @@ func Default() Table {
 	return t
 }
 
-// Lookup returns the price of model and whether it is known.
+// Lookup returns the price of model and whether it is known: the exact
+// name, else the family a dated snapshot belongs to (see Family), else the
+// longest "*" prefix entry. The family is found by removing the date only,
+// never by prefix, so "gpt-4o-2024-08-06" can never take gpt-4o-mini's price
+// nor "gpt-4o-mini-2024-07-18" gpt-4o's.
 func (t Table) Lookup(model string) (groundhog.Price, bool) {
 	if p, ok := t[model]; ok {
 		return p, true
+	}
+	if fam := Family(model); fam != model {
+		if p, ok := t[fam]; ok {
+			return p, true
+		}
 	}
 	best, bestLen := groundhog.Price{}, -1
 	for name, p := range t {
@@ -57,6 +83,44 @@ func (t Table) Lookup(model string) (groundhog.Price, bool) {
 		}
 	}
 	return best, bestLen >= 0
+}
+
+// Family returns model without a trailing snapshot date: "-YYYY-MM-DD"
+// (OpenAI: "gpt-4.1-2025-04-14") or "-YYYYMMDD" (Anthropic:
+// "claude-opus-4-1-20250805"). A name without such a suffix is returned
+// unchanged.
+func Family(model string) string {
+	i := strings.LastIndexByte(model, '-')
+	if i <= 0 {
+		return model
+	}
+	if d := model[i+1:]; len(d) == 8 && digits(d) && plausibleDate(d[:4], d[4:6], d[6:]) {
+		return model[:i]
+	}
+	// -YYYY-MM-DD: the last three dash-separated fields.
+	parts := strings.Split(model, "-")
+	if n := len(parts); n >= 4 {
+		y, m, d := parts[n-3], parts[n-2], parts[n-1]
+		if len(y) == 4 && len(m) == 2 && len(d) == 2 && digits(y+m+d) && plausibleDate(y, m, d) {
+			return strings.Join(parts[:n-3], "-")
+		}
+	}
+	return model
+}
+
+func digits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// plausibleDate keeps a model number that happens to have eight digits from
+// being read as a date: the year starts with 20, month 01–12, day 01–31.
+func plausibleDate(y, m, d string) bool {
+	return y[:2] == "20" && m >= "01" && m <= "12" && d >= "01" && d <= "31"
 }
 
 // Cost prices usage for model, or returns groundhog.CostUnknown when the

@@ -78,3 +78,72 @@ func TestMoneyFormat(t *testing.T) {
 		t.Fatalf("ParseMoney = %d %v", m, err)
 	}
 }
+
+// TestDatedSnapshots: real providers answer with dated model names; each
+// must take its own family's price, never a sibling's by prefix.
+func TestDatedSnapshots(t *testing.T) {
+	tab := Default()
+	for _, tc := range []struct{ dated, family string }{
+		{"gpt-4o-mini-2024-07-18", "gpt-4o-mini"},
+		{"gpt-4o-2024-08-06", "gpt-4o"},
+		{"gpt-4o-2024-11-20", "gpt-4o"},
+		{"gpt-4o-2024-05-13", "gpt-4o"},
+		{"gpt-4.1-2025-04-14", "gpt-4.1"},
+		{"gpt-4.1-mini-2025-04-14", "gpt-4.1-mini"},
+		{"gpt-4.1-nano-2025-04-14", "gpt-4.1-nano"},
+		{"gpt-5-2025-08-07", "gpt-5"},
+		{"gpt-5-mini-2025-08-07", "gpt-5-mini"},
+		{"gpt-5-nano-2025-08-07", "gpt-5-nano"},
+		{"o3-2025-04-16", "o3"},
+		{"o4-mini-2025-04-16", "o4-mini"},
+		{"claude-sonnet-4-5-20250929", "claude-sonnet-4-5"},
+		{"claude-haiku-4-5-20251001", "claude-haiku-4-5"},
+		{"claude-opus-4-1-20250805", "claude-opus-4-1"},
+		{"claude-opus-4-5-20251101", "claude-opus-4-5"},
+		{"claude-opus-4-20250514", "claude-opus-4"},
+		{"claude-sonnet-4-20250514", "claude-sonnet-4"},
+		{"claude-3-7-sonnet-20250219", "claude-3-7-sonnet"},
+		{"claude-3-5-haiku-20241022", "claude-3-5-haiku"},
+	} {
+		if got := Family(tc.dated); got != tc.family {
+			t.Errorf("Family(%q) = %q, want %q", tc.dated, got, tc.family)
+		}
+		want, ok := tab[tc.family]
+		if !ok {
+			t.Fatalf("family %q not in the default table", tc.family)
+		}
+		got, ok := tab.Lookup(tc.dated)
+		if !ok || got != want {
+			t.Errorf("Lookup(%q) = %+v %v, want %s's %+v", tc.dated, got, ok, tc.family, want)
+		}
+		u := groundhog.Usage{InputTokens: 1000, OutputTokens: 100}
+		if c := tab.Cost(tc.dated, u); !c.Known() || c != want.Cost(u) {
+			t.Errorf("Cost(%q) = %v, want %v", tc.dated, c, want.Cost(u))
+		}
+	}
+	// The siblings differ in price, so a prefix mix-up would show.
+	if tab["gpt-4o"] == tab["gpt-4o-mini"] || tab["gpt-4.1"] == tab["gpt-4.1-mini"] {
+		t.Fatal("test premise: sibling prices must differ")
+	}
+}
+
+func TestFamilyLeavesOtherNames(t *testing.T) {
+	for _, m := range []string{
+		"gpt-4o", "gpt-4o-mini", "claude-sonnet-4-5", "sim-small", "o3", "",
+		"model-12345678",        // eight digits that are no date
+		"model-2024-13-01",      // no month 13
+		"gpt-4o-mini-2024-7-18", // not zero-padded
+		"-20250101",
+		"text-embedding-3-small",
+	} {
+		if got := Family(m); got != m {
+			t.Errorf("Family(%q) = %q, want unchanged", m, got)
+		}
+	}
+	tab := Default()
+	for _, m := range []string{"gpt-4o-mini-fast", "gpt-4o-2024", "claude-sonnet-4-5-latest", "gpt-9-2025-01-01"} {
+		if _, ok := tab.Lookup(m); ok {
+			t.Errorf("Lookup(%q) known; an unknown name must stay unknown", m)
+		}
+	}
+}

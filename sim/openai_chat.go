@@ -21,6 +21,9 @@ type chatRequest struct {
 	MaxCompletionTokens *count `json:"max_completion_tokens"`
 	N                   *count `json:"n"`
 	openaiCacheFields
+
+	// ResponseFormat json_schema asks for structured output (structured.go).
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 type chatMessage struct {
@@ -113,7 +116,7 @@ func parseChat(body []byte, sd seed) (*job, error) {
 	j.respond = func(x *exchange) {
 		comps := make([]*completion, n)
 		for i := range comps {
-			comps[i] = generate(j.seed, i, limit, call)
+			comps[i] = generateFor(j.seed, i, limit, call, responseSchema(req.ResponseFormat))
 		}
 		if j.stream {
 			streamChat(x, req.Model, comps, includeUsage)
@@ -124,7 +127,7 @@ func parseChat(body []byte, sd seed) (*job, error) {
 	// Generation is deterministic and cheap: run it now for the usage, and
 	// again when responding (keeps the job free of per-choice state).
 	for i := 0; i < n; i++ {
-		j.output += generate(j.seed, i, limit, call).tokens
+		j.output += generateFor(j.seed, i, limit, call, responseSchema(req.ResponseFormat)).tokens
 	}
 	return j, nil
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/groundhog-ai/groundhog/internal/migrations"
 	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -109,6 +110,14 @@ const busyTimeout = 5 * time.Second
 func Open(ctx context.Context, path string) (*DB, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.Contains(path, "?") {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "sqlite: unsupported database path %q: give a file path", path)
+	}
+	// Create the file owner-only before SQLite does (it would use 0644
+	// minus umask): it holds prompts' cached answers and key hashes. The
+	// -wal and -shm files SQLite creates take the database file's mode.
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, mapErr(fmt.Errorf("sqlite: create %s: %w", path, err))
 	}
 	common := url.Values{}
 	common.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyTimeout.Milliseconds(), 10)+")")

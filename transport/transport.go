@@ -115,6 +115,7 @@ func New(ctx context.Context, o Options) (*Transport, error) {
 		OpenAI:    gateway.Upstream{BaseURL: cfg.Upstream, APIKey: o.OpenAIAPIKey, Provider: "openai", ForwardClientKey: o.OpenAIAPIKey == ""},
 		Anthropic: gateway.Upstream{BaseURL: cfg.AnthropicUpstream, APIKey: o.AnthropicAPIKey, Provider: "anthropic", ForwardClientKey: o.AnthropicAPIKey == ""},
 		Transport: base,
+		Keyless:   true, // embedded: the program is the one tenant, "local"
 	})
 	return &Transport{gw: gw, db: db, lw: lw}, nil
 }

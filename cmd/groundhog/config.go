@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/groundhog-ai/groundhog/config"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 // configFlags are the flags every subcommand that reads the configuration
@@ -23,12 +22,19 @@ type configFlags struct {
 func addConfigFlags(fs *pflag.FlagSet, cf *configFlags) {
 	d := config.Default()
 	fs.StringVar(&cf.file, "config", "", "YAML configuration file (optional)")
-	fs.StringVar(&cf.cfg.DB, "db", d.DB, "SQLite database file")
+	fs.StringVar(&cf.cfg.DB, "db", d.DB, "SQLite database file, or a postgres:// URL (several replicas share one PostgreSQL)")
+	fs.Int32Var(&cf.cfg.Postgres.MaxConns, "db-max-conns", d.Postgres.MaxConns, "PostgreSQL connection pool size of this process")
+	fs.DurationVar(&cf.cfg.Postgres.StatementTimeout, "db-statement-timeout", d.Postgres.StatementTimeout, "PostgreSQL statement_timeout (0: the server's)")
 }
+
+// upstreamUnset records that the last load found no upstream in the file,
+// the environment or the flags (serve says so at start).
+var upstreamUnset bool
 
 // load builds the effective configuration of cmd.
 func (cf *configFlags) load(cmd *cobra.Command) (*config.Config, error) {
 	c := config.Default()
+	c.Upstream = "" // so that "no upstream configured" can be told from "upstream: sim"
 	if cf.file != "" {
 		if err := c.LoadFile(cf.file); err != nil {
 			return nil, err
@@ -44,6 +50,11 @@ func (cf *configFlags) load(cmd *cobra.Command) (*config.Config, error) {
 		}
 	}
 	set("db", func() { c.DB = cf.cfg.DB })
+	set("db-max-conns", func() { c.Postgres.MaxConns = cf.cfg.Postgres.MaxConns })
+	set("db-statement-timeout", func() { c.Postgres.StatementTimeout = cf.cfg.Postgres.StatementTimeout })
+	set("cache", func() { c.Cache.Backend = cf.cfg.Cache.Backend })
+	set("redis-prefix", func() { c.Cache.RedisPrefix = cf.cfg.Cache.RedisPrefix })
+	set("redis-max-entry-bytes", func() { c.Cache.RedisMaxEntryBytes = cf.cfg.Cache.RedisMaxEntryBytes })
 	set("addr", func() { c.Addr = cf.cfg.Addr })
 	set("upstream", func() { c.Upstream = cf.cfg.Upstream })
 	set("anthropic-upstream", func() { c.AnthropicUpstream = cf.cfg.AnthropicUpstream })
@@ -57,19 +68,21 @@ func (cf *configFlags) load(cmd *cobra.Command) (*config.Config, error) {
 	set("journal-dir", func() { c.Ledger.JournalDir = cf.cfg.Ledger.JournalDir })
 	set("lease", func() { c.Idempotency.Lease = cf.cfg.Idempotency.Lease })
 	set("retention", func() { c.Idempotency.Retention = cf.cfg.Idempotency.Retention })
+	upstreamUnset = c.Upstream == ""
 	if err := c.Finish(); err != nil {
 		return nil, err
 	}
 	return &c, nil
 }
 
-// openStore opens the SQLite store of cmd's effective configuration.
-func (cf *configFlags) openStore(cmd *cobra.Command) (*sqlite.DB, error) {
+// openStore opens the database (SQLite or PostgreSQL) of cmd's effective
+// configuration.
+func (cf *configFlags) openStore(cmd *cobra.Command) (database, error) {
 	cfg, err := cf.load(cmd)
 	if err != nil {
 		return nil, err
 	}
-	return sqlite.Open(cmd.Context(), cfg.DB)
+	return openDatabase(cmd.Context(), cfg)
 }
 
 func newLogger(level string) (*slog.Logger, error) {

@@ -72,7 +72,7 @@ func init() {
 	var rf configFlags
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
-		Short: "Revoke a gateway key by its ID (as `keys list` shows it); a running gateway stops accepting it within 10 seconds",
+		Short: "Revoke a gateway key by its ID or an unambiguous prefix of it (as `keys list` shows it); a running gateway stops accepting it within 10 seconds",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := rf.openStore(cmd)
@@ -80,7 +80,14 @@ func init() {
 				return err
 			}
 			defer db.Close()
-			id := strings.TrimSuffix(args[0], "…")
+			ks, err := db.ListKeys(cmd.Context())
+			if err != nil {
+				return err
+			}
+			id, err := revokeTarget(ks, strings.TrimSuffix(args[0], "…"))
+			if err != nil {
+				return err
+			}
 			n, err := db.DeleteKey(cmd.Context(), id)
 			if err != nil {
 				return err
@@ -92,4 +99,37 @@ func init() {
 	addConfigFlags(revoke.Flags(), &rf)
 	keys.AddCommand(create, list, revoke)
 	rootCmd.AddCommand(keys)
+}
+
+// revokeTarget resolves what the user typed to revoke to exactly one key's
+// ID: the ID itself, or a prefix of exactly one key's ID. Several keys
+// matching (a prefix, or keys created before IDs had 16 hex digits that
+// share one) is refused rather than revoking more than the user meant. A
+// key declared in the configuration file is refused too: it would be back
+// at the next start, so the message says to remove it from the file.
+func revokeTarget(ks []groundhog.APIKey, arg string) (string, error) {
+	if arg == "" {
+		return "", fmt.Errorf("empty key ID")
+	}
+	var match []groundhog.APIKey
+	for _, k := range ks {
+		if k.ID == arg || strings.HasPrefix(k.ID, arg) {
+			match = append(match, k)
+		}
+	}
+	switch {
+	case len(match) == 0:
+		return "", groundhog.Errorf(groundhog.ENOTFOUND, "no key with id %q (see `groundhog keys list`)", arg)
+	case len(match) > 1:
+		ids := make([]string, 0, len(match))
+		for _, k := range match {
+			ids = append(ids, k.ID+"… ("+k.Tenant+")")
+		}
+		return "", fmt.Errorf("key id %q is ambiguous: it matches %d keys: %s; nothing revoked. Give more of the id (`groundhog keys list`)", arg, len(match), strings.Join(ids, ", "))
+	}
+	k := match[0]
+	if strings.HasPrefix(k.ID, groundhog.ConfigKeyIDPrefix) {
+		return "", fmt.Errorf("key %s… (tenant %q) is declared in the configuration file: revoking it here would last only until the next start. Remove its line (sha256: %s…) from the config file's keys and restart the gateway", k.ID, k.Tenant, k.Hash[:16])
+	}
+	return k.ID, nil
 }

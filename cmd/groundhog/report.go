@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/groundhog-ai/groundhog/ledger"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 func init() {
@@ -58,15 +57,28 @@ reuse by cause with an example request hash each.`,
 			}
 			// sqlite.Open would create an empty database: a typo in --db
 			// must not print an empty report.
-			if _, err := os.Stat(cfg.DB); err != nil {
-				return fmt.Errorf("database %s: %w", cfg.DB, err)
+			if !isPostgresURL(cfg.DB) {
+				if _, err := os.Stat(cfg.DB); err != nil {
+					return fmt.Errorf("database %s: %w", cfg.DB, err)
+				}
 			}
-			db, err := sqlite.Open(cmd.Context(), cfg.DB)
+			db, err := openDatabase(cmd.Context(), cfg)
 			if err != nil {
-				return fmt.Errorf("open database %s: %w", cfg.DB, err)
+				return err
 			}
 			defer db.Close()
-			rep, err := ledger.BuildReport(cmd.Context(), db, ledger.ReportParams{Day: d, Location: loc, Tenant: tenant, Operation: op})
+			// A gateway running on this database may hold answered calls in
+			// its journal that it has not committed yet: read them first
+			// (then the store), so the report includes every answered call.
+			journal := cfg.Ledger.JournalDir
+			if journal == "" {
+				journal = cfg.DB + ".journal"
+			}
+			pending, err := ledger.ReadJournal(journal)
+			if err != nil {
+				return err
+			}
+			rep, err := ledger.BuildReport(cmd.Context(), ledger.WithPending(db, pending), ledger.ReportParams{Day: d, Location: loc, Tenant: tenant, Operation: op})
 			if err != nil {
 				return err
 			}

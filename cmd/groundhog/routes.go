@@ -7,18 +7,22 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/dashboard"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/metrics"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 // extraRoutes registers the management endpoints beside the provider
 // routes: the report and the dashboard (tenant-scoped by the caller's key),
 // the tool operations API, and /metrics.
-func extraRoutes(db *sqlite.DB, idem *idempotency.Service, m *metrics.Metrics, metricsToken string, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
+//
+// reports is the ledger the report and the dashboard read: the store seen
+// through the ledger writer (Writer.Fresh), so they include every call
+// already answered.
+func extraRoutes(reports groundhog.LedgerStore, idem *idempotency.Service, m *metrics.Metrics, metricsToken string, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
 	return func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
-		d := dashboard.New(dashboard.Options{Store: db, Auth: auth, Logger: log})
+		d := dashboard.New(dashboard.Options{Store: reports, Auth: auth, Logger: log})
 		mux.Handle(dashboard.ReportPath, d.ReportHandler())
 		mux.Handle("/groundhog/{$}", d.Handler())
 		ops := idem.Handler(auth)

@@ -21,11 +21,11 @@ import (
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/metrics"
 	"github.com/groundhog-ai/groundhog/observe"
 	"github.com/groundhog-ai/groundhog/sim"
-	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
 func init() {
@@ -49,6 +49,9 @@ built-in simulated provider, on one SQLite file, listening on loopback.`,
 	d := config.Default()
 	fs := cmd.Flags()
 	addConfigFlags(fs, &cf)
+	fs.StringVar(&cf.cfg.Cache.Backend, "cache", d.Cache.Backend, `shared cache tier: "memory" (the database) or a redis:// / rediss:// URL`)
+	fs.StringVar(&cf.cfg.Cache.RedisPrefix, "redis-prefix", d.Cache.RedisPrefix, "prefix of every Redis key and channel")
+	fs.Int64Var(&cf.cfg.Cache.RedisMaxEntryBytes, "redis-max-entry-bytes", d.Cache.RedisMaxEntryBytes, "largest cache entry written to Redis; larger ones stay in the memory tier")
 	fs.StringVar(&cf.cfg.Addr, "addr", d.Addr, "listen address (a non-loopback address requires gateway keys)")
 	fs.StringVar(&cf.cfg.Upstream, "upstream", d.Upstream, `OpenAI-compatible base URL ending in /v1, or "sim" for the built-in simulated provider`)
 	fs.StringVar(&cf.cfg.AnthropicUpstream, "anthropic-upstream", "", `Anthropic base URL (default: "sim" when --upstream is sim, else https://api.anthropic.com/v1)`)
@@ -72,11 +75,12 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := sqlite.Open(ctx, cfg.DB)
+	st, err := openStores(ctx, cfg, log)
 	if err != nil {
-		return fmt.Errorf("open database %s: %w", cfg.DB, err)
+		return err
 	}
-	defer db.Close()
+	defer st.Close()
+	db := st.DB
 	if err := addConfigKeys(ctx, db, cfg.Keys); err != nil {
 		return err
 	}
@@ -108,24 +112,41 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		if cfg.AnthropicUpstream == "sim" {
 			anthropic = simUp
 		}
-		fmt.Fprintf(out, "groundhog: no upstream configured: serving from the built-in simulated provider (%s; bill at %s/sim/v1/bill)\n", base, base)
+		why := "upstream sim"
+		if upstreamUnset {
+			why = "no upstream configured"
+		}
+		fmt.Fprintf(out, "groundhog: %s: serving from the built-in simulated provider (%s; bill at %s/sim/v1/bill)\n", why, base, base)
+	}
+	if cfg.Upstream != "sim" && cfg.OpenAIAPIKey == "" {
+		fmt.Fprintf(out, "groundhog: warning: no OpenAI provider key (set OPENAI_API_KEY or openai_api_key): calls to %s go without one\n", cfg.Upstream)
+	}
+	if cfg.AnthropicUpstream != "sim" && cfg.AnthropicAPIKey == "" {
+		fmt.Fprintf(out, "groundhog: warning: no Anthropic provider key (set ANTHROPIC_API_KEY or anthropic_api_key): calls to %s go without one\n", cfg.AnthropicUpstream)
 	}
 
-	c, err := cache.New(cache.Options{Store: db, MaxBytes: cfg.Cache.MemoryBytes})
+	c, err := cache.New(cache.Options{Store: st.Cache, MaxBytes: cfg.Cache.MemoryBytes})
 	if err != nil {
 		return err
 	}
 	journal := cfg.Ledger.JournalDir
 	if journal == "" {
-		journal = cfg.DB + ".journal"
+		journal = defaultJournalDir(cfg)
 	}
-	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: journal, Logger: log})
+	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: journal, Logger: log, FlushInterval: cfg.Ledger.FlushInterval})
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}
 	var gw *gateway.Server
 	m := metrics.New(func() float64 { return float64(gw.InFlight()) })
+	for name := range cfg.Operations {
+		m.DeclareOperations(name)
+	}
+	for _, r := range cfg.Rules {
+		m.DeclareOperations(r.Operation)
+	}
 	rec := &observe.Recorder{Metrics: m, Log: log}
+	st.register(m)
 	if cfg.Ledger.Disabled {
 		fmt.Fprintln(out, "groundhog: ledger disabled by configuration: no rows, no report")
 	} else {
@@ -141,16 +162,23 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		rec.Tracer = tracer
 		fmt.Fprintf(out, "groundhog: exporting a trace span per call to %s\n", cfg.OTLPEndpoint)
 	}
-	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
+	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log,
+		Notifier: st.notifier()})
 	pct := openPromptCache(cfg, log) // restored from the snapshot beside the database
 	gw = gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, OpenAI: openai, Anthropic: anthropic, PromptCache: pct,
-		Logger: log, Ready: db.Ping, Extra: withStateRoutes(extraRoutes(db, idem, m, cfg.MetricsToken, log), db, cfg, log),
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), OpenAI: openai, Anthropic: anthropic,
+		Logger: log, Ready: st.Ready, Degraded: st.degraded, PromptCache: pct,
+		Extra: withContextRoutes(withStateRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log), db, cfg, log,
+			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),
+		// Keyless only for a loopback gateway that starts without keys: one
+		// that starts with keys, or listens beyond loopback, never serves
+		// without a key, even after its last key is revoked.
+		Keyless: nkeys == 0 && config.IsLoopback(cfg.Addr),
 	})
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	go idem.PurgeLoop(bg, time.Hour)
-	go purgeCache(bg, db, log)
+	go purgeCache(bg, st.Cache, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		_ = lw.Close(context.Background())
@@ -158,13 +186,18 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	base, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+	// No ReadTimeout or WriteTimeout: they would cut long streams (and a
+	// ReadTimeout cancels the request once it fires after the body). The
+	// guard bounds slow clients per request instead: a minimum body rate
+	// and a deadline on each response write.
+	srv := &http.Server{Handler: httpguard.Handler(gw, httpguard.Options{}), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	mode := "keyless: single tenant \"local\""
 	if nkeys > 0 {
 		mode = fmt.Sprintf("%d gateway key(s)", nkeys)
 	}
-	fmt.Fprintf(out, "groundhog: listening on http://%s (database %s, %s)\n", ln.Addr(), cfg.DB, mode)
+	fmt.Fprintf(out, "groundhog: stores: %s\n", st.Describe)
+	fmt.Fprintf(out, "groundhog: listening on http://%s (database %s, %s)\n", ln.Addr(), redact(cfg.DB), mode)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -201,7 +234,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 }
 
 // purgeCache deletes expired cache entries from the store every hour.
-func purgeCache(ctx context.Context, db *sqlite.DB, log *slog.Logger) {
+func purgeCache(ctx context.Context, db groundhog.CacheStore, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
@@ -221,7 +254,7 @@ func purgeCache(ctx context.Context, db *sqlite.DB, log *slog.Logger) {
 // addConfigKeys makes the configuration file's gateway keys (hashes) the
 // store's "cfg-" keys: the missing ones are added, and the ones no longer in
 // the file are removed — deleting a key from the file revokes it.
-func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) error {
+func addConfigKeys(ctx context.Context, db groundhog.KeyStore, keys []config.KeyConfig) error {
 	declared := map[string]bool{}
 	for _, k := range keys {
 		declared[k.SHA256] = true
@@ -231,7 +264,7 @@ func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) 
 		return err
 	}
 	for _, k := range stored {
-		if strings.HasPrefix(k.ID, "cfg-") && !declared[k.Hash] {
+		if strings.HasPrefix(k.ID, groundhog.ConfigKeyIDPrefix) && !declared[k.Hash] {
 			if _, err := db.DeleteKey(ctx, k.ID); err != nil && !groundhog.IsNotFound(err) {
 				return err
 			}
@@ -244,7 +277,7 @@ func addConfigKeys(ctx context.Context, db *sqlite.DB, keys []config.KeyConfig) 
 			return fmt.Errorf("config key %s… is already stored for tenant %q, not %q", k.SHA256[:8], tenant, k.Tenant)
 		case err == nil:
 		case groundhog.IsNotFound(err):
-			if err := db.CreateKey(ctx, groundhog.APIKey{ID: "cfg-" + k.SHA256[:8], Tenant: k.Tenant, Hash: k.SHA256, CreatedAt: time.Now().UTC()}); err != nil {
+			if err := db.CreateKey(ctx, groundhog.APIKey{ID: groundhog.ConfigKeyIDPrefix + k.SHA256[:groundhog.KeyIDHexLen], Tenant: k.Tenant, Hash: k.SHA256, CreatedAt: time.Now().UTC()}); err != nil {
 				return err
 			}
 		default:

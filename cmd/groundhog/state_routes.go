@@ -6,13 +6,12 @@ import (
 
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/evidence"
-	"github.com/groundhog-ai/groundhog/sqlite"
 	"github.com/groundhog-ai/groundhog/state"
 )
 
 // withStateRoutes adds the agent working-state and evidence endpoints
 // (tenant-scoped by the caller's key) to the routes extra registers.
-func withStateRoutes(extra func(*http.ServeMux, func(*http.Request) (string, error)), db *sqlite.DB, cfg *config.Config, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
+func withStateRoutes(extra func(*http.ServeMux, func(*http.Request) (string, error)), db database, cfg *config.Config, log *slog.Logger) func(*http.ServeMux, func(*http.Request) (string, error)) {
 	return func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
 		extra(mux, auth)
 		state.New(db, state.Limits{MaxBytes: cfg.State.MaxBytes}, log).Register(mux, auth)

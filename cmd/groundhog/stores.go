@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/distcoalesce"
+	"github.com/groundhog-ai/groundhog/gateway"
+	"github.com/groundhog-ai/groundhog/idempotency"
+	"github.com/groundhog-ai/groundhog/internal/wake"
+	"github.com/groundhog-ai/groundhog/metrics"
+	"github.com/groundhog-ai/groundhog/postgres"
+	"github.com/groundhog-ai/groundhog/redis"
+	"github.com/groundhog-ai/groundhog/sqlite"
+)
+
+// database is what a durable backend (sqlite, postgres) implements:
+// every store interface of the root package. openDatabase is the one place
+// that knows which backends exist.
+type database interface {
+	groundhog.CacheStore
+	groundhog.LedgerStore
+	groundhog.OperationStore
+	groundhog.KeyStore
+	groundhog.StateStore
+	groundhog.EvidenceStore
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+var (
+	_ database = (*sqlite.DB)(nil)
+	_ database = (*postgres.DB)(nil)
+)
+
+// isPostgresURL reports whether --db names a PostgreSQL database rather
+// than a SQLite file.
+func isPostgresURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// openDatabase opens the durable store of cfg.DB: a SQLite file, or a
+// PostgreSQL database (migrated at open under an advisory lock, so replicas
+// starting together apply each migration once) whose pool size and
+// statement timeout come from cfg.Postgres unless the URL sets them.
+func openDatabase(ctx context.Context, cfg *config.Config) (database, error) {
+	if !isPostgresURL(cfg.DB) {
+		db, err := sqlite.Open(ctx, cfg.DB)
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", cfg.DB, err)
+		}
+		return db, nil
+	}
+	u, err := postgresURL(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db, err := postgres.Open(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", redact(cfg.DB), err)
+	}
+	return db, nil
+}
+
+// postgresURL adds the pool size (pgxpool's pool_max_conns) and the
+// server-side statement_timeout to cfg.DB, where the URL does not already
+// set them.
+func postgresURL(cfg *config.Config) (string, error) {
+	u, err := url.Parse(cfg.DB)
+	if err != nil {
+		return "", fmt.Errorf("--db: invalid PostgreSQL URL: %w", errors.Unwrap(err))
+	}
+	q := u.Query()
+	if !q.Has("pool_max_conns") {
+		q.Set("pool_max_conns", strconv.Itoa(int(cfg.Postgres.MaxConns)))
+	}
+	if !q.Has("statement_timeout") && cfg.Postgres.StatementTimeout > 0 {
+		q.Set("statement_timeout", strconv.FormatInt(cfg.Postgres.StatementTimeout.Milliseconds(), 10))
+	}
+	if !q.Has("application_name") {
+		q.Set("application_name", "groundhog")
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// redact hides the password of a URL for logs and errors; a SQLite path
+// is returned as it is.
+func redact(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// stores are the backends of one serve process.
+type stores struct {
+	// DB keeps operation records, the ledger and keys (and the cache
+	// entries when Cache is DB).
+	DB database
+	// Cache is the shared tier behind the in-memory cache: DB, or Redis.
+	Cache groundhog.CacheStore
+	// Redis is the Redis backend, nil with --cache memory.
+	Redis *redis.DB
+	// Waker carries wake-ups across replicas: Redis pub/sub with --cache
+	// redis, else LISTEN/NOTIFY on PostgreSQL, nil on SQLite (one process).
+	Waker wake.Transport
+	// Describe says which stores are in use, without secrets.
+	Describe string
+
+	closers []func() error
+}
+
+// openStores opens the stores cfg names. On error, whatever was opened is
+// closed.
+func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *stores, err error) {
+	st := &stores{}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	db, err := openDatabase(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st.DB, st.Cache = db, db
+	st.closers = append(st.closers, db.Close)
+	desc := "database sqlite " + cfg.DB
+	if pg, ok := db.(*postgres.DB); ok {
+		desc = fmt.Sprintf("database postgres %s (pool %d, statement timeout %s)", redact(cfg.DB), cfg.Postgres.MaxConns, cfg.Postgres.StatementTimeout)
+		if cfg.Cache.Backend == "memory" {
+			w, err := pg.Listen(ctx, log)
+			if err != nil {
+				return nil, fmt.Errorf("listen for wake-ups: %w", err)
+			}
+			st.Waker = w
+			st.closers = append(st.closers, w.Close)
+			desc += ", wake-ups LISTEN/NOTIFY"
+		}
+	}
+	cdesc := "cache memory tier + the database"
+	if cfg.Cache.Backend != "memory" {
+		rdb, err := redis.Open(ctx, cfg.Cache.Backend, redis.Options{Prefix: cfg.Cache.RedisPrefix,
+			MaxEntryBytes: int(cfg.Cache.RedisMaxEntryBytes), StartDegraded: true, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("open cache %s: %w", redact(cfg.Cache.Backend), err)
+		}
+		st.Redis, st.Cache, st.Waker = rdb, rdb, rdb
+		st.closers = append(st.closers, rdb.Close)
+		cdesc = fmt.Sprintf("cache memory tier + redis %s (prefix %q, entries up to %d bytes), wake-ups pub/sub",
+			redact(cfg.Cache.Backend), cfg.Cache.RedisPrefix, cfg.Cache.RedisMaxEntryBytes)
+	}
+	st.Describe = desc + "; " + cdesc
+	return st, nil
+}
+
+// Ready reports whether the database answers (for /readyz).
+func (st *stores) Ready(ctx context.Context) error { return st.DB.Ping(ctx) }
+
+// Close closes every store, the last opened first.
+func (st *stores) Close() error {
+	var errs []error
+	for i := len(st.closers) - 1; i >= 0; i-- {
+		errs = append(errs, st.closers[i]())
+	}
+	st.closers = nil
+	return errors.Join(errs...)
+}
+
+// notifier is the idempotency stage's cross-replica wake-up, nil on one
+// SQLite process (in-process wake-ups need none).
+func (st *stores) notifier() idempotency.Notifier {
+	if st.Waker == nil {
+		return nil
+	}
+	return wake.IdemNotifier{T: st.Waker}
+}
+
+// defaultJournalDir is the ledger journal's directory when none is
+// configured: beside a SQLite file; for PostgreSQL, a directory in the
+// working directory named by the listen address, so several replicas on
+// one machine keep separate journals and each finds its own again after a
+// crash.
+func defaultJournalDir(cfg *config.Config) string {
+	if !isPostgresURL(cfg.DB) {
+		return cfg.DB + ".journal"
+	}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, cfg.Addr)
+	return "groundhog-" + name + ".journal"
+}
+
+// flights is the cross-replica coalescing of cacheable calls: over Redis
+// when the cache is there, else none (the gateway coalesces in process).
+// The claim's lease is the idempotency lease; a waiter waits at most the
+// upstream timeout.
+func (st *stores) flights(cfg *config.Config, log *slog.Logger) gateway.Flights {
+	if st.Redis == nil {
+		return nil
+	}
+	return distcoalesce.New(distcoalesce.Options{Client: st.Redis.Client(), Prefix: st.Redis.Prefix(), Waker: st.Redis,
+		Lease: cfg.Idempotency.Lease, MaxWait: cfg.UpstreamTimeout, Degraded: st.Redis.Degraded, Logger: log})
+}
+
+// degraded lists the stores running in a degraded mode, for /readyz.
+func (st *stores) degraded() []string {
+	if st.Redis != nil && st.Redis.Degraded() {
+		return []string{"cache: redis unavailable, serving from each replica's memory tier"}
+	}
+	return nil
+}
+
+// register adds the stores' gauges to the metrics.
+func (st *stores) register(m *metrics.Metrics) {
+	if st.Redis == nil {
+		return
+	}
+	m.GaugeFunc("groundhog_cache_redis_degraded", "1 while Redis is unavailable and the cache serves from each replica's memory tier.", func() float64 {
+		if st.Redis.Degraded() {
+			return 1
+		}
+		return 0
+	})
+}

@@ -1,0 +1,254 @@
+// Package distcoalesce coalesces identical cacheable calls across gateway
+// replicas (DESIGN.md §1 "In-flight coalescing", across processes).
+//
+// In-process coalescing (package coalesce) already makes one leader per
+// (tenant, request hash) in each replica; Group.Lead is what that leader
+// calls before paying for an upstream call. The first replica to claim the
+// flight in Redis — SET NX PX of a lease key holding a random token — runs
+// the call; the leaders of the other replicas wait, woken by a pub/sub
+// message when the flight ends (never a hot poll), and then serve the
+// result the flight stored in the shared cache.
+//
+// The claim is a lease renewed while the call runs. A leader whose process
+// dies stops renewing: its claim expires after at most one lease, and one
+// waiter claims it in turn and runs the call. A leader that ends without
+// storing a result (an upstream error, an uncacheable response) releases
+// the claim; again one waiter takes over. No waiter waits past its own
+// context or Options.MaxWait: then it runs the call itself.
+//
+// Redis failures never fail a call: Lead then returns at once and the
+// caller runs the call (correct, only not deduplicated).
+package distcoalesce
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/wake"
+)
+
+// Defaults of Options.
+const (
+	DefaultLease   = 10 * time.Second
+	DefaultMaxWait = 5 * time.Minute
+)
+
+// fallbackPoll is how often a waiter re-reads the claim and the cache when
+// no wake-up arrives: a lost pub/sub message delays it by at most this.
+const fallbackPoll = time.Second
+
+// Options configure a Group.
+type Options struct {
+	Client *goredis.Client // required
+	// Prefix starts the claim keys; it must be the prefix of Waker's
+	// channel when Waker is Redis (the same deployment).
+	Prefix string
+	Waker  wake.Transport // required: wakes the waiters when a flight ends
+	// Lease is the claim's lifetime without renewal (renewed every third of
+	// it while the call runs); default DefaultLease. A dead leader's flight
+	// is taken over after at most one Lease.
+	Lease time.Duration
+	// MaxWait bounds how long a waiter waits for another replica's flight
+	// before running the call itself; default DefaultMaxWait.
+	MaxWait time.Duration
+	// Degraded, when set and true, means Redis is known to be down: Lead
+	// then returns at once (the call runs uncoordinated) without a round
+	// trip or a log line per call.
+	Degraded func() bool
+	Logger   *slog.Logger
+}
+
+// Group coordinates flights across replicas. It is safe for concurrent use.
+type Group struct {
+	o Options
+
+	led, waited, tookOver, errors atomic.Uint64
+	waiting                       atomic.Int64
+}
+
+// Stats are the counters of a Group since New.
+type Stats struct {
+	Led      uint64 // flights this replica claimed and ran
+	Shared   uint64 // calls answered by another replica's flight
+	TookOver uint64 // claims taken after another leader's claim ended without a result
+	Errors   uint64 // Redis failures (the call then ran uncoordinated)
+	Waiting  int64  // calls waiting for another replica's flight now
+}
+
+// New returns a Group.
+func New(o Options) *Group {
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Group{o: o}
+}
+
+// Stats returns the counters.
+func (g *Group) Stats() Stats {
+	return Stats{Led: g.led.Load(), Shared: g.waited.Load(), TookOver: g.tookOver.Load(), Errors: g.errors.Load(), Waiting: g.waiting.Load()}
+}
+
+// renewScript extends the claim KEYS[1] by ARGV[2] ms if it still holds
+// the token ARGV[1].
+var renewScript = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`)
+
+// releaseScript deletes the claim KEYS[1] if it still holds ARGV[1].
+var releaseScript = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`)
+
+func (g *Group) claimKey(tenant, hash string) string {
+	return g.o.Prefix + "f:" + strconv.Itoa(len(tenant)) + "." + tenant + ":" + hash
+}
+
+// Lead coordinates the call (tenant, hash) with the other replicas.
+//
+// lookup reads the shared cache for the call's result (nil when absent).
+// Lead returns either a non-nil entry — another replica's flight stored it
+// while this one waited: serve it and do not call upstream — or a nil entry
+// with done: run the call, store its result in the shared cache, then call
+// done exactly once, which ends the claim (if this replica held it) and
+// wakes the waiters of every replica. done must be called after the cache
+// write, so that a woken waiter finds the result.
+func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry) (*groundhog.CacheEntry, func()) {
+	if g.o.Degraded != nil && g.o.Degraded() {
+		return nil, func() {}
+	}
+	key := g.claimKey(tenant, hash)
+	topic := wake.Topic("f", tenant, hash)
+	// Subscribe before the first claim attempt, so that a flight ending
+	// between a failed claim and the wait cannot be missed.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	woken := g.o.Waker.Wake(wctx, topic)
+	deadline := time.Now().Add(g.o.MaxWait)
+	token := groundhog.NewID()
+	waited := false
+	for {
+		ok, err := g.o.Client.SetNX(ctx, key, token, g.o.Lease).Result()
+		if err != nil {
+			return g.uncoordinated(ctx, err)
+		}
+		if ok {
+			// A flight may have stored its result and ended its claim
+			// between the caller's last cache look-up and this claim:
+			// look once more before paying (one GET per miss).
+			if e := lookup(ctx); e != nil {
+				g.release(key, token, topic)
+				g.waited.Add(1)
+				return e, func() {}
+			}
+			g.led.Add(1)
+			if waited {
+				g.tookOver.Add(1)
+			}
+			return nil, g.hold(key, token, topic)
+		}
+		// Another replica leads: wait for its end, its lease's expiry, our
+		// fallback poll or our own deadline, whichever comes first.
+		waited = true
+		if e := lookup(ctx); e != nil {
+			g.waited.Add(1)
+			return e, func() {}
+		}
+		ttl, err := g.o.Client.PTTL(ctx, key).Result()
+		if err != nil {
+			return g.uncoordinated(ctx, err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, func() {}
+		}
+		wait := min(fallbackPoll, left)
+		if ttl > 0 {
+			wait = min(wait, ttl)
+		}
+		t := time.NewTimer(wait)
+		g.waiting.Add(1)
+		select {
+		case <-woken:
+		case <-t.C:
+		case <-ctx.Done():
+			g.waiting.Add(-1)
+			t.Stop()
+			return nil, func() {}
+		}
+		g.waiting.Add(-1)
+		t.Stop()
+		if e := lookup(ctx); e != nil {
+			g.waited.Add(1)
+			return e, func() {}
+		}
+	}
+}
+
+// uncoordinated logs a Redis failure and lets the caller run the call.
+func (g *Group) uncoordinated(ctx context.Context, err error) (*groundhog.CacheEntry, func()) {
+	if ctx.Err() == nil {
+		g.errors.Add(1)
+		g.o.Logger.Warn("distcoalesce: redis failed; running the call without cross-replica coalescing", "err", err)
+	}
+	return nil, func() {}
+}
+
+// hold renews the claim until the returned function is called, which
+// releases it and wakes the waiters.
+func (g *Group) hold(key, token, topic string) func() {
+	stop := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(g.o.Lease / 3)
+		defer t.Stop()
+		ms := strconv.FormatInt(g.o.Lease.Milliseconds(), 10)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), g.o.Lease/3)
+				n, err := renewScript.Run(ctx, g.o.Client, []string{key}, token, ms).Int()
+				cancel()
+				if err == nil && n == 0 {
+					return // lost: another replica took over; keep running, our result is still good
+				}
+			}
+		}
+	}()
+	var once atomic.Bool
+	return func() {
+		if once.Swap(true) {
+			return
+		}
+		close(stop)
+		<-stopped
+		g.release(key, token, topic)
+	}
+}
+
+func (g *Group) release(key, token, topic string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := releaseScript.Run(ctx, g.o.Client, []string{key}, token).Err(); err != nil {
+		g.o.Logger.Warn("distcoalesce: release claim", "err", err)
+	}
+	g.o.Waker.Publish(topic)
+}

@@ -1,0 +1,195 @@
+package distcoalesce_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/distcoalesce"
+	"github.com/groundhog-ai/groundhog/redis"
+	"github.com/groundhog-ai/groundhog/storetest"
+)
+
+var ctx = context.Background()
+
+// replica is one process's view: its own Redis connections (cache store and
+// wake-ups) and its Group.
+type replica struct {
+	db *redis.DB
+	g  *distcoalesce.Group
+}
+
+func replicas(t *testing.T, n int, o distcoalesce.Options) []replica {
+	t.Helper()
+	url := storetest.RedisURL(t)
+	prefix := "ghtest:" + groundhog.NewID()[:12] + ":"
+	var rs []replica
+	for range n {
+		db, err := redis.Open(ctx, url, redis.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := o
+		o.Client, o.Prefix, o.Waker = db.Client(), prefix, db
+		rs = append(rs, replica{db: db, g: distcoalesce.New(o)})
+	}
+	t.Cleanup(func() {
+		c := rs[0].db.Client()
+		keys, _ := c.Keys(ctx, prefix+"*").Result()
+		if len(keys) > 0 {
+			c.Del(ctx, keys...)
+		}
+		for _, r := range rs {
+			r.db.Close()
+		}
+	})
+	return rs
+}
+
+// waitingOn returns once r has a call waiting for another replica's
+// flight (its claim attempt failed and it sleeps on the wake-up).
+func (r replica) waitingOn() {
+	for r.g.Stats().Waiting == 0 {
+		runtime.Gosched()
+	}
+}
+
+func (r replica) lookup(tenant, hash string) func(context.Context) *groundhog.CacheEntry {
+	return func(ctx context.Context) *groundhog.CacheEntry {
+		e, err := r.db.GetCache(ctx, tenant, hash, time.Now())
+		if err != nil {
+			return nil
+		}
+		return e
+	}
+}
+
+func result(tenant, hash, body string) *groundhog.CacheEntry {
+	now := time.Now()
+	return &groundhog.CacheEntry{Tenant: tenant, RequestHash: hash, Shape: groundhog.ShapeChat, CreatedAt: now, ExpiresAt: now.Add(time.Hour),
+		Response: groundhog.Response{Status: 200, ContentType: "application/json", Body: []byte(body)}}
+}
+
+type led struct {
+	e    *groundhog.CacheEntry
+	done func()
+}
+
+func leadAsync(r replica, c context.Context, tenant, hash string) <-chan led {
+	ch := make(chan led, 1)
+	go func() {
+		e, done := r.g.Lead(c, tenant, hash, r.lookup(tenant, hash))
+		ch <- led{e, done}
+	}()
+	return ch
+}
+
+// A follower on another replica waits for the leader's flight and gets its
+// stored result without running the call.
+func TestFollowerOnAnotherReplicaGetsLeadersResult(t *testing.T) {
+	rs := replicas(t, 2, distcoalesce.Options{Lease: 5 * time.Second})
+	a, b := rs[0], rs[1]
+	e, done := a.g.Lead(ctx, "acme", "sha256:h", a.lookup("acme", "sha256:h"))
+	if e != nil {
+		t.Fatal("the first replica got an entry; want the claim")
+	}
+	follower := leadAsync(b, ctx, "acme", "sha256:h")
+	// Another tenant's identical hash is another flight: it is not blocked.
+	other := <-leadAsync(b, ctx, "globex", "sha256:h")
+	if other.e != nil {
+		t.Fatal("another tenant's call was given an entry")
+	}
+	other.done()
+	b.waitingOn()
+	if err := a.db.PutCache(ctx, result("acme", "sha256:h", `{"answer":42}`)); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	f := <-follower
+	if f.e == nil || string(f.e.Response.Body) != `{"answer":42}` {
+		t.Fatalf("follower entry = %v, want the leader's result", f.e)
+	}
+	if st := b.g.Stats(); st.Shared != 1 || st.Led != 1 { // Led: globex's flight
+		t.Errorf("follower stats = %+v, want Shared 1, Led 1", st)
+	}
+}
+
+// A leader that dies (its claim is never renewed nor released) is taken
+// over by one waiter once the lease expires.
+func TestDeadLeaderIsTakenOverAfterLease(t *testing.T) {
+	rs := replicas(t, 2, distcoalesce.Options{Lease: 300 * time.Millisecond})
+	a, b := rs[0], rs[1]
+	// The dead leader: a claim nobody renews.
+	if err := a.db.Client().Set(ctx, a.db.Prefix()+"f:4.acme:sha256:d", "dead-token", 300*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-leadAsync(b, ctx, "acme", "sha256:d")
+	if got.e != nil {
+		t.Fatal("got an entry although the dead leader stored none")
+	}
+	got.done()
+	if st := b.g.Stats(); st.TookOver != 1 || st.Led != 1 {
+		t.Errorf("stats = %+v, want TookOver 1 and Led 1", st)
+	}
+}
+
+// A leader that ends without a result (upstream error) releases its claim
+// and wakes the waiter, which runs the call itself.
+func TestFailedLeaderHandsOver(t *testing.T) {
+	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute})
+	a, b := rs[0], rs[1]
+	_, done := a.g.Lead(ctx, "acme", "sha256:f", a.lookup("acme", "sha256:f"))
+	follower := leadAsync(b, ctx, "acme", "sha256:f")
+	b.waitingOn()
+	done() // no cache write
+	got := <-follower
+	if got.e != nil {
+		t.Fatal("got an entry although the leader stored none")
+	}
+	got.done()
+	if st := b.g.Stats(); st.TookOver != 1 {
+		t.Errorf("stats = %+v, want TookOver 1", st)
+	}
+}
+
+// No waiter waits past its own context or MaxWait.
+func TestWaiterBoundedByItsDeadline(t *testing.T) {
+	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute, MaxWait: 200 * time.Millisecond})
+	a, b := rs[0], rs[1]
+	_, done := a.g.Lead(ctx, "acme", "sha256:w", a.lookup("acme", "sha256:w"))
+	defer done()
+	got := <-leadAsync(b, ctx, "acme", "sha256:w")
+	if got.e != nil {
+		t.Fatal("entry without a result stored")
+	}
+	got.done()
+	cctx, cancel := context.WithCancel(ctx)
+	ch := leadAsync(rs[1], cctx, "acme", "sha256:w")
+	cancel()
+	if got := <-ch; got.e != nil {
+		t.Fatal("entry after cancellation")
+	}
+}
+
+// A flight that stored its result and ended between the caller's cache
+// look-up and its claim is not run again: the claim is followed by one more
+// look-up.
+func TestFlightEndedJustBeforeTheClaimIsNotRunAgain(t *testing.T) {
+	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute})
+	a, b := rs[0], rs[1]
+	_, done := a.g.Lead(ctx, "acme", "sha256:j", a.lookup("acme", "sha256:j"))
+	if err := a.db.PutCache(ctx, result("acme", "sha256:j", `{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	e, bdone := b.g.Lead(ctx, "acme", "sha256:j", b.lookup("acme", "sha256:j"))
+	defer bdone()
+	if e == nil || string(e.Response.Body) != `{"n":1}` {
+		t.Fatalf("entry = %v, want the ended flight's result", e)
+	}
+	if st := b.g.Stats(); st.Led != 0 || st.Shared != 1 {
+		t.Errorf("stats = %+v, want Led 0, Shared 1", st)
+	}
+}

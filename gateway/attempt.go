@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"net"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire"
+)
+
+// An upstream attempt that fails may still have been billed by the
+// provider: it answered and the connection broke before the gateway had the
+// whole response (a drop after success, a reset mid-stream, a client that
+// left and cancelled the call). Such an attempt is never booked as a known
+// $0. The flight records in call.spent what the gateway knows:
+//   - 0 when the provider cannot have billed: nothing was sent (a dial
+//     error), or it answered with an error status (providers do not bill
+//     error responses);
+//   - the priced usage, when the provider's usage report arrived before the
+//     failure (the usage chunk or event of a stream that broke off later);
+//   - CostUnknown otherwise: the provider may have billed, the gateway cannot
+//     say how much (counted in the report's unknown_cost_calls).
+//
+// c.spent is written by the flight's goroutine before it returns and read by
+// the leader's handler only after the flight's outcome is delivered (the
+// flight's mutex orders the two).
+
+// spentOnTransportError is what an attempt whose request failed in transit
+// cost: nothing if the connection was never made, else unknown.
+func spentOnTransportError(err error) groundhog.Money {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return 0
+	}
+	return groundhog.CostUnknown
+}
+
+// spentOnBrokenStream is what a stream that ended before completion cost:
+// its usage priced when the provider's usage report was among the events
+// received, else unknown.
+func (s *Server) spentOnBrokenStream(c *call, events []groundhog.Event) groundhog.Money {
+	if c.shape == groundhog.ShapeMessages && !hasMessageDelta(events) {
+		// message_start carries only the input and a placeholder output
+		// count; the real output count comes with message_delta.
+		return groundhog.CostUnknown
+	}
+	model, u, err := wire.UsageFromEvents(c.shape, events)
+	if err != nil || u.OutputTokens == 0 {
+		return groundhog.CostUnknown // no final usage report: the bill is not known
+	}
+	return s.price(c, model, u)
+}
+
+// price returns the cost of usage u of the response's model, falling back
+// to the request's model when the response's is not in the price table (a
+// provider may answer with a name the table does not know, such as a
+// dated snapshot or an alias).
+func (s *Server) price(c *call, model string, u groundhog.Usage) groundhog.Money {
+	if u == (groundhog.Usage{}) {
+		return groundhog.CostUnknown // no usage reported: unknown, never a silent 0
+	}
+	cost := s.cfg.PriceTable.Cost(firstNonEmpty(model, c.fp.Model), u)
+	if !cost.Known() && model != c.fp.Model {
+		cost = s.cfg.PriceTable.Cost(c.fp.Model, u)
+	}
+	return cost
+}
+
+// failedRow is the ledger row of a call whose flight failed. The leader's
+// row carries what the failed attempt cost (c.spent); a follower paid
+// nothing.
+func (s *Server) failedRow(c *call, leader bool, status int) groundhog.LedgerEntry {
+	row := s.row(c, groundhog.OutcomeError, status)
+	if leader {
+		row.Cost, row.FullCost = c.spent, c.spent
+	}
+	return row
+}
+
+func hasMessageDelta(events []groundhog.Event) bool {
+	for _, ev := range events {
+		if ev.Name == "message_delta" || bytes.Contains(ev.Data, []byte(`"message_delta"`)) {
+			return true
+		}
+	}
+	return false
+}
+
+// savedHeader is the Groundhog-Saved-USD value of a call with the given
+// outcome that answered with resp: a call that avoided the provider (a hit,
+// a coalesced answer, a replay) saved resp's cost, which is "unknown" when
+// the model is not priced — never 0.000000.
+func savedHeader(outcome groundhog.Outcome, saved groundhog.Money, resp *groundhog.Response) string {
+	switch outcome {
+	case groundhog.OutcomeCacheHit, groundhog.OutcomeCoalesced, groundhog.OutcomeReplayed:
+		if resp == nil || !resp.Cost.Known() {
+			return "unknown"
+		}
+	}
+	return costString(saved)
+}

@@ -1,0 +1,98 @@
+package gateway_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/gateway"
+)
+
+// otherReplicas stands in for the rest of the deployment behind the
+// gateway.Flights seam (package distcoalesce is tested against real Redis):
+// it either hands back an entry "another replica stored", or lets the call
+// run and checks, when done is called, that the result is already in the
+// shared cache.
+type otherReplicas struct {
+	mu        sync.Mutex
+	shared    *groundhog.CacheEntry // returned by Lead when set
+	calls     int
+	doneCalls int
+	storedAt  bool // the entry was in the cache when done ran
+	store     func(ctx context.Context, tenant, hash string) bool
+}
+
+func (o *otherReplicas) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry) (*groundhog.CacheEntry, func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls++
+	if o.shared != nil {
+		e := *o.shared
+		e.Tenant, e.RequestHash = tenant, hash
+		return &e, func() {}
+	}
+	return nil, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.doneCalls++
+		o.storedAt = o.store(context.Background(), tenant, hash)
+	}
+}
+
+func withFlights(f gateway.Flights) harnessOpt { return func(s *setup) { s.flights = f } }
+
+const flightBody = `{"model":"sim-small","messages":[{"role":"user","content":"flights"}]}`
+
+func TestFlightsSharedResultIsServedWithoutUpstream(t *testing.T) {
+	o := &otherReplicas{shared: &groundhog.CacheEntry{Shape: groundhog.ShapeChat, Response: groundhog.Response{
+		Status: 200, ContentType: "application/json", Body: []byte(`{"id":"from-replica-b","object":"chat.completion","choices":[]}`), Cost: 1000}}}
+	h := newHarness(t, withFlights(o))
+	res, body := h.post("/v1/chat/completions", flightBody, map[string]string{"Groundhog-Cache": "use"})
+	if res.StatusCode != 200 || string(body) != string(o.shared.Response.Body) {
+		t.Fatalf("status %d body %s, want the other replica's result", res.StatusCode, body)
+	}
+	if got := res.Header.Get("Groundhog-Cache"); got != "hit" {
+		t.Errorf("Groundhog-Cache = %q, want hit", got)
+	}
+	if b := h.bill(); b.Calls != 0 {
+		t.Errorf("the sim billed %d calls, want 0", b.Calls)
+	}
+}
+
+func TestFlightsDoneAfterTheCacheWrite(t *testing.T) {
+	o := &otherReplicas{}
+	h := newHarness(t, withFlights(o))
+	o.store = func(ctx context.Context, tenant, hash string) bool {
+		_, err := h.DB.GetCache(ctx, tenant, hash, time.Now())
+		return err == nil
+	}
+	res, _ := h.post("/v1/chat/completions", flightBody, map[string]string{"Groundhog-Cache": "use"})
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.calls != 1 || o.doneCalls != 1 || !o.storedAt {
+		t.Errorf("Lead %d, done %d, entry stored before done: %v; want 1, 1, true", o.calls, o.doneCalls, o.storedAt)
+	}
+	if b := h.bill(); b.Calls != 1 {
+		t.Errorf("the sim billed %d calls, want 1", b.Calls)
+	}
+}
+
+// Calls that do not use the cache have no stored result to share: they
+// never reach the cross-replica stage.
+func TestFlightsOnlyForCacheUsingCalls(t *testing.T) {
+	o := &otherReplicas{}
+	h := newHarness(t, withFlights(o))
+	for _, hdr := range []map[string]string{nil, {"Groundhog-Cache": "bypass"}, {"Groundhog-Cache": "use", "Cache-Control": "no-store"}} {
+		if res, _ := h.post("/v1/chat/completions", flightBody, hdr); res.StatusCode != 200 {
+			t.Fatalf("%v: status %d", hdr, res.StatusCode)
+		}
+	}
+	if o.calls != 0 {
+		t.Errorf("Lead called %d times for calls that do not use the cache", o.calls)
+	}
+}

@@ -1,0 +1,130 @@
+// Package httpguard bounds how long a slow client can hold a request's
+// goroutine: a minimum request-body rate, and a deadline on every response
+// write, without a whole-response WriteTimeout (which would cut a long
+// stream) or a ReadTimeout (whose expiry, once the body is read, cancels the
+// request's context in net/http's background read).
+package httpguard
+
+import (
+	"io"
+	"net/http"
+	"time"
+)
+
+// Options bound a request. Zero values take the defaults.
+type Options struct {
+	// BodyGrace is how long the body may take before MinBodyRate applies:
+	// the body's deadline is arrival + BodyGrace + received/MinBodyRate.
+	// Default 15s.
+	BodyGrace time.Duration
+	// MinBodyRate is the least average rate, in bytes per second, a client
+	// must send its body at once BodyGrace is spent. Default 4096.
+	MinBodyRate int64
+	// WriteIdle bounds each response write (and flush): a client that stops
+	// reading for that long loses the connection. A stream that keeps
+	// writing is never cut. Default 60s.
+	WriteIdle time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.BodyGrace <= 0 {
+		o.BodyGrace = 15 * time.Second
+	}
+	if o.MinBodyRate <= 0 {
+		o.MinBodyRate = 4096
+	}
+	if o.WriteIdle <= 0 {
+		o.WriteIdle = 60 * time.Second
+	}
+	return o
+}
+
+// Handler wraps h with the bounds of o. It relies on
+// http.ResponseController read and write deadlines (HTTP/1 and HTTP/2
+// servers of net/http support them); where they are unsupported it changes
+// nothing.
+func Handler(h http.Handler, o Options) http.Handler {
+	o = o.withDefaults()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.Body != nil && r.Body != http.NoBody {
+			b := &rateBody{r: r.Body, rc: rc, start: time.Now(), o: o, length: r.ContentLength}
+			b.extend()
+			r.Body = b
+			// The next request on the connection sets its own deadlines;
+			// clearing ours here only matters for a handler that returns
+			// without reading the body.
+			defer b.clear()
+		}
+		// A deadline left by the previous request on this connection must
+		// not cut this one while it waits for its upstream; and the
+		// server's final flush after the handler gets a fresh one.
+		_ = rc.SetWriteDeadline(time.Time{})
+		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(o.WriteIdle)) }()
+		h.ServeHTTP(&writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle}, r)
+	})
+}
+
+// rateBody moves the connection's read deadline forward as bytes arrive,
+// and clears it once the body is read, so net/http's background read
+// (which detects a client that goes away) never hits it.
+type rateBody struct {
+	r      io.ReadCloser
+	rc     *http.ResponseController
+	start  time.Time
+	o      Options
+	length int64 // Content-Length, or -1
+	n      int64
+	done   bool
+}
+
+func (b *rateBody) extend() {
+	d := b.o.BodyGrace + time.Duration(b.n*int64(time.Second)/b.o.MinBodyRate)
+	_ = b.rc.SetReadDeadline(b.start.Add(d))
+}
+
+func (b *rateBody) clear() {
+	if !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+}
+
+func (b *rateBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	switch {
+	case err != nil || (b.length >= 0 && b.n >= b.length):
+		b.clear()
+	case n > 0:
+		b.extend()
+	}
+	return n, err
+}
+
+func (b *rateBody) Close() error { return b.r.Close() }
+
+// writer sets a write deadline before every write and flush.
+type writer struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	return w.ResponseWriter.Write(p)
+}
+
+// FlushError flushes through to the connection under the write deadline;
+// http.ResponseController finds it.
+func (w *writer) FlushError() error {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	return w.rc.Flush()
+}
+
+// Flush implements http.Flusher for handlers that assert it.
+func (w *writer) Flush() { _ = w.FlushError() }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }

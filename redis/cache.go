@@ -1,0 +1,264 @@
+package redis
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// magic starts every stored entry; the digit is the encoding's version.
+var magic = []byte("ghc1")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// record is the JSON form of a stored entry. Times are unix nanoseconds so
+// that they round-trip exactly (0 = zero time).
+type record struct {
+	Tenant    string             `json:"t"`
+	Hash      string             `json:"h"`
+	Shape     groundhog.Shape    `json:"s"`
+	Response  groundhog.Response `json:"r"`
+	CreatedAt int64              `json:"c"`
+	ExpiresAt int64              `json:"e"`
+}
+
+func (db *DB) cacheKey(tenant, hash string) string {
+	return db.prefix + "c:" + strconv.Itoa(len(tenant)) + "." + tenant + ":" + hash
+}
+
+func (db *DB) expiryKey() string { return db.prefix + "cache-expiry" }
+
+// encode returns the stored bytes of e: magic, big-endian payload length,
+// CRC-32C of the payload, payload.
+func encode(e *groundhog.CacheEntry) ([]byte, error) {
+	payload, err := json.Marshal(record{Tenant: e.Tenant, Hash: e.RequestHash, Shape: e.Shape, Response: e.Response,
+		CreatedAt: unixNano(e.CreatedAt), ExpiresAt: unixNano(e.ExpiresAt)})
+	if err != nil {
+		return nil, fmt.Errorf("redis: encode entry: %w", err)
+	}
+	b := make([]byte, 0, len(magic)+8+len(payload))
+	b = append(b, magic...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(payload, castagnoli))
+	return append(b, payload...), nil
+}
+
+var errCorrupt = errors.New("corrupt cache entry")
+
+// decode parses bytes written by encode; anything else is errCorrupt.
+func decode(b []byte) (*groundhog.CacheEntry, error) {
+	h := len(magic) + 8
+	if len(b) < h || !bytes.Equal(b[:len(magic)], magic) {
+		return nil, errCorrupt
+	}
+	n := binary.BigEndian.Uint32(b[len(magic):])
+	sum := binary.BigEndian.Uint32(b[len(magic)+4:])
+	payload := b[h:]
+	if uint64(len(payload)) != uint64(n) || crc32.Checksum(payload, castagnoli) != sum {
+		return nil, errCorrupt
+	}
+	var r record
+	if err := json.Unmarshal(payload, &r); err != nil {
+		return nil, errCorrupt
+	}
+	return &groundhog.CacheEntry{Tenant: r.Tenant, RequestHash: r.Hash, Shape: r.Shape, Response: r.Response,
+		CreatedAt: fromUnixNano(r.CreatedAt), ExpiresAt: fromUnixNano(r.ExpiresAt)}, nil
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// delIfSame deletes KEYS[1] (and its expiry index member in KEYS[2]) only
+// if it still holds ARGV[1]: a concurrent PutCache that replaced a corrupt
+// or expired entry must not lose its entry.
+var delIfSame = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], KEYS[1])
+  return 1
+end
+return 0`)
+
+// GetCache returns the entry for (tenant, hash) live at now. A corrupt or
+// truncated entry is deleted and reported as ENOTFOUND.
+func (db *DB) GetCache(ctx context.Context, tenant, hash string, now time.Time) (*groundhog.CacheEntry, error) {
+	if db.Degraded() {
+		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found (redis unavailable)")
+	}
+	k := db.cacheKey(tenant, hash)
+	b, err := db.rdb.Get(ctx, k).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found")
+	}
+	if err != nil {
+		if db.failed(mapErr(err)) != nil && db.Degraded() {
+			return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found (redis unavailable)")
+		}
+		return nil, mapErr(fmt.Errorf("redis: get cache: %w", err))
+	}
+	e, err := decode(b)
+	if err == nil && (e.Tenant != tenant || e.RequestHash != hash) {
+		err = errCorrupt
+	}
+	if err != nil {
+		db.corrupt.Add(1)
+		db.log.Warn("redis: corrupt cache entry deleted", "tenant", tenant, "hash", hash, "bytes", len(b))
+		if derr := delIfSame.Run(ctx, db.rdb, []string{k, db.expiryKey()}, b).Err(); derr != nil {
+			db.log.Warn("redis: delete corrupt cache entry", "err", derr)
+		}
+		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found (a corrupt entry was deleted)")
+	}
+	if e.Expired(now) {
+		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry expired")
+	}
+	return e, nil
+}
+
+// PutCache stores e with a native TTL of e.ExpiresAt − e.CreatedAt (the
+// wall clock's remaining time when CreatedAt is zero); exact expiry is still
+// decided by GetCache against its now. An entry over MaxEntryBytes, or with
+// no lifetime left, is not stored: any older entry of the key is deleted and
+// PutCache succeeds.
+func (db *DB) PutCache(ctx context.Context, e *groundhog.CacheEntry) error {
+	if db.Degraded() {
+		return nil
+	}
+	k := db.cacheKey(e.Tenant, e.RequestHash)
+	b, err := encode(e)
+	if err != nil {
+		return err
+	}
+	var ttl time.Duration
+	if !e.ExpiresAt.IsZero() {
+		if e.CreatedAt.IsZero() {
+			ttl = time.Until(e.ExpiresAt)
+		} else {
+			ttl = e.ExpiresAt.Sub(e.CreatedAt)
+		}
+	}
+	if len(b) > db.maxEntry || (!e.ExpiresAt.IsZero() && ttl < time.Millisecond) {
+		if len(b) > db.maxEntry {
+			db.skipped.Add(1)
+		}
+		return db.DeleteCache(ctx, e.Tenant, e.RequestHash)
+	}
+	_, err = db.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		if e.ExpiresAt.IsZero() {
+			p.Set(ctx, k, b, 0)
+			p.ZRem(ctx, db.expiryKey(), k)
+		} else {
+			p.Set(ctx, k, b, ttl)
+			p.ZAdd(ctx, db.expiryKey(), goredis.Z{Score: float64(e.ExpiresAt.UnixNano()), Member: k})
+		}
+		return nil
+	})
+	if err != nil {
+		return db.tolerate(fmt.Errorf("redis: put cache: %w", err))
+	}
+	return nil
+}
+
+// DeleteCache removes the entry for (tenant, hash).
+func (db *DB) DeleteCache(ctx context.Context, tenant, hash string) error {
+	if db.Degraded() {
+		return nil
+	}
+	k := db.cacheKey(tenant, hash)
+	_, err := db.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Del(ctx, k)
+		p.ZRem(ctx, db.expiryKey(), k)
+		return nil
+	})
+	if err != nil {
+		return db.tolerate(fmt.Errorf("redis: delete cache: %w", err))
+	}
+	return nil
+}
+
+// purgeBatch bounds the index members read per round of PurgeCache.
+const purgeBatch = 500
+
+// PurgeCache deletes the entries expired at now and returns how many it
+// deleted. Redis expires entries natively, so this mostly trims the expiry
+// index of entries Redis already dropped (those are not counted). The index
+// scores are float64 nanoseconds, exact only to a few hundred nanoseconds,
+// so candidates are read with a millisecond of margin and each one's exact
+// expiry is checked against now before it is deleted.
+func (db *DB) PurgeCache(ctx context.Context, now time.Time) (int, error) {
+	if db.Degraded() {
+		return 0, nil
+	}
+	max := strconv.FormatFloat(float64(now.Add(time.Millisecond).UnixNano()), 'f', 0, 64)
+	deleted := 0
+	offset := int64(0)
+	for {
+		keys, err := db.rdb.ZRangeByScore(ctx, db.expiryKey(), &goredis.ZRangeBy{Min: "-inf", Max: max, Offset: offset, Count: purgeBatch}).Result()
+		if err != nil {
+			return deleted, mapErr(fmt.Errorf("redis: purge cache: %w", err))
+		}
+		if len(keys) == 0 {
+			return deleted, nil
+		}
+		vals, err := db.rdb.MGet(ctx, keys...).Result()
+		if err != nil {
+			return deleted, mapErr(fmt.Errorf("redis: purge cache: %w", err))
+		}
+		kept := int64(0)
+		for i, v := range vals {
+			s, ok := v.(string)
+			if !ok { // already expired by Redis: drop the index member
+				if err := db.rdb.ZRem(ctx, db.expiryKey(), keys[i]).Err(); err != nil {
+					return deleted, mapErr(fmt.Errorf("redis: purge cache: %w", err))
+				}
+				continue
+			}
+			e, derr := decode([]byte(s))
+			if derr == nil && !e.Expired(now) {
+				kept++ // within the score's margin but still live
+				continue
+			}
+			n, err := delIfSame.Run(ctx, db.rdb, []string{keys[i], db.expiryKey()}, s).Int()
+			if err != nil {
+				return deleted, mapErr(fmt.Errorf("redis: purge cache: %w", err))
+			}
+			if n == 1 && derr == nil {
+				deleted++
+			} else if n == 0 {
+				kept++ // replaced meanwhile: its new index score decides
+			}
+		}
+		offset += kept
+	}
+}
+
+// tolerate maps a failed write: when Redis is unreachable the DB turns
+// degraded and the write is dropped without an error (the memory tier
+// keeps the entry); any other error is returned.
+func (db *DB) tolerate(err error) error {
+	err = mapErr(err)
+	if db.failed(err) != nil && db.Degraded() {
+		return nil
+	}
+	return err
+}

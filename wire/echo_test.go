@@ -1,0 +1,37 @@
+package wire
+
+import (
+	"testing"
+
+	groundhog "github.com/groundhog-ai/groundhog"
+)
+
+func TestRewriteEcho(t *testing.T) {
+	stored := `{"id":"resp_1","object":"response","status":"completed","metadata":{"owner":"alice"},"store":false,"user":"alice","output":[]}`
+	got := string(RewriteEcho(groundhog.ShapeResponses, []byte(`{"model":"m","input":"x","user":"carol","store":false}`), []byte(stored)))
+	want := `{"id":"resp_1","object":"response","status":"completed","metadata":{},"store":false,"user":"carol","output":[]}`
+	if got != want {
+		t.Errorf("body:\n got %s\nwant %s", got, want)
+	}
+	// Fields the provider did not echo are not added; chat echoes nothing.
+	if got := string(RewriteEcho(groundhog.ShapeResponses, []byte(`{"user":"carol"}`), []byte(`{"id":"r"}`))); got != `{"id":"r"}` {
+		t.Errorf("added a field: %s", got)
+	}
+	chat := `{"id":"c","choices":[]}`
+	if got := string(RewriteEcho(groundhog.ShapeChat, []byte(`{"user":"carol"}`), []byte(chat))); got != chat {
+		t.Errorf("chat changed: %s", got)
+	}
+	rw := NewEchoRewriter(groundhog.ShapeResponses, []byte(`{"user":"carol","metadata":{"k":"v"}}`))
+	ev := groundhog.Event{Name: "response.completed", Data: []byte(`{"type":"response.completed","response":{"id":"r","user":"alice","metadata":{"owner":"alice"}}}`)}
+	orig := string(ev.Data)
+	out := rw.Event(ev)
+	if string(out.Data) != `{"type":"response.completed","response":{"id":"r","user":"carol","metadata":{"k":"v"}}}` || out.Name != ev.Name {
+		t.Errorf("event: %s", out.Data)
+	}
+	if string(ev.Data) != orig {
+		t.Error("the shared event was modified")
+	}
+	if NewEchoRewriter(groundhog.ShapeMessages, []byte(`{}`)) != nil {
+		t.Error("messages echo nothing")
+	}
+}

@@ -1,0 +1,172 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+
+	groundhog "github.com/groundhog-ai/groundhog"
+)
+
+// Storable reports whether a complete, successful response body of shape
+// may be stored in the cache. A refusal by policy may not (DESIGN.md §1):
+// the provider declined this request once, a later identical request may be
+// answered, and a stored refusal would be replayed to every caller for the
+// entry's whole lifetime. The refusal is still passed to its client and
+// ledgered; it is only never stored. What counts as a refusal, per shape:
+//   - chat: a choice whose finish_reason is "content_filter", or whose
+//     message carries a non-empty refusal;
+//   - responses: status "incomplete" with incomplete_details.reason
+//     "content_filter", or an output content part of type "refusal";
+//   - messages: stop_reason "refusal";
+//   - embeddings: never.
+//
+// A body that does not parse is not storable either.
+func Storable(shape groundhog.Shape, body []byte) bool {
+	if shape != groundhog.ShapeEmbeddings && json.Valid(body) && !mayRefuse(body) {
+		return true // the common case, without parsing: no refusal marker at all
+	}
+	o, err := parseObject(body)
+	if err != nil {
+		return false
+	}
+	switch shape {
+	case groundhog.ShapeChat:
+		return !chatBodyRefused(o)
+	case groundhog.ShapeResponses:
+		return !responsesRefused(o)
+	case groundhog.ShapeMessages:
+		s, _ := o.str("stop_reason")
+		return s != "refusal"
+	case groundhog.ShapeEmbeddings:
+		return true
+	}
+	return false
+}
+
+// StorableEvents is Storable for a complete stream of shape: no event of
+// it signals a refusal (the same rules, on the stream's events: chat
+// chunks' finish_reason and delta.refusal, the Responses refusal events
+// and terminal response, the Messages message_delta stop_reason).
+func StorableEvents(shape groundhog.Shape, events []groundhog.Event) bool {
+	for _, ev := range events {
+		if isDone(ev.Data) || !mayRefuse(ev.Data) {
+			continue
+		}
+		o, err := parseObject(ev.Data)
+		if err != nil {
+			continue // not an event this package reads; StreamComplete judged the stream
+		}
+		switch shape {
+		case groundhog.ShapeChat:
+			if chatChunkRefused(o) {
+				return false
+			}
+		case groundhog.ShapeResponses:
+			if responsesEventRefused(o) {
+				return false
+			}
+		case groundhog.ShapeMessages:
+			if t, _ := o.str("type"); t == "message_delta" {
+				if d, ok := o.obj("delta"); ok {
+					if s, _ := d.str("stop_reason"); s == "refusal" {
+						return false
+					}
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// mayRefuse reports whether b holds one of the words every refusal signal
+// contains ("content_filter", or "refusal" as a key, a value or in an event
+// type); without either, b cannot be a refusal and need not be parsed.
+// Providers do not \u-escape ASCII in these names.
+func mayRefuse(b []byte) bool {
+	return bytes.Contains(b, []byte("content_filter")) || bytes.Contains(b, []byte("refusal"))
+}
+
+func isDone(b []byte) bool { return string(b) == "[DONE]" }
+
+// chatBodyRefused: a choice ended by the content filter or carrying a
+// refusal message.
+func chatBodyRefused(o object) bool {
+	return chatChoicesRefused(o, "message")
+}
+
+// chatChunkRefused is chatBodyRefused for one stream chunk (delta).
+func chatChunkRefused(o object) bool {
+	return chatChoicesRefused(o, "delta")
+}
+
+func chatChoicesRefused(o object, part string) bool {
+	choices, _ := o.arr("choices")
+	for _, raw := range choices {
+		ch, err := parseCompactObject(raw)
+		if err != nil {
+			continue
+		}
+		if fr, _ := ch.str("finish_reason"); fr == "content_filter" {
+			return true
+		}
+		if m, ok := ch.obj(part); ok {
+			if r, ok := m.str("refusal"); ok && r != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// responsesRefused: a response object stopped by the content filter or with
+// a refusal content part.
+func responsesRefused(o object) bool {
+	if st, _ := o.str("status"); st == "incomplete" {
+		if d, ok := o.obj("incomplete_details"); ok {
+			if r, _ := d.str("reason"); r == "content_filter" {
+				return true
+			}
+		}
+	}
+	output, _ := o.arr("output")
+	for _, raw := range output {
+		item, err := parseCompactObject(raw)
+		if err != nil {
+			continue
+		}
+		content, _ := item.arr("content")
+		for _, c := range content {
+			var part struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(c, &part) == nil && part.Type == "refusal" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// responsesEventRefused: a refusal event, or a terminal event whose
+// response is refused.
+func responsesEventRefused(o object) bool {
+	t, _ := o.str("type")
+	switch t {
+	case "response.refusal.delta", "response.refusal.done":
+		return true
+	}
+	if r, ok := o.obj("response"); ok {
+		return responsesRefused(r)
+	}
+	if item, ok := o.obj("item"); ok { // response.output_item.done
+		return responsesRefused(object{{key: "output", val: jsonArray([]json.RawMessage{item.raw()})}})
+	}
+	if part, ok := o.obj("part"); ok { // response.content_part.added / done
+		if pt, _ := part.str("type"); pt == "refusal" {
+			return true
+		}
+	}
+	return false
+}
