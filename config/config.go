@@ -139,6 +139,9 @@ type Operation struct {
 	Versions string        `yaml:"versions"` // declared config versions joining the key, e.g. "prompt=4"
 	// PromptCache is the operation's provider prompt-cache policy.
 	PromptCache OperationPromptCache `yaml:"prompt_cache"`
+	// Coalesce makes identical calls in flight share one upstream call
+	// even with the cache off; nil means "when the cache is on".
+	Coalesce *bool `yaml:"coalesce"`
 }
 
 // OperationPromptCache is one operation's provider prompt-cache policy.

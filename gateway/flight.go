@@ -22,3 +22,20 @@ func leaveFlight(sub *coalesce.Subscription, keep bool) {
 	}
 	sub.Close()
 }
+
+// coalesces decides whether identical calls in flight share one upstream
+// call: the request's Groundhog-Coalesce (+1 on, -1 off) wins, then the
+// operation's coalesce setting, else coalescing is on exactly when the cache
+// is (use or refresh). Without the cache a shared call's result goes to the
+// callers waiting for it and nowhere else: nothing is stored.
+func coalesces(p cachePolicy, op *bool, header int8) bool {
+	switch {
+	case header > 0:
+		return true
+	case header < 0:
+		return false
+	case op != nil:
+		return *op
+	}
+	return p.on()
+}

@@ -27,6 +27,7 @@ const (
 	hdrRequestHash  = "Groundhog-Request-Hash"
 	hdrCache        = "Groundhog-Cache"
 	hdrCacheTTL     = "Groundhog-Cache-TTL"
+	hdrCoalesce     = "Groundhog-Coalesce"
 	hdrCacheVersion = "Groundhog-Cache-Version"
 	hdrOperation    = "Groundhog-Operation"
 	hdrCost         = "Groundhog-Cost-USD"
@@ -56,6 +57,8 @@ type call struct {
 	body         []byte
 	fp           fingerprint.Result
 	policy       cachePolicy
+	coalesce     int8 // Groundhog-Coalesce: +1 on, -1 off, 0 unset (then: the operation's config, else the cache policy)
+	shared       bool // identical calls in flight share this call's upstream call
 	ttl          time.Duration
 	noStore      bool // Cache-Control: no-store: never write the cache
 	includeUsage bool // chat stream_options.include_usage (for synthesized streams)
@@ -138,6 +141,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if c.policy == policyOff && opCfg.Cache {
 		c.policy = policyUse
 	}
+	c.shared = coalesces(c.policy, opCfg.Coalesce, c.coalesce)
 	if c.ttl == 0 {
 		c.ttl = opCfg.TTL
 	}
@@ -200,6 +204,15 @@ func (s *Server) readHeaders(c *call, h http.Header) error {
 		c.policy = policyBypass
 	default:
 		return groundhog.Errorf(groundhog.EINVALID, "%s must be use, refresh or bypass, not %q", hdrCache, v)
+	}
+	switch v := strings.ToLower(strings.TrimSpace(h.Get(hdrCoalesce))); v {
+	case "":
+	case "on":
+		c.coalesce = 1
+	case "off":
+		c.coalesce = -1
+	default:
+		return groundhog.Errorf(groundhog.EINVALID, "%s must be on or off, not %q", hdrCoalesce, v)
 	}
 	if v := h.Get(hdrCacheTTL); v != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -301,7 +314,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 	fn := func(ctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
 		return s.upstreamCall(ctx, c, pub)
 	}
-	if c.policy.on() {
+	if c.shared {
 		sub, leader = s.flights.Do(ctx, key, fn)
 	} else {
 		var solo coalesce.Group // a private flight: same delivery code, no sharing
