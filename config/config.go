@@ -332,10 +332,6 @@ func (c *Config) Finish() error {
 	if c.PromptCache.MaxChains < 0 || c.PromptCache.MaxBytes < 0 || c.PromptCache.PromptsPerChain < 0 {
 		return fmt.Errorf("prompt_cache: max_chains, max_bytes and prompts_per_chain must not be negative")
 	}
-	if c.PromptCache.FanOutMaxHold >= c.UpstreamTimeout {
-		// The hold runs inside the upstream call's deadline.
-		return fmt.Errorf("prompt_cache.fan_out_max_hold must be shorter than upstream_timeout")
-	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown_timeout must be positive")
 	}

@@ -40,7 +40,6 @@ prompt_cache:
 		"operations: {a: {prompt_cache: {breakpoints: always}}}": "breakpoints",
 		"operations: {a: {prompt_cache: {app: \"a b\"}}}":        "app and prompt_version",
 		"prompt_cache: {max_chains: -1}":                         "must not be negative",
-		"prompt_cache: {fan_out_max_hold: 20m}":                  "shorter than upstream_timeout",
 		"prompt_cache: {fan_out: 3}":                             "fan_out",
 	} {
 		if _, err := load(yaml); err == nil || !strings.Contains(err.Error(), want) {

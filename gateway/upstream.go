@@ -105,12 +105,12 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if shared != nil {
 		return shared, nil
 	}
+	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold (before the upstream deadline starts)
+	defer c.pc.pending.Done()
 	up := s.upstreamFor(c.shape)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
-	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold
-	defer c.pc.pending.Done()
 	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
 		// A chat stream reports usage only when asked: ask, so the call's
 		// cost is known; clients that did not ask never see the chunk.
