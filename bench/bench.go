@@ -1,14 +1,15 @@
 // Package bench is groundhog's load tool. It starts every server it measures
-// as its own process — the simulated provider, a bare httputil.ReverseProxy
-// baseline, and groundhog gateways — drives each with a stdlib HTTP client
-// over loopback, and reports throughput and server CPU per request as
-// ratios against baselines measured in the same run, as a markdown table.
+// as its own process — the simulated provider, a bare net/http server that
+// answers a stored response from memory ("floor"), a bare
+// httputil.ReverseProxy, and groundhog gateways — drives each with a stdlib
+// HTTP client over loopback, and reports throughput and server CPU per
+// request as ratios against baselines measured in the same run, as
+// markdown tables with the goals of issue 12 beside them.
 package bench
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"net"
@@ -20,20 +21,44 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
-	"github.com/groundhog-ai/groundhog"
-	"github.com/groundhog-ai/groundhog/fingerprint"
+	"github.com/groundhog-ai/groundhog/internal/benchbody"
 )
 
 // Options configures a run.
 type Options struct {
 	Exe      string        // the groundhog binary to start servers with (default: this executable)
-	Duration time.Duration // per scenario (default 5s)
+	Duration time.Duration // per scenario (default 3s)
 	Conns    int           // concurrent connections (default 32)
 	Dir      string        // scratch directory for databases (default: a temp dir)
 	Log      io.Writer     // progress lines (default: discard)
+	// Bodies are the request bodies to measure, each "small" (about 1 KB),
+	// "large" (a 200 KB, ~340-message agent request, internal/benchbody) or
+	// the name of a file holding a chat request. Default: small and large.
+	Bodies []string
+	// Stream sends "stream": true: the hit path then answers stored SSE
+	// events and the floor the same bytes.
+	Stream bool
+	// Profile, when set, is a directory that receives a CPU profile
+	// (<scenario>.cpu.pprof) and an allocation profile (<scenario>.allocs.pprof,
+	// the allocations made during the scenario) of the gateway process for
+	// every gateway scenario, taken through serve --pprof over the
+	// measured interval. Profiling costs the gateway some CPU.
+	Profile string
+	// Only, when set, runs just the scenarios whose name starts with one of
+	// these prefixes (e.g. "gateway-hit/", "floor/"); ratios with a missing
+	// side print as "—".
+	Only []string
+	// Micro runs the in-process figures too: fingerprint ÷ sha256 and
+	// analyze ÷ line reading (on by default from the command line).
+	Micro bool
+	// AnalyzeLines is the size of the request log of the analyze figure
+	// (default 200,000).
+	AnalyzeLines int
+	// Rounds splits each scenario's Duration into this many slices, the
+	// scenarios taking turns (default 3; 1 with Profile).
+	Rounds int
 }
 
 // Result is one measured scenario.
@@ -42,33 +67,44 @@ type Result struct {
 	Requests  int64
 	Errors    int64
 	Seconds   float64
-	CPUPerReq time.Duration // CPU time of the server under test per request
+	CPU       time.Duration // CPU time of the server under test over the measured interval
+	CPUPerReq time.Duration // CPU / Requests
 }
 
 // RPS is requests per second.
-func (r Result) RPS() float64 { return float64(r.Requests) / r.Seconds }
-
-// Report holds every result of a run plus the fingerprint micro-benchmarks.
-type Report struct {
-	Results     map[string]Result
-	Fingerprint []FingerprintResult
-	Conns       int
-	Duration    time.Duration
+func (r Result) RPS() float64 {
+	if r.Seconds == 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Seconds
 }
 
-// FingerprintResult compares fingerprint.Compute with sha256 over the same bytes.
-type FingerprintResult struct {
-	Size          int
-	FingerprintNs float64
-	SHA256Ns      float64
-	RatioToSHA256 float64
+// Report holds every result of a run plus the in-process figures.
+type Report struct {
+	Results     map[string]Result
+	Bodies      []BodyInfo // in run order
+	Fingerprint []FingerprintResult
+	Analyze     *AnalyzeResult
+	Conns       int
+	Duration    time.Duration
+	Stream      bool
+	Profile     string
+}
+
+// BodyInfo describes one measured request body.
+type BodyInfo struct {
+	Label    string // "1KB", "200KB" or the file's base name: the suffix of its scenario names
+	Kind     string // "small", "large" or "file"
+	Bytes    int
+	Messages int
 }
 
 // server is a child process under test.
 type server struct {
-	name string
-	cmd  *exec.Cmd
-	url  string
+	name  string
+	cmd   *exec.Cmd
+	url   string
+	pprof string // base URL of its pprof listener, if any
 }
 
 func freeAddr() (string, error) {
@@ -85,14 +121,23 @@ func (o *Options) start(ctx context.Context, name string, args ...string) (*serv
 	if err != nil {
 		return nil, err
 	}
+	s := &server{name: name, url: "http://" + addr}
 	args = append(args, "--addr", addr)
+	if o.Profile != "" && len(args) > 0 && args[0] == "serve" {
+		paddr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof", paddr)
+		s.pprof = "http://" + paddr
+	}
 	cmd := exec.CommandContext(ctx, o.Exe, args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	cmd.Env = append(os.Environ(), "GROUNDHOG_LOG_LEVEL=error")
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{name: name, cmd: cmd, url: "http://" + addr}
+	s.cmd = cmd
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		res, err := http.Get(s.url + "/healthz")
@@ -139,6 +184,13 @@ func (s *server) cpu() (time.Duration, error) {
 	return time.Duration(ut+st) * time.Second / clkTck, nil
 }
 
+// scenario is one measured load: a request against a server.
+type scenario struct {
+	name   string // "<scenario>/<body label>"
+	target *server
+	req    request
+}
+
 // request builds one scenario request.
 type request struct {
 	path   string
@@ -146,22 +198,30 @@ type request struct {
 	header func(i int64) http.Header
 }
 
-// load drives target for d with conns connections and measures target's CPU.
-func load(ctx context.Context, target *server, req request, conns int, d time.Duration) (Result, error) {
+func (req request) do(ctx context.Context, client *http.Client, url string, i int64) (*http.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url+req.path, bytes.NewReader(req.body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if req.header != nil {
+		for k, v := range req.header(i) {
+			hr.Header[k] = v
+		}
+	}
+	return client.Do(hr)
+}
+
+// load drives target for d with conns connections and measures target's
+// CPU; with profile set it also saves target's profiles under that path
+// prefix.
+func load(ctx context.Context, target *server, req request, conns int, d time.Duration, profile string) (Result, error) {
 	tr := &http.Transport{MaxIdleConns: conns * 2, MaxIdleConnsPerHost: conns * 2, IdleConnTimeout: time.Minute}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var n, errs, seq atomic.Int64
 	do := func() bool {
-		i := seq.Add(1)
-		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, target.url+req.path, bytes.NewReader(req.body))
-		hr.Header.Set("Content-Type", "application/json")
-		if req.header != nil {
-			for k, v := range req.header(i) {
-				hr.Header[k] = v
-			}
-		}
-		res, err := client.Do(hr)
+		res, err := req.do(ctx, client, target.url, seq.Add(1))
 		if err != nil {
 			return false
 		}
@@ -172,6 +232,24 @@ func load(ctx context.Context, target *server, req request, conns int, d time.Du
 	// Warm up: connections, caches, the first upstream call of a hit path.
 	for i := 0; i < conns; i++ {
 		do()
+	}
+	var profWG sync.WaitGroup
+	var profErr error
+	if profile != "" && target.pprof != "" {
+		secs := max(1, int(d.Seconds()))
+		for _, kind := range []string{"profile", "allocs"} {
+			profWG.Add(1)
+			go func() {
+				defer profWG.Done()
+				name := profile + ".cpu.pprof"
+				if kind == "allocs" {
+					name = profile + ".allocs.pprof"
+				}
+				if err := fetch(ctx, fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", target.pprof, kind, secs), name); err != nil {
+					profErr = err
+				}
+			}()
+		}
 	}
 	cpu0, err := target.cpu()
 	if err != nil {
@@ -199,24 +277,102 @@ func load(ctx context.Context, target *server, req request, conns int, d time.Du
 	if err != nil {
 		return Result{}, err
 	}
-	r := Result{Requests: n.Load(), Errors: errs.Load(), Seconds: elapsed}
+	profWG.Wait()
+	if profErr != nil {
+		return Result{}, fmt.Errorf("profile: %w", profErr)
+	}
+	r := Result{Requests: n.Load(), Errors: errs.Load(), Seconds: elapsed, CPU: cpu1 - cpu0}
 	if r.Requests > 0 {
 		r.CPUPerReq = (cpu1 - cpu0) / time.Duration(r.Requests)
 	}
 	return r, nil
 }
 
-// chatBody returns a chat request of about size bytes.
-func chatBody(size int) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"model":"sim-small","max_tokens":16,"temperature":0.2,"messages":[{"role":"system","content":"You are a careful assistant."}`)
-	i := 0
-	for b.Len() < size-64 {
-		fmt.Fprintf(&b, `,{"role":"user","content":"Turn %d: tell me about caching, coalescing and idempotency — ünïcode too."}`, i)
-		i++
+// fetch saves the body of a GET of url to the file name.
+func fetch(ctx context.Context, url, name string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
 	}
-	b.WriteString(`]}`)
-	return b.Bytes()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %s", url, res.Status)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// body resolves one Options.Bodies entry.
+func body(spec string, stream bool) ([]byte, BodyInfo, error) {
+	o := benchbody.Options{Model: "sim-small", Stream: stream}
+	var b []byte
+	info := BodyInfo{Kind: spec}
+	switch spec {
+	case "small":
+		b, info.Label = benchbody.Chat(1<<10, o), "1KB"
+	case "large":
+		b, info.Label = benchbody.Chat(200<<10, o), "200KB"
+	default:
+		var err error
+		if b, err = os.ReadFile(spec); err != nil {
+			return nil, info, err
+		}
+		info.Kind, info.Label = "file", filepath.Base(spec)
+	}
+	info.Bytes, info.Messages = len(b), benchbody.Messages(b)
+	return b, info, nil
+}
+
+// stored is a hit response of the gateway, captured for the floor server.
+type stored struct {
+	contentType string
+	body        []byte
+}
+
+// capture sends req twice with the cache on and returns the second (hit)
+// response: the bytes the floor server answers with.
+func capture(ctx context.Context, gw *server, req request) (stored, error) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	var st stored
+	for i := range 2 {
+		res, err := req.do(ctx, client, gw.url, int64(i))
+		if err != nil {
+			return st, err
+		}
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			return st, err
+		}
+		if res.StatusCode != 200 {
+			return st, fmt.Errorf("priming %s: status %d: %.200s", gw.name, res.StatusCode, b)
+		}
+		st = stored{contentType: res.Header.Get("Content-Type"), body: b}
+	}
+	return st, nil
+}
+
+func (o *Options) wanted(name string) bool {
+	if len(o.Only) == 0 {
+		return true
+	}
+	for _, p := range o.Only {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Run measures every scenario and returns the report.
@@ -229,13 +385,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Exe = exe
 	}
 	if o.Duration <= 0 {
-		o.Duration = 5 * time.Second
+		o.Duration = 3 * time.Second
 	}
 	if o.Conns <= 0 {
 		o.Conns = 32
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if len(o.Bodies) == 0 {
+		o.Bodies = []string{"small", "large"}
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 3
+	}
+	if o.AnalyzeLines <= 0 {
+		o.AnalyzeLines = 200_000
 	}
 	if o.Dir == "" {
 		dir, err := os.MkdirTemp("", "groundhog-bench-")
@@ -245,8 +410,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer os.RemoveAll(dir)
 		o.Dir = dir
 	}
-	rep := &Report{Results: map[string]Result{}, Conns: o.Conns, Duration: o.Duration}
-	rep.Fingerprint = fingerprintBench()
+	if o.Profile != "" {
+		if err := os.MkdirAll(o.Profile, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	rep := &Report{Results: map[string]Result{}, Conns: o.Conns, Duration: o.Duration, Stream: o.Stream, Profile: o.Profile}
+	if o.Micro {
+		fmt.Fprintf(o.Log, "bench: fingerprint ÷ sha256 (in process)\n")
+		rep.Fingerprint = fingerprintBench()
+		fmt.Fprintf(o.Log, "bench: analyze ÷ line reading (in process, %d lines)\n", o.AnalyzeLines)
+		a, err := analyzeBench(ctx, o.Dir, o.AnalyzeLines)
+		if err != nil {
+			return nil, fmt.Errorf("analyze figure: %w", err)
+		}
+		rep.Analyze = a
+	}
 
 	simSrv, err := o.start(ctx, "sim", "sim")
 	if err != nil {
@@ -273,7 +452,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer gwNL.stop()
 
-	body := chatBody(1024)
 	hdr := func(kv ...string) func(int64) http.Header {
 		return func(int64) http.Header {
 			h := http.Header{}
@@ -283,91 +461,85 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return h
 		}
 	}
-	run := []struct {
-		name   string
-		target *server
-		req    request
-	}{
-		{"direct-sim", simSrv, request{path: "/v1/chat/completions", body: body}},
-		{"proxy-miss", proxy, request{path: "/v1/chat/completions", body: body}},
-		{"gateway-miss", gw, request{path: "/v1/chat/completions", body: body}},
-		{"gateway-hit", gw, request{path: "/v1/chat/completions", body: body, header: hdr("Groundhog-Cache", "use")}},
-		{"gateway-hit-no-ledger", gwNL, request{path: "/v1/chat/completions", body: body, header: hdr("Groundhog-Cache", "use")}},
-		{"gateway-idempotent-new-keys", gw, request{path: "/v1/chat/completions", body: body, header: func(i int64) http.Header {
-			return http.Header{"Idempotency-Key": {fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)}}
-		}}},
-		{"gateway-idempotent-replay", gw, request{path: "/v1/chat/completions", body: body, header: hdr("Idempotency-Key", "bench-replay-key")}},
-	}
-	for _, sc := range run {
-		fmt.Fprintf(o.Log, "bench: %s (%d connections, %s)\n", sc.name, o.Conns, o.Duration)
-		r, err := load(ctx, sc.target, sc.req, o.Conns, o.Duration)
+	const path = "/v1/chat/completions"
+	run0 := time.Now().UnixNano()
+	var all []scenario
+	var keySeq atomic.Int64
+	for _, spec := range o.Bodies {
+		b, info, err := body(spec, o.Stream)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", sc.name, err)
+			return nil, err
 		}
-		r.Name = sc.name
-		rep.Results[sc.name] = r
+		rep.Bodies = append(rep.Bodies, info)
+		hit := request{path: path, body: b, header: hdr("Groundhog-Cache", "use")}
+		// The floor answers exactly what a hit on this body returns.
+		st, err := capture(ctx, gw, hit)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := capture(ctx, gwNL, hit); err != nil {
+			return nil, err
+		}
+		resp := filepath.Join(o.Dir, "floor-"+info.Label+".body")
+		if err := os.WriteFile(resp, st.body, 0o600); err != nil {
+			return nil, err
+		}
+		var floor *server
+		if o.wanted("floor/" + info.Label) {
+			if floor, err = o.start(ctx, "floor", "bench-floor", "--response", resp, "--content-type", st.contentType); err != nil {
+				return nil, err
+			}
+			defer floor.stop()
+		}
+		for _, sc := range []scenario{
+			{name: "floor", target: floor, req: request{path: path, body: b}},
+			{name: "direct-sim", target: simSrv, req: request{path: path, body: b}},
+			{name: "proxy-miss", target: proxy, req: request{path: path, body: b}},
+			{name: "gateway-miss", target: gw, req: request{path: path, body: b}},
+			{name: "gateway-hit", target: gw, req: hit},
+			{name: "gateway-hit-no-ledger", target: gwNL, req: hit},
+			{name: "gateway-idempotent-new-keys", target: gw, req: request{path: path, body: b, header: func(int64) http.Header {
+				// A counter of the whole run: keys stay new across rounds.
+				return http.Header{"Idempotency-Key": {fmt.Sprintf("bench-%d-%s-%d", run0, info.Label, keySeq.Add(1))}}
+			}}},
+			{name: "gateway-idempotent-replay", target: gw, req: request{path: path, body: b, header: hdr("Idempotency-Key", fmt.Sprintf("bench-replay-%d-%s", run0, info.Label))}},
+		} {
+			sc.name += "/" + info.Label
+			if o.wanted(sc.name) && sc.target != nil {
+				all = append(all, sc)
+			}
+		}
+	}
+	// Every scenario runs in o.Rounds slices, the scenarios taking turns,
+	// so that a change in the machine's load during the run falls on both
+	// sides of each ratio instead of on one scenario.
+	rounds := o.Rounds
+	if o.Profile != "" {
+		rounds = 1 // a profile covers one whole scenario
+	}
+	slice := o.Duration / time.Duration(rounds)
+	for round := range rounds {
+		for _, sc := range all {
+			fmt.Fprintf(o.Log, "bench: %s (%d bytes, %d connections, round %d/%d, %s)\n", sc.name, len(sc.req.body), o.Conns, round+1, rounds, slice)
+			prof := ""
+			if o.Profile != "" {
+				prof = filepath.Join(o.Profile, strings.ReplaceAll(sc.name, "/", "-"))
+			}
+			r, err := load(ctx, sc.target, sc.req, o.Conns, slice, prof)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", sc.name, err)
+			}
+			acc := rep.Results[sc.name]
+			acc.Name = sc.name
+			acc.Requests += r.Requests
+			acc.Errors += r.Errors
+			acc.Seconds += r.Seconds
+			acc.CPU += r.CPU
+			if acc.Requests > 0 {
+				acc.CPUPerReq = acc.CPU / time.Duration(acc.Requests)
+			}
+			rep.Results[sc.name] = acc
+		}
 	}
 	return rep, nil
-}
-
-// fingerprintBench measures fingerprint.Compute against sha256.Sum256 over
-// the same bytes (the goal: at most 3× at 200 KB).
-func fingerprintBench() []FingerprintResult {
-	var out []FingerprintResult
-	for _, size := range []int{1 << 10, 200 << 10} {
-		body := chatBody(size)
-		fp := testing.Benchmark(func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			for i := 0; i < b.N; i++ {
-				if _, err := fingerprint.Compute(fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: "t"}, body); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		sh := testing.Benchmark(func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			for i := 0; i < b.N; i++ {
-				_ = sha256.Sum256(body)
-			}
-		})
-		f, s := float64(fp.NsPerOp()), float64(sh.NsPerOp())
-		out = append(out, FingerprintResult{Size: len(body), FingerprintNs: f, SHA256Ns: s, RatioToSHA256: f / s})
-	}
-	return out
-}
-
-// WriteMarkdown writes the report as markdown tables with the goals of the
-// issues beside the measured ratios.
-func (r *Report) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "## Fingerprint vs sha256.Sum256 (same bytes)\n\n| body | fingerprint | sha256 | ratio | goal |\n|---:|---:|---:|---:|---|\n")
-	for _, f := range r.Fingerprint {
-		goal := ""
-		if f.Size > 100<<10 {
-			goal = "≤ 3×"
-		}
-		fmt.Fprintf(w, "| %d B | %.1f µs | %.1f µs | %.2f× | %s |\n", f.Size, f.FingerprintNs/1e3, f.SHA256Ns/1e3, f.RatioToSHA256, goal)
-	}
-	fmt.Fprintf(w, "\n## HTTP, %d connections, %s per scenario, 1 KB chat request, zero-latency sim\n\n", r.Conns, r.Duration)
-	fmt.Fprintf(w, "| scenario | requests/s | errors | server CPU / request |\n|---|---:|---:|---:|\n")
-	for _, name := range []string{"direct-sim", "proxy-miss", "gateway-miss", "gateway-hit", "gateway-hit-no-ledger", "gateway-idempotent-new-keys", "gateway-idempotent-replay"} {
-		res, ok := r.Results[name]
-		if !ok {
-			continue
-		}
-		fmt.Fprintf(w, "| %s | %.0f | %d | %.1f µs |\n", name, res.RPS(), res.Errors, float64(res.CPUPerReq)/1e3)
-	}
-	ratio := func(a, b string) float64 {
-		ra, rb := r.Results[a], r.Results[b]
-		if rb.RPS() == 0 {
-			return 0
-		}
-		return ra.RPS() / rb.RPS()
-	}
-	fmt.Fprintf(w, "\n| ratio | measured | goal |\n|---|---:|---|\n")
-	fmt.Fprintf(w, "| miss path (cache off) / bare ReverseProxy | %.2f× | ≥ 0.8× |\n", ratio("gateway-miss", "proxy-miss"))
-	fmt.Fprintf(w, "| hit path / bare ReverseProxy miss path | %.2f× | ≥ 3× |\n", ratio("gateway-hit", "proxy-miss"))
-	fmt.Fprintf(w, "| hit path CPU per request | %.1f µs | < 40 µs |\n", float64(r.Results["gateway-hit"].CPUPerReq)/1e3)
-	fmt.Fprintf(w, "| hit path ledger on / ledger off | %.2f× | ≥ 0.9× |\n", ratio("gateway-hit", "gateway-hit-no-ledger"))
-	fmt.Fprintf(w, "| idempotent (new keys) / plain miss | %.2f× | |\n", ratio("gateway-idempotent-new-keys", "gateway-miss"))
-	fmt.Fprintf(w, "| replay path CPU per request | %.1f µs | |\n", float64(r.Results["gateway-idempotent-replay"].CPUPerReq)/1e3)
 }

@@ -10,7 +10,7 @@
 // its length as a big-endian uint64 followed by its bytes, so no two
 // different inputs frame to the same bytes):
 //
-//	"groundhog-fp-v1", shape, tenant, versions, canonical body
+//	"groundhog-fp-v2", shape, tenant, versions, canonical body
 //
 // The canonical body is the request body in RFC 8785 form (below) with the
 // excluded fields of its shape removed (rules.go lists them, each with its
@@ -72,8 +72,9 @@ import (
 )
 
 // versionTag starts the hash input. Bump it whenever the hash of any
-// request would change.
-const versionTag = "groundhog-fp-v1"
+// request would change. v2: Responses "store" joins the key; OpenAI
+// prompt_cache_options and prompt_cache_breakpoint markers leave it.
+const versionTag = "groundhog-fp-v2"
 
 // Params are the non-body inputs of a fingerprint.
 type Params struct {

@@ -3,106 +3,16 @@ package fingerprint
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/benchbody"
 )
 
-// chatBody returns a realistic OpenAI chat request of at least size bytes:
-// a system prompt, a tool list with JSON schemas, and an agent transcript
-// of user turns, assistant tool calls (arguments are JSON inside strings,
-// so full of \" escapes), tool results and answers, with newlines and
-// non-ASCII text (accents, CJK, emoji) as agents produce them. It is
-// deterministic.
-func chatBody(size int) []byte {
-	paragraphs := []string{
-		"The quarterly report shows revenue grew 12% year over year, driven mostly by the EMEA region.\nOperating costs were flat.",
-		"Résumé of the meeting: the team agreed to ship the café-menu feature on Thursday; Zoë will own the rollout.",
-		"用户希望在下周之前完成数据迁移，并且需要保证服务不中断。请给出详细的步骤。",
-		"Here is the code:\n\n```go\nfunc main() {\n\tfmt.Println(\"hello, world\")\n}\n```\nIt prints a greeting.",
-		"Status: ✅ tests pass, ⚠️ two flaky ones, 🚀 deploy scheduled. Next: review the <config> & secrets.",
-		"Consider the function f(x) = x² + 3x − 4; its roots are x = 1 and x = −4. The vertex lies at x = −1.5.",
-	}
-	type fn struct {
-		Name        string         `json:"name"`
-		Description string         `json:"description"`
-		Parameters  map[string]any `json:"parameters"`
-	}
-	type tool struct {
-		Type     string `json:"type"`
-		Function fn     `json:"function"`
-	}
-	names := []string{"search_documents", "read_file", "run_sql", "send_email"}
-	if size < 4<<10 {
-		names = names[:1] // a small request has a small tool list
-	}
-	tools := []tool{}
-	for _, name := range names {
-		tools = append(tools, tool{Type: "function", Function: fn{
-			Name:        name,
-			Description: "Use " + name + " when the user asks for it. Returns JSON.",
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"query":  map[string]any{"type": "string", "description": "what to look for"},
-					"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": 100},
-					"filter": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
-				},
-				"required":             []string{"query"},
-				"additionalProperties": false,
-			},
-		}})
-	}
-	type call struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
-	type msg struct {
-		Role       string `json:"role"`
-		Content    any    `json:"content"`
-		ToolCalls  []call `json:"tool_calls,omitempty"`
-		ToolCallID string `json:"tool_call_id,omitempty"`
-	}
-	msgs := []msg{{Role: "system", Content: "You are a careful assistant for Acme Corp. Answer concisely.\nAlways cite the documents you used."}}
-	// Fields in the order an SDK sends them, not sorted.
-	body := struct {
-		Model       string  `json:"model"`
-		Messages    []msg   `json:"messages"`
-		Temperature float64 `json:"temperature"`
-		MaxTokens   int     `json:"max_tokens"`
-		Stream      bool    `json:"stream"`
-		Tools       []tool  `json:"tools"`
-		ToolChoice  string  `json:"tool_choice"`
-		User        string  `json:"user"`
-	}{Model: "gpt-4o-mini", Temperature: 0.2, MaxTokens: 1024, Stream: true, Tools: tools, ToolChoice: "auto", User: "user-1234"}
-	for i := 0; ; i++ {
-		p := paragraphs[i%len(paragraphs)]
-		msgs = append(msgs, msg{Role: "user", Content: fmt.Sprintf("Step %d. %s\nPlease continue.", i, p)})
-		c := call{ID: fmt.Sprintf("call_%06d", i), Type: "function"}
-		c.Function.Name = "search_documents"
-		args, _ := json.Marshal(map[string]any{"query": p[:min(len(p), 60)], "limit": 10, "filter": map[string]string{"lang": "en"}})
-		c.Function.Arguments = string(args)
-		msgs = append(msgs, msg{Role: "assistant", Content: nil, ToolCalls: []call{c}})
-		result, _ := json.Marshal(map[string]any{"hits": []map[string]any{{"id": i, "score": 0.87, "text": p}, {"id": i + 1, "score": 0.5, "text": paragraphs[(i+1)%len(paragraphs)]}}})
-		msgs = append(msgs, msg{Role: "tool", ToolCallID: c.ID, Content: string(result)})
-		msgs = append(msgs, msg{Role: "assistant", Content: strings.Repeat(p+" ", 2)})
-		body.Messages = msgs
-		b, err := json.Marshal(body)
-		if err != nil {
-			panic(err)
-		}
-		if len(b) >= size {
-			return b
-		}
-	}
-}
+// chatBody returns the shared benchmark request (internal/benchbody): an
+// agent transcript of at least size bytes, with "stream": true.
+func chatBody(size int) []byte { return benchbody.Chat(size, benchbody.Options{Stream: true}) }
 
 var (
 	body1KB   = chatBody(1 << 10)

@@ -231,7 +231,7 @@ func removePath(v any, path []string) any {
 // frameHash is the package doc's hash definition, written out.
 func frameHash(shape groundhog.Shape, tenant, versions, canonical string) string {
 	h := sha256.New()
-	for _, part := range []string{"groundhog-fp-v1", string(shape), tenant, versions, canonical} {
+	for _, part := range []string{"groundhog-fp-v2", string(shape), tenant, versions, canonical} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
 		h.Write(n[:])

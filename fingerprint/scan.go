@@ -82,6 +82,12 @@ func (s *scanner) reset(in []byte) {
 	s.in, s.pos, s.depth = in, 0, 0
 	s.badUTF8 = !utf8.Valid(in)
 	s.out, s.scratch, s.keys, s.members = s.out[:0], s.scratch[:0], s.keys[:0], s.members[:0]
+	if cap(s.out) < len(in) {
+		// The canonical text is about as long as the input: one
+		// allocation instead of a run of doublings (a scanner the pool
+		// dropped at a GC would otherwise regrow its buffer every time).
+		s.out = make([]byte, 0, len(in)+len(in)/16)
+	}
 	s.model, s.stream, s.typeErr, s.topSorted = "", false, nil, false
 }
 

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"bytes"
-	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,21 +154,6 @@ type pendingCall struct {
 	pcSaved   groundhog.Money // prompt-cache net saving, priced from usage
 }
 
-type callHeap []pendingCall
-
-func (h callHeap) Len() int { return len(h) }
-func (h callHeap) Less(i, j int) bool {
-	return h[i].t < h[j].t || (h[i].t == h[j].t && h[i].line < h[j].line)
-}
-func (h callHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *callHeap) Push(x any)   { *h = append(*h, x.(pendingCall)) }
-func (h *callHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
 type analyzer struct {
 	o       AnalyzeOptions
 	loc     *time.Location
@@ -178,7 +162,7 @@ type analyzer struct {
 	stats   AnalyzeStats
 	reports []*Report
 
-	buf      callHeap
+	buf      reorderBuf
 	maxSeen  int64 // latest timestamp read (MinInt64 before the first)
 	released int64 // timestamp of the last call handed to the accumulator
 	anyOut   bool
@@ -540,18 +524,18 @@ func (an *analyzer) push(c pendingCall) error {
 			time.Unix(0, c.t).UTC().Format(time.RFC3339Nano), time.Duration(an.window))
 	}
 	an.stats.Calls++
-	heap.Push(&an.buf, c)
+	an.buf.push(&c)
 	an.maxSeen = max(an.maxSeen, c.t)
-	for an.buf.Len() > 0 && an.buf[0].t <= an.maxSeen-an.window {
-		an.release(heap.Pop(&an.buf).(pendingCall))
+	for an.buf.len() > 0 && an.buf.minTime() <= an.maxSeen-an.window {
+		an.release(an.buf.pop())
 	}
 	return nil
 }
 
 // flush releases the whole buffer and closes the last day.
 func (an *analyzer) flush() {
-	for an.buf.Len() > 0 {
-		an.release(heap.Pop(&an.buf).(pendingCall))
+	for an.buf.len() > 0 {
+		an.release(an.buf.pop())
 	}
 	an.closeDay()
 }
@@ -565,7 +549,7 @@ func (an *analyzer) closeDay() {
 
 // release hands the next call, in (time, line) order, to the day's
 // accumulator.
-func (an *analyzer) release(c pendingCall) {
+func (an *analyzer) release(c *pendingCall) {
 	an.released, an.anyOut = c.t, true
 	if an.acc == nil || c.t < an.dayStart || c.t >= an.dayEnd {
 		an.closeDay()
@@ -606,16 +590,21 @@ func (an *analyzer) release(c pendingCall) {
 // shapeOf picks the shape of a line's request (see Analyze).
 func (p *parser) shapeOf(shapeField, pathField, req []byte) (groundhog.Shape, error) {
 	if shapeField != nil && !isNull(shapeField) {
-		var s string
-		if err := json.Unmarshal(shapeField, &s); err != nil || !groundhog.Shape(s).Valid() {
+		s, ok := plainString(shapeField)
+		if !ok && json.Unmarshal(shapeField, &s) != nil {
+			s = ""
+		}
+		if !groundhog.Shape(s).Valid() {
 			return "", fmt.Errorf(`"shape" must be one of chat, responses, embeddings, messages`)
 		}
 		return groundhog.Shape(s), nil
 	}
 	if pathField != nil && !isNull(pathField) {
-		var p string
-		if err := json.Unmarshal(pathField, &p); err != nil {
-			return "", fmt.Errorf(`"path" must be a string`)
+		p, ok := plainString(pathField)
+		if !ok {
+			if err := json.Unmarshal(pathField, &p); err != nil {
+				return "", fmt.Errorf(`"path" must be a string`)
+			}
 		}
 		if sh, ok := shapeForPath(p); ok {
 			return sh, nil
@@ -633,17 +622,40 @@ func shapeForPath(p string) (groundhog.Shape, bool) {
 		p = p[:i]
 	}
 	p = strings.TrimSuffix(p, "/")
-	for suffix, sh := range map[string]groundhog.Shape{
-		"/chat/completions": groundhog.ShapeChat,
-		"/responses":        groundhog.ShapeResponses,
-		"/embeddings":       groundhog.ShapeEmbeddings,
-		"/messages":         groundhog.ShapeMessages,
-	} {
-		if strings.HasSuffix(p, suffix) {
-			return sh, true
+	for _, r := range pathShapes {
+		if strings.HasSuffix(p, r.suffix) {
+			return r.shape, true
 		}
 	}
 	return "", false
+}
+
+// pathShapes are the provider routes Analyze recognizes in a "path" field
+// (no suffix is a suffix of another, so the order does not matter).
+var pathShapes = [...]struct {
+	suffix string
+	shape  groundhog.Shape
+}{
+	{"/chat/completions", groundhog.ShapeChat},
+	{"/responses", groundhog.ShapeResponses},
+	{"/embeddings", groundhog.ShapeEmbeddings},
+	{"/messages", groundhog.ShapeMessages},
+}
+
+// plainString returns the content of the JSON string v when it has no
+// escapes, control characters or non-ASCII bytes (the common case, read
+// without a decoder); ok is false otherwise, and the caller decodes v.
+func plainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	c := v[1 : len(v)-1]
+	for _, b := range c {
+		if b < 0x20 || b >= 0x80 || b == '\\' || b == '"' {
+			return "", false
+		}
+	}
+	return string(c), true
 }
 
 // inferShape guesses a request's shape from its top-level fields.

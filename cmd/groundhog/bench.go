@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,13 +16,19 @@ import (
 )
 
 func init() {
-	var o bench.Options
+	o := bench.Options{Micro: true}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-test groundhog against same-run baselines (markdown table out)",
-		Long: `Start the simulated provider, a bare httputil.ReverseProxy and groundhog gateways
-as separate processes on loopback, drive each with a stdlib HTTP client, and print
-throughput and server CPU per request as ratios against the baselines.`,
+		Long: `Start the simulated provider, a bare net/http server answering a stored response
+from memory (floor), a bare httputil.ReverseProxy and groundhog gateways as separate
+processes on loopback, drive each with a stdlib HTTP client, and print throughput
+and server CPU per request as ratios against the baselines of the same run, with
+issue 12's goals beside them. The fingerprint and analyze figures are measured in
+this process first.
+
+Each scenario runs for --duration per body (default small and large): about
+20 scenarios, so the default run takes about a minute and a half.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Log = cmd.ErrOrStderr()
@@ -31,8 +40,16 @@ throughput and server CPU per request as ratios against the baselines.`,
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&o.Duration, "duration", 5*time.Second, "duration of each scenario")
-	cmd.Flags().IntVar(&o.Conns, "conns", 32, "concurrent connections")
+	fs := cmd.Flags()
+	fs.DurationVar(&o.Duration, "duration", 3*time.Second, "duration of each scenario")
+	fs.IntVar(&o.Conns, "conns", 32, "concurrent connections")
+	fs.IntVar(&o.Rounds, "rounds", 3, "slices each scenario's duration is run in, the scenarios taking turns (1 with --profile)")
+	fs.StringSliceVar(&o.Bodies, "body", []string{"small", "large"}, "request bodies: small (1 KB), large (200 KB agent request) or a FILE holding a chat request; repeatable")
+	fs.BoolVar(&o.Stream, "stream", false, `send "stream": true (SSE answers; the floor answers the stored events)`)
+	fs.StringVar(&o.Profile, "profile", "", "write CPU and allocation profiles of the gateway process for each scenario to this directory")
+	fs.StringSliceVar(&o.Only, "only", nil, "run only scenarios whose name starts with one of these prefixes (e.g. gateway-hit/,floor/)")
+	fs.BoolVar(&o.Micro, "micro", true, "measure the in-process figures (fingerprint ÷ sha256, analyze ÷ line reading)")
+	fs.IntVar(&o.AnalyzeLines, "analyze-lines", 200_000, "lines of the request log of the analyze figure")
 	rootCmd.AddCommand(cmd)
 
 	// bench-proxy is the baseline: a bare reverse proxy, nothing else.
@@ -51,11 +68,56 @@ throughput and server CPU per request as ratios against the baselines.`,
 			mux := http.NewServeMux()
 			mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
 			mux.Handle("/", rp)
-			_ = os.Stdout
 			return http.ListenAndServe(addr, mux)
 		},
 	}
 	proxy.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
 	proxy.Flags().StringVar(&target, "target", "", "upstream base URL")
 	rootCmd.AddCommand(proxy)
+
+	// bench-floor is the hit path's floor: a bare net/http server that reads
+	// the request body into a pooled buffer (a gateway must hold it to hash
+	// it) and writes a stored response from memory in one write.
+	var floorAddr, respFile, contentType string
+	floor := &cobra.Command{
+		Use:    "bench-floor",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			resp, err := os.ReadFile(respFile)
+			if err != nil {
+				return err
+			}
+			return http.ListenAndServe(floorAddr, floorHandler(resp, contentType))
+		},
+	}
+	floor.Flags().StringVar(&floorAddr, "addr", "127.0.0.1:0", "listen address")
+	floor.Flags().StringVar(&respFile, "response", "", "file holding the response body")
+	floor.Flags().StringVar(&contentType, "content-type", "application/json", "Content-Type of the response")
+	rootCmd.AddCommand(floor)
+}
+
+// floorHandler answers GET /healthz, and any other request by reading its
+// body and writing resp.
+func floorHandler(resp []byte, contentType string) http.Handler {
+	bufs := sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	length := strconv.Itoa(len(resp))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			w.WriteHeader(200)
+			return
+		}
+		b := bufs.Get().(*bytes.Buffer)
+		b.Reset()
+		_, err := b.ReadFrom(r.Body)
+		bufs.Put(b)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		h := w.Header()
+		h["Content-Type"] = []string{contentType}
+		h["Content-Length"] = []string{length}
+		_, _ = w.Write(resp)
+	})
 }

@@ -30,6 +30,7 @@ import (
 
 func init() {
 	var cf configFlags
+	var pprofAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the gateway (OpenAI and Anthropic compatible)",
@@ -41,6 +42,11 @@ built-in simulated provider, on one SQLite file, listening on loopback.`,
 			if err != nil {
 				return err
 			}
+			stopPprof, err := startPprof(pprofAddr)
+			if err != nil {
+				return err
+			}
+			defer stopPprof()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, cfg, cmd.OutOrStdout())
@@ -61,6 +67,7 @@ built-in simulated provider, on one SQLite file, listening on loopback.`,
 	fs.StringVar(&cf.cfg.LogFormat, "log-format", "text", "log format: text or json (one line per call)")
 	fs.StringVar(&cf.cfg.OTLPEndpoint, "otlp-endpoint", "", "export one OpenTelemetry span per call over OTLP/HTTP to this URL (off when empty)")
 	fs.StringVar(&cf.cfg.MetricsToken, "metrics-token", "", "bearer token that lets other hosts scrape /metrics (loopback only without it)")
+	fs.StringVar(&pprofAddr, "pprof", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060; off when empty)")
 	fs.Int64Var(&cf.cfg.Cache.MemoryBytes, "cache-memory-bytes", d.Cache.MemoryBytes, "in-memory cache tier budget (bytes)")
 	fs.StringVar(&cf.cfg.Ledger.JournalDir, "journal-dir", "", "ledger journal directory (default: <db>.journal)")
 	fs.DurationVar(&cf.cfg.Idempotency.Lease, "lease", d.Idempotency.Lease, "idempotency lease length")

@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// scenarios is the order of the raw table.
+var scenarios = []string{"floor", "direct-sim", "proxy-miss", "gateway-miss", "gateway-hit", "gateway-hit-no-ledger", "gateway-idempotent-new-keys", "gateway-idempotent-replay"}
+
+// WriteMarkdown writes the report: the raw figures of every scenario, then
+// issue 12's table — each figure a ratio against its baseline of the same
+// run, with the goal beside it.
+func (r *Report) WriteMarkdown(w io.Writer) {
+	mode := "non-streaming"
+	if r.Stream {
+		mode = "streaming (SSE)"
+	}
+	fmt.Fprintf(w, "## HTTP, %d connections, %s per scenario, %s, zero-latency sim, each server its own process\n\n", r.Conns, r.Duration, mode)
+	fmt.Fprintf(w, "| scenario | body | requests/s | errors | server CPU / request |\n|---|---|---:|---:|---:|\n")
+	for _, b := range r.Bodies {
+		for _, sc := range scenarios {
+			res, ok := r.Results[sc+"/"+b.Label]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s (%d B, %d msgs) | %.0f | %d | %.1f µs |\n", sc, b.Label, b.Bytes, b.Messages, res.RPS(), res.Errors, float64(res.CPUPerReq)/1e3)
+		}
+	}
+
+	fmt.Fprintf(w, "\n## Issue 12 figures (same-run ratios)\n\n| figure | measured | raw | goal |\n|---|---:|---|---|\n")
+	for _, b := range r.Bodies {
+		l := b.Label
+		hit, floor := r.Results["gateway-hit/"+l], r.Results["floor/"+l]
+		fmt.Fprintf(w, "| hit CPU/request ÷ floor, %s | %s | %.1f µs ÷ %.1f µs | %s |\n", l,
+			ratio(float64(hit.CPUPerReq), float64(floor.CPUPerReq)), us(hit.CPUPerReq), us(floor.CPUPerReq), goal(b, "≤ 1.5× (aim 1.2×)", "≤ 2×"))
+		miss, proxy := r.Results["gateway-miss/"+l], r.Results["proxy-miss/"+l]
+		fmt.Fprintf(w, "| miss throughput ÷ bare ReverseProxy, %s | %s | %.0f ÷ %.0f req/s (CPU %s) | %s |\n", l,
+			ratio(miss.RPS(), proxy.RPS()), miss.RPS(), proxy.RPS(), ratio(float64(miss.CPUPerReq), float64(proxy.CPUPerReq)), goal(b, "≥ 0.95×", "≥ 0.8×"))
+		nl := r.Results["gateway-hit-no-ledger/"+l]
+		fmt.Fprintf(w, "| hit throughput ledger on ÷ off, %s | %s | %.0f ÷ %.0f req/s (CPU %.1f ÷ %.1f µs) | ≥ 0.93× |\n", l,
+			ratio(hit.RPS(), nl.RPS()), hit.RPS(), nl.RPS(), us(hit.CPUPerReq), us(nl.CPUPerReq))
+		idem := r.Results["gateway-idempotent-new-keys/"+l]
+		fmt.Fprintf(w, "| idempotent new keys ÷ plain miss (throughput), %s | %s | %.0f ÷ %.0f req/s (CPU %.1f ÷ %.1f µs) | ≥ 0.6× |\n", l,
+			ratio(idem.RPS(), miss.RPS()), idem.RPS(), miss.RPS(), us(idem.CPUPerReq), us(miss.CPUPerReq))
+	}
+	for _, f := range r.Fingerprint {
+		g := ""
+		if f.Size > 100<<10 {
+			g = "≤ 2×"
+		}
+		fmt.Fprintf(w, "| fingerprint ÷ sha256.Sum256, %d B (in process, thread CPU time) | %.2f× | %.1f µs ÷ %.1f µs | %s |\n", f.Size, f.RatioToSHA256, f.FingerprintNs/1e3, f.SHA256Ns/1e3, g)
+	}
+	if a := r.Analyze; a != nil {
+		fmt.Fprintf(w, "| analyze lines/s ÷ plain line reading, %d lines / %.1f MB (in process) | %s | %.0f ÷ %.0f lines/s | ≥ 0.5× |\n",
+			a.Lines, float64(a.Bytes)/1e6, ratio(a.AnalyzeLPS, a.ReadLinesLPS), a.AnalyzeLPS, a.ReadLinesLPS)
+	}
+	if r.Profile != "" {
+		fmt.Fprintf(w, "\nProfiles of the gateway processes: %s (go tool pprof -top <file>). Profiling costs CPU: read the ratios of a run without --profile.\n", r.Profile)
+	}
+}
+
+func us(d interface{ Nanoseconds() int64 }) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// ratio formats a/b, or "—" when either side was not measured.
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 || math.IsNaN(a/b) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// goal picks the issue's goal for the body: the 1 KB one for the small
+// body, the 200 KB one for the large; a file body has none.
+func goal(b BodyInfo, small, large string) string {
+	switch b.Kind {
+	case "small":
+		return small
+	case "large":
+		return large
+	}
+	return ""
+}
