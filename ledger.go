@@ -66,6 +66,17 @@ type LedgerEntry struct {
 	PromptCacheBreak      string
 	PromptCacheLostTokens int64
 	FanOutHeld            bool
+
+	// Stages are the timed pipeline stages of the call, for observers
+	// (trace spans). Transient: no LedgerStore or journal keeps them.
+	Stages []Stage
+}
+
+// Stage is one timed stage of a call's pipeline ("groundhog.admit",
+// "groundhog.idempotency", "groundhog.cache", "groundhog.upstream").
+type Stage struct {
+	Name       string
+	Start, End time.Time
 }
 
 // LedgerFilter selects ledger rows: From inclusive, To exclusive; empty

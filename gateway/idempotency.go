@@ -23,7 +23,9 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call
 	wait := idempotency.PreferWait(r)
 	deadline := s.clock.Now().Add(wait)
 	for {
+		t0 := s.clock.Now()
 		claim, op, outcome, err := s.opts.Idem.Begin(ctx, c.tenant, c.idemKey, c.fp.Hash)
+		s.stage(c, "groundhog.idempotency", t0)
 		if err != nil {
 			s.reject(w, r, c, groundhog.OutcomeError, err)
 			return

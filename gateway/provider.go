@@ -69,6 +69,7 @@ type call struct {
 	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
 	upHeader     http.Header        // the upstream response headers that pass to the leader's client (headers.go)
 	header       http.Header        // the client's request headers
+	stages       stageLog           // timed pipeline stages, for traces
 	start        time.Time
 	inFlight     bool
 	pc           pcState // prompt-cache stage (gateway/promptcache.go)
@@ -96,6 +97,7 @@ func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 // admit runs authentication, parsing, validation and the fingerprint. Every
 // failure here is the client's and is answered before anything is stored.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.Shape) (*call, error) {
+	t0 := s.clock.Now()
 	tenant, err := s.authenticate(r)
 	if err != nil {
 		return nil, err
@@ -123,6 +125,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if c.fp.Model == "" {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "missing required field \"model\"")
 	}
+	defer func() { s.stage(c, "groundhog.admit", t0) }() // authenticate, parse, fingerprint
 	if shape == groundhog.ShapeEmbeddings && c.fp.Stream {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "embeddings cannot be streamed")
 	}
@@ -298,7 +301,9 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *call, key 
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, key string) {
 	ctx := r.Context()
 	if c.policy == policyUse {
+		t0 := s.clock.Now()
 		e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)
+		s.stage(c, "groundhog.cache", t0)
 		if err == nil {
 			s.serveHit(w, r, c, e)
 			return
@@ -706,6 +711,7 @@ func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Resp
 // means the row is not durable: the caller must not complete the response.
 func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	row.Latency = s.clock.Now().Sub(c.start)
+	row.Stages = c.stageTimes()
 	// Every row passes here: its prompt-cache saving is priced from its own
 	// usage and model, as the call's cost is (CostUnknown when unpriced).
 	row.PromptCacheSaved = s.cfg.PriceTable.PromptCacheSaving(row.Model, row.Usage)

@@ -79,7 +79,9 @@ func (s *Server) upstreamCall(ctx context.Context, c *call, pub *coalesce.Publis
 			s.flightDone(c, nil, groundhog.Errorf(groundhog.EINTERNAL, "upstream call failed"))
 		}
 	}()
+	t0 := s.clock.Now()
 	resp, err := s.callUpstream(ctx, c, pub)
+	s.stage(c, "groundhog.upstream", t0)
 	ended = true
 	s.flightDone(c, resp, err)
 	return resp, err

@@ -111,14 +111,20 @@ func genAISystem(e *groundhog.LedgerEntry) string {
 
 // Span records one span for the call of e, from its arrival to the end of
 // its response, named "{gen_ai.operation.name} {gen_ai.request.model}" as
-// the GenAI semantic conventions ask.
+// the GenAI semantic conventions ask, with a child span per pipeline stage.
 func Span(t trace.Tracer, e *groundhog.LedgerEntry) {
 	op := genAIOperation(e.Shape)
 	name := op
 	if e.Model != "" {
 		name += " " + e.Model
 	}
-	_, span := t.Start(context.Background(), name, trace.WithTimestamp(e.Time), trace.WithSpanKind(trace.SpanKindServer))
+	ctx, span := t.Start(context.Background(), name, trace.WithTimestamp(e.Time), trace.WithSpanKind(trace.SpanKindServer))
+	// One child span per pipeline stage the call went through (admit,
+	// idempotency, cache, upstream), with the stage's own times.
+	for _, st := range e.Stages {
+		_, child := t.Start(ctx, st.Name, trace.WithTimestamp(st.Start))
+		child.End(trace.WithTimestamp(st.End))
+	}
 	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.system", genAISystem(e)),
 		attribute.String("gen_ai.operation.name", op),

@@ -99,9 +99,26 @@ func TestOneLineAndOneSpanPerCallNoSecrets(t *testing.T) {
 		}
 	}
 
-	spans := exp.GetSpans()
+	all := exp.GetSpans()
+	var spans tracetest.SpanStubs
+	children := map[string][]string{} // parent span id → child names
+	for _, sp := range all {
+		if sp.Parent.IsValid() {
+			children[sp.Parent.SpanID().String()] = append(children[sp.Parent.SpanID().String()], sp.Name)
+			continue
+		}
+		spans = append(spans, sp)
+	}
 	if len(spans) != 2 {
-		t.Fatalf("%d spans, want one per call (2)", len(spans))
+		t.Fatalf("%d call spans, want one per call (2)", len(spans))
+	}
+	// The miss went admit → cache → upstream; the hit admit → cache.
+	wantStages := [][]string{{"groundhog.admit", "groundhog.cache", "groundhog.upstream"}, {"groundhog.admit", "groundhog.cache"}}
+	for i, sp := range spans {
+		got := strings.Join(children[sp.SpanContext.SpanID().String()], ",")
+		if want := strings.Join(wantStages[i], ","); got != want {
+			t.Errorf("call %d stage spans %q, want %q", i, got, want)
+		}
 	}
 	wantOutcome := []string{"upstream", "cache_hit"}
 	for i, sp := range spans {
