@@ -54,6 +54,7 @@ type setup struct {
 	clock     groundhog.Clock                // the gateway's and the sim's (nil: wall clock)
 	fanOut    *fanout.Group                  // nil: the gateway builds one from the config
 	tap       func(path string, body []byte) // sees every body the gateway sends upstream
+	onRow     func(groundhog.LedgerEntry)    // sees every row as the ledger's observers do (stages included)
 }
 
 type harnessOpt func(*setup)
@@ -187,6 +188,9 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	var rec gateway.Recorder = lw
 	if cfg.Ledger.Disabled {
 		rec = nil
+	}
+	if st.onRow != nil && rec != nil {
+		rec = teeRecorder{rec, st.onRow}
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
 		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})

@@ -93,8 +93,14 @@ func (s *Server) pcBefore(ctx context.Context, c *call) []byte {
 		App:         op.App, PromptVersion: op.PromptVersion,
 	}
 	fan := !strings.EqualFold(strings.TrimSpace(c.header.Get(hdrFanOut)), "off")
+	t0 := s.clock.Now()
 	c.pc.pending = s.pc.Before(ctx, req, fan)
 	c.pc.held.Store(c.pc.pending.Held)
+	if c.pc.pending.Held {
+		// A trace span of its own: the wait is part of the upstream stage,
+		// and a user looking at a slow call should see why.
+		s.stage(c, "groundhog.fan_out_hold", t0)
+	}
 	return c.pc.pending.Body
 }
 

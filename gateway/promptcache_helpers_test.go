@@ -19,6 +19,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/fanout"
+	"github.com/groundhog-ai/groundhog/gateway"
 )
 
 // testClock is a fake clock shared by the gateway and the simulated
@@ -228,4 +229,16 @@ func pcHeader(t *testing.T, res *http.Response) (read, write int64) {
 		t.Fatalf("Groundhog-Prompt-Cache = %q, want read=<tokens> write=<tokens>", v)
 	}
 	return read, write
+}
+
+// teeRecorder hands every row to f after next recorded it.
+type teeRecorder struct {
+	next gateway.Recorder
+	f    func(groundhog.LedgerEntry)
+}
+
+func (r teeRecorder) Record(e groundhog.LedgerEntry) error {
+	err := r.next.Record(e)
+	r.f(e)
+	return err
 }

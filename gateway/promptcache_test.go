@@ -34,7 +34,17 @@ func TestFanOutWritesSharedPrefixOnce(t *testing.T) {
 			fan := fanout.New(fanout.Config{OnHold: func() { held <- struct{}{} }})
 			// The gate holds each call in the provider's prefill, after its
 			// cache look-up: calls that reach the provider together all miss.
-			h := newHarness(t, withFanOut(fan), func(s *setup) { s.sim.FirstToken, s.sim.Sleep = time.Millisecond, g.sleep })
+			var spans sync.Map // request hash → it had a fan-out hold span
+			onRow := func(e groundhog.LedgerEntry) {
+				for _, st := range e.Stages {
+					if st.Name == "groundhog.fan_out_hold" && !st.End.Before(st.Start) {
+						spans.Store(e.RequestHash, true)
+					}
+				}
+			}
+			h := newHarness(t, withFanOut(fan), func(s *setup) {
+				s.sim.FirstToken, s.sim.Sleep, s.onRow = time.Millisecond, g.sleep, onRow
+			})
 			an := anthropicClient(h)
 			var wg sync.WaitGroup
 			res := make([]*http.Response, 8)
@@ -93,6 +103,11 @@ func TestFanOutWritesSharedPrefixOnce(t *testing.T) {
 				}
 				if heldRows != 7 {
 					t.Errorf("%d ledger rows say fan_out_held, want 7", heldRows)
+				}
+				for _, r := range rows {
+					if _, ok := spans.Load(r.RequestHash); ok != r.FanOutHeld {
+						t.Errorf("row %s: held %v, fan-out hold span %v", r.RequestHash, r.FanOutHeld, ok)
+					}
 				}
 				reads := 0
 				for _, r := range res {
