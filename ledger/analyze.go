@@ -39,6 +39,14 @@ type AnalyzeOptions struct {
 	// memory holds the lines of one window. Zero means 5 minutes; a negative
 	// value requires a sorted file.
 	ReorderWindow time.Duration
+	// Tenant, if set, counts only the lines of that tenant (a line without
+	// a tenant is groundhog.LocalTenant's); the others are read but are
+	// not calls.
+	Tenant string
+	// GroupBy keys the report rows: GroupByOperation (the default, also
+	// "") or GroupByTenant, whose rows carry the tenant in Row.Operation
+	// and whose reports have Group GroupByTenant.
+	GroupBy string
 }
 
 // DefaultReorderWindow is the ReorderWindow used when none is given.
@@ -205,12 +213,13 @@ func newAnalyzer(o AnalyzeOptions) *analyzer {
 // is not shared).
 type parser struct {
 	shape  groundhog.Shape
+	tenant string // AnalyzeOptions.Tenant
 	prices pricing.Table
 	intern map[string]string // operation and tenant names
 }
 
 func (an *analyzer) newParser() *parser {
-	return &parser{shape: an.o.Shape, prices: an.prices, intern: map[string]string{}}
+	return &parser{shape: an.o.Shape, tenant: an.o.Tenant, prices: an.prices, intern: map[string]string{}}
 }
 
 func (p *parser) str(b []byte) string {
@@ -420,6 +429,9 @@ func (p *parser) line(b []byte, n int64) (c pendingCall, ok bool, err error) {
 		return c, false, nil
 	}
 	c, err = p.parse(b, n)
+	if err == errFiltered {
+		return c, false, nil
+	}
 	return c, err == nil, err
 }
 
@@ -449,7 +461,11 @@ func (an *analyzer) flush() {
 
 func (an *analyzer) closeDay() {
 	if an.acc != nil {
-		an.reports = append(an.reports, an.acc.Report(an.day))
+		rep := an.acc.Report(an.day)
+		if an.o.GroupBy == GroupByTenant {
+			rep.Group = GroupByTenant
+		}
+		an.reports = append(an.reports, rep)
 		an.acc = nil
 	}
 }
@@ -475,11 +491,15 @@ func (an *analyzer) release(c pendingCall) {
 	if !seen || end > until {
 		an.inFlight.set(ref, end)
 	}
+	op := c.operation
+	if an.o.GroupBy == GroupByTenant {
+		op = c.tenant // the rows are keyed by tenant; the repeat rule is unchanged
+	}
 	e := &an.entry
 	*e = groundhog.LedgerEntry{
 		Time:        time.Unix(0, c.t).UTC(),
 		Tenant:      c.tenant,
-		Operation:   c.operation,
+		Operation:   op,
 		RequestHash: c.hash,
 		Model:       c.model,
 		Outcome:     groundhog.OutcomeUpstream,

@@ -64,8 +64,14 @@ func (p *parser) parse(b []byte, n int64) (pendingCall, error) {
 	if c.tenant, err = p.optString("tenant", tenant); err != nil {
 		return pendingCall{}, err
 	}
+	if c.operation == "" {
+		c.operation = DefaultOperation
+	}
 	if c.tenant == "" {
 		c.tenant = groundhog.LocalTenant
+	}
+	if p.tenant != "" && c.tenant != p.tenant {
+		return pendingCall{}, errFiltered // before the fingerprint: the costly part
 	}
 	if req == nil || isNull(req) {
 		return pendingCall{}, errors.New(`missing "request"`)
@@ -125,11 +131,12 @@ func (p *parser) optString(name string, v []byte) (string, error) {
 // shapeOf picks the shape of a line's request (see Analyze).
 func (p *parser) shapeOf(shapeField, pathField, req []byte) (groundhog.Shape, error) {
 	if shapeField != nil && !isNull(shapeField) {
-		var s string
-		if err := json.Unmarshal(shapeField, &s); err != nil || !groundhog.Shape(s).Valid() {
-			return "", fmt.Errorf(`"shape" must be one of chat, responses, embeddings, messages`)
+		s, ok := jsonString(shapeField)
+		sh, known := ParseShape(s)
+		if !ok || !known {
+			return "", fmt.Errorf(`"shape" must be one of %s, or a route path such as /v1/chat/completions`, shapeNames)
 		}
-		return groundhog.Shape(s), nil
+		return sh, nil
 	}
 	if pathField != nil && !isNull(pathField) {
 		var p string
@@ -227,11 +234,25 @@ func parseTimestamp(v []byte) (time.Time, error) {
 	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC(), nil
 }
 
-// parseUSD reads a JSON number of dollars into exact picodollars. Decimals
+// parseUSD reads a JSON number of dollars, or a string holding one, into
+// exact picodollars. Decimals
 // beyond the picodollar are rounded half away from zero.
 func parseUSD(v []byte) (groundhog.Money, error) {
-	bad := errors.New(`"cost_usd" must be a non-negative number of dollars`)
-	if len(v) == 0 || v[0] == '"' || v[0] == '-' {
+	bad := errors.New(`"cost_usd" must be a non-negative number of dollars, as a JSON number or a decimal string`)
+	if len(v) > 0 && v[0] == '"' {
+		// A decimal string ("0.004", as many loggers write money): the
+		// same number syntax, read from the text, never through a float.
+		s, ok := jsonString(v)
+		s = strings.TrimSpace(s)
+		if !ok || s == "" {
+			return 0, bad
+		}
+		if _, isNum := jsonFloat([]byte(s)); !isNum {
+			return 0, bad
+		}
+		v = []byte(s)
+	}
+	if len(v) == 0 || v[0] == '-' {
 		return 0, bad
 	}
 	if m, err := groundhog.ParseMoney(string(v)); err == nil {
