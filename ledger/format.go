@@ -206,13 +206,13 @@ func WriteCSVReports(w io.Writer, reports []*Report) error {
 	return cw.Error()
 }
 
-// tableMoney shows cents, or six decimals for a non-zero amount under a cent
-// (so a small but real cost never reads as 0.00).
+// tableMoney is the table's one money format, for every money column and
+// row: dollars with six decimals, rounded half up at the microdollar — the
+// same figures as the JSON and CSV outputs. One format per column keeps the
+// decimal points aligned and a small but real cost from reading as 0.00
+// next to a large one shown in cents.
 func tableMoney(t groundhog.Total) string {
-	if m, ok := t.Money(); ok && m != 0 && m < groundhog.Dollar/100 && m > -groundhog.Dollar/100 {
-		return m.Format(6)
-	}
-	return t.Format(2)
+	return t.Format(6)
 }
 
 // groupLabel names the rows' key column: "operation", or "tenant" for a
@@ -226,7 +226,8 @@ func (r *Report) groupLabel() string {
 
 // WriteTable writes an aligned terminal table: a title line with the day,
 // one line per operation, a total line, and a note when some calls have an
-// unknown cost. Money is in dollars.
+// unknown cost. Money is in dollars with six decimals in every column (see
+// tableMoney).
 func (r *Report) WriteTable(w io.Writer) error {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "duplicate work on %s\n\n", r.Day)
