@@ -241,8 +241,9 @@ var columns = []column{
 // jsonMoney is a report figure as the JSON report writes it: six decimals.
 func jsonMoney(t groundhog.Total) string { return t.Format(6) }
 
-// tableMoney is the terminal table's money format: cents, or six decimals
-// for a non-zero amount under a cent (a small real cost never reads 0.00).
+// tableMoney is the dashboard's money format: cents, or six decimals for a
+// non-zero amount under a cent (a small real cost never reads 0.00). The
+// terminal table (ledger.Report.WriteTable) now shows six decimals always.
 func tableMoney(t groundhog.Total) string {
 	if m, ok := t.Money(); ok && m != 0 && m < groundhog.Dollar/100 && m > -groundhog.Dollar/100 {
 		return m.Format(6)
