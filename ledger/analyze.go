@@ -87,14 +87,18 @@ const maxLineSize = 256 << 20
 //
 //	  - timestamp (required): an RFC 3339 string, or a number of unix seconds
 //	    (milliseconds if above 1e11).
-//	  - operation: the report row (empty if missing); tenant: the tenant scope
-//	    of the hash (groundhog.LocalTenant if missing, as in the gateway's
-//	    single-tenant mode).
+//	  - operation: the report row (DefaultOperation if missing, as the
+//	    gateway names a call without one); tenant: the tenant scope of the
+//	    hash (groundhog.LocalTenant if missing, as in the gateway's
+//	    single-tenant mode). o.Tenant keeps one tenant's lines; o.GroupBy
+//	    GroupByTenant makes the rows tenants instead of operations.
 //	  - request (required): the provider request body, fingerprinted with
 //	    fingerprint.Compute exactly as the gateway does (no declared versions).
 //	    Its shape comes from a "shape" field (chat, responses, embeddings,
-//	    messages) or a "path" field ending in /chat/completions, /responses,
-//	    /embeddings or /messages, else from o.Shape, else it is inferred:
+//	    messages, a provider alias such as openai.chat or
+//	    anthropic.messages, or a route path: see ParseShape) or a "path"
+//	    field ending in /chat/completions, /responses, /embeddings or
+//	    /messages, else from o.Shape, else it is inferred:
 //	    "messages" with a top-level "system" or a claude model is messages,
 //	    other "messages" chat; "input" with an embedding model (name contains
 //	    "embed") or "encoding_format"/"dimensions" is embeddings, other
@@ -105,7 +109,8 @@ const maxLineSize = 256 << 20
 //	    (input_tokens, output_tokens, cache_read_input_tokens,
 //	    cache_creation_input_tokens; input is then the sum) or groundhog's own
 //	    Usage fields.
-//	  - cost_usd: the call's cost in dollars, exact (decimal, no float).
+//	  - cost_usd: the call's cost in dollars, a JSON number or a string
+//	    holding one ("0.004"), exact (decimal, no float).
 //	  - duration_ms: how long the call took.
 //
 // Each line becomes a ledger row — outcome upstream, CacheOn false (a call
