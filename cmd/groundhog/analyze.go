@@ -130,7 +130,7 @@ file is streamed: memory holds one day's distinct request hashes, not the file.`
 	fs.StringVar(&shape, "shape", "", "API shape of lines that name none: chat, responses, embeddings, messages, a provider alias (anthropic.messages) or a route path (default: inferred)")
 	fs.StringVar(&o.Tenant, "tenant", "", `count only this tenant's lines (lines without a tenant are "local")`)
 	fs.StringVar(&by, "by", ledger.GroupByOperation, "what the report rows are: operation or tenant")
-	fs.StringVar(&prices, "prices", "", "YAML price table merged over the built-in one (USD per million tokens)")
+	fs.StringVar(&prices, "prices", "", "price table merged over the configuration's: YAML (USD per million tokens) or the community model_prices_and_context_window.json")
 	fs.BoolVar(&skipBad, "skip-bad", false, "count bad lines and go on instead of stopping at the first")
 	fs.DurationVar(&o.ReorderWindow, "reorder-window", ledger.DefaultReorderWindow, "how far back in time a line may be relative to an earlier line (logs written at completion are out of order)")
 	rootCmd.AddCommand(cmd)

@@ -13,11 +13,19 @@ import (
 // standard output.
 func runPrices(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	// Flag values outlive an Execute: start each run from the defaults.
+	cmd, _, err := rootCmd.Find([]string{"prices"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Flags().Set("config", ""); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	rootCmd.SetOut(&out)
 	rootCmd.SetErr(&out)
 	rootCmd.SetArgs(append([]string{"prices"}, args...))
-	err := rootCmd.Execute()
+	err = rootCmd.Execute()
 	rootCmd.SetArgs(nil)
 	return out.String(), err
 }
