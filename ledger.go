@@ -66,13 +66,10 @@ type LedgerEntry struct {
 	PromptCacheBreak      string
 	PromptCacheLostTokens int64
 	FanOutHeld            bool
-
-	// Stages are the timed pipeline stages of the call, for observers
-	// (trace spans). Transient: no LedgerStore or journal keeps them.
-	Stages []Stage
 }
 
-// Stage is one timed stage of a call's pipeline ("groundhog.admit",
+// Stage is one timed stage of a call's pipeline, for observers such as
+// trace spans; no store keeps it ("groundhog.admit",
 // "groundhog.idempotency", "groundhog.cache", "groundhog.upstream").
 type Stage struct {
 	Name       string

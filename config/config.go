@@ -55,7 +55,11 @@ type Config struct {
 	Rules []Rule `yaml:"rules"`
 	// Keys are gateway keys given by their SHA-256 (never the secret):
 	// serve adds them to the key store at start.
-	Keys       []KeyConfig                  `yaml:"keys"`
+	Keys []KeyConfig `yaml:"keys"`
+	// PricesFile is a price table file merged over the built-in table: the
+	// YAML format of Prices, or the community JSON format
+	// (model_prices_and_context_window.json), told apart by content (see
+	// pricing.Load). Prices wins over it.
 	PricesFile string                       `yaml:"prices_file"`
 	Prices     map[string]pricing.YAMLPrice `yaml:"prices"`
 	Sim        SimConfig                    `yaml:"sim"`

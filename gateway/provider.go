@@ -711,7 +711,6 @@ func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Resp
 // means the row is not durable: the caller must not complete the response.
 func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	row.Latency = s.clock.Now().Sub(c.start)
-	row.Stages = c.stageTimes()
 	// Every row passes here: its prompt-cache saving is priced from its own
 	// usage and model, as the call's cost is (CostUnknown when unpriced).
 	row.PromptCacheSaved = s.cfg.PriceTable.PromptCacheSaving(row.Model, row.Usage)
@@ -720,7 +719,13 @@ func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	if s.opts.Ledger == nil {
 		return nil
 	}
-	if err := s.opts.Ledger.Record(row); err != nil {
+	var err error
+	if sr, ok := s.opts.Ledger.(StageRecorder); ok {
+		err = sr.RecordStages(row, c.stageTimes())
+	} else {
+		err = s.opts.Ledger.Record(row)
+	}
+	if err != nil {
 		s.log.Error("ledger record failed", append(logAttrs(c), "err", err)...)
 		return groundhog.WrapError(groundhog.EUNAVAILABLE, "ledger unavailable", err)
 	}

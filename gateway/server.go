@@ -31,6 +31,15 @@ type Recorder interface {
 	Record(e groundhog.LedgerEntry) error
 }
 
+// StageRecorder is a Recorder that also takes the call's timed pipeline
+// stages, for observers such as trace spans. The gateway calls
+// RecordStages instead of Record when its Recorder has it; the same
+// durability contract applies.
+type StageRecorder interface {
+	Recorder
+	RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stage) error
+}
+
 // Upstream is one provider endpoint.
 type Upstream struct {
 	// BaseURL replaces the gateway's "/v1" prefix: a request to

@@ -35,7 +35,11 @@ type Recorder struct {
 
 // Record observes e and records it in Next. The row reaches Next first: its
 // durability decides the response, the observations never do.
-func (o *Recorder) Record(e groundhog.LedgerEntry) error {
+func (o *Recorder) Record(e groundhog.LedgerEntry) error { return o.RecordStages(e, nil) }
+
+// RecordStages is Record with the call's timed pipeline stages, each a
+// child span of the call's span.
+func (o *Recorder) RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stage) error {
 	var err error
 	if o.Next != nil {
 		err = o.Next.Record(e)
@@ -47,7 +51,7 @@ func (o *Recorder) Record(e groundhog.LedgerEntry) error {
 		o.Log.LogAttrs(context.Background(), slog.LevelInfo, "call", Attrs(&e)...)
 	}
 	if o.Tracer != nil {
-		Span(o.Tracer, &e)
+		Span(o.Tracer, &e, stages)
 	}
 	return err
 }
@@ -112,7 +116,7 @@ func genAISystem(e *groundhog.LedgerEntry) string {
 // Span records one span for the call of e, from its arrival to the end of
 // its response, named "{gen_ai.operation.name} {gen_ai.request.model}" as
 // the GenAI semantic conventions ask, with a child span per pipeline stage.
-func Span(t trace.Tracer, e *groundhog.LedgerEntry) {
+func Span(t trace.Tracer, e *groundhog.LedgerEntry, stages []groundhog.Stage) {
 	op := genAIOperation(e.Shape)
 	name := op
 	if e.Model != "" {
@@ -121,7 +125,7 @@ func Span(t trace.Tracer, e *groundhog.LedgerEntry) {
 	ctx, span := t.Start(context.Background(), name, trace.WithTimestamp(e.Time), trace.WithSpanKind(trace.SpanKindServer))
 	// One child span per pipeline stage the call went through (admit,
 	// idempotency, cache, upstream), with the stage's own times.
-	for _, st := range e.Stages {
+	for _, st := range stages {
 		_, child := t.Start(ctx, st.Name, trace.WithTimestamp(st.Start))
 		child.End(trace.WithTimestamp(st.End))
 	}
