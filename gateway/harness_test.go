@@ -51,10 +51,10 @@ type setup struct {
 	apiKey    string // provider key sent upstream
 	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
 	flights   gateway.Flights
-	clock     groundhog.Clock                // the gateway's and the sim's (nil: wall clock)
-	fanOut    *fanout.Group                  // nil: the gateway builds one from the config
-	tap       func(path string, body []byte) // sees every body the gateway sends upstream
-	onRow     func(groundhog.LedgerEntry)    // sees every row as the ledger's observers do (stages included)
+	clock     groundhog.Clock                                // the gateway's and the sim's (nil: wall clock)
+	fanOut    *fanout.Group                                  // nil: the gateway builds one from the config
+	tap       func(path string, body []byte)                 // sees every body the gateway sends upstream
+	onRow     func(groundhog.LedgerEntry, []groundhog.Stage) // sees every row and its stages, as the ledger's observers do
 }
 
 type harnessOpt func(*setup)

@@ -231,14 +231,21 @@ func pcHeader(t *testing.T, res *http.Response) (read, write int64) {
 	return read, write
 }
 
-// teeRecorder hands every row to f after next recorded it.
+// teeRecorder hands every row and its stages to f after next recorded it.
 type teeRecorder struct {
 	next gateway.Recorder
-	f    func(groundhog.LedgerEntry)
+	f    func(groundhog.LedgerEntry, []groundhog.Stage)
 }
 
-func (r teeRecorder) Record(e groundhog.LedgerEntry) error {
-	err := r.next.Record(e)
-	r.f(e)
+func (r teeRecorder) Record(e groundhog.LedgerEntry) error { return r.RecordStages(e, nil) }
+
+func (r teeRecorder) RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stage) error {
+	var err error
+	if sr, ok := r.next.(gateway.StageRecorder); ok {
+		err = sr.RecordStages(e, stages)
+	} else {
+		err = r.next.Record(e)
+	}
+	r.f(e, stages)
 	return err
 }

@@ -35,8 +35,8 @@ func TestFanOutWritesSharedPrefixOnce(t *testing.T) {
 			// The gate holds each call in the provider's prefill, after its
 			// cache look-up: calls that reach the provider together all miss.
 			var spans sync.Map // request hash → it had a fan-out hold span
-			onRow := func(e groundhog.LedgerEntry) {
-				for _, st := range e.Stages {
+			onRow := func(e groundhog.LedgerEntry, stages []groundhog.Stage) {
+				for _, st := range stages {
 					if st.Name == "groundhog.fan_out_hold" && !st.End.Before(st.Start) {
 						spans.Store(e.RequestHash, true)
 					}
