@@ -47,6 +47,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,10 @@ import (
 type DB struct {
 	pool   *pgxpool.Pool
 	closed atomic.Bool
+	// ledgerDays holds the UTC days (int64, see dayOf) whose ledger
+	// partition is known to exist, so AppendLedger asks the server only
+	// about new days.
+	ledgerDays sync.Map
 }
 
 var (
@@ -97,6 +102,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, mapErr(fmt.Errorf("postgres: connect: %w", err))
 	}
 	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	// Ledger partitions for yesterday through a few days ahead, so the
+	// first appends of the day find theirs (AppendLedger creates any other).
+	if _, err := db.MaintainLedger(ctx, time.Now(), 0); err != nil {
 		pool.Close()
 		return nil, err
 	}
