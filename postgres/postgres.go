@@ -88,9 +88,18 @@ const migrationLock int64 = 0x67726f756e64686f
 // are sent to the server as run-time settings), checks that it answers and
 // applies the pending migrations.
 func Open(ctx context.Context, url string) (*DB, error) {
+	return open(ctx, url, nil)
+}
+
+// open is Open with a hook that may change the pool's configuration (tests
+// install a tracer that counts round trips).
+func open(ctx context.Context, url string, configure func(*pgxpool.Config)) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EINVALID, "postgres: invalid database URL", err)
+	}
+	if configure != nil {
+		configure(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
