@@ -140,6 +140,8 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 	desc := "database sqlite " + cfg.DB
 	if pg, ok := db.(*postgres.DB); ok {
 		desc = fmt.Sprintf("database postgres %s (pool %d, statement timeout %s)", redact(cfg.DB), cfg.Postgres.MaxConns, cfg.Postgres.StatementTimeout)
+		st.closers = append(st.closers, maintainLedger(pg, cfg.Postgres.LedgerRetention, log))
+		desc += ledgerRetentionDesc(cfg.Postgres.LedgerRetention)
 		if cfg.Cache.Backend == "memory" {
 			w, err := pg.Listen(ctx, log)
 			if err != nil {
