@@ -319,6 +319,13 @@ func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, 
 	q := "UPDATE operations SET " + strings.Join(set, ", ") +
 		" WHERE tenant = $" + strconv.Itoa(n+1) + " AND id = $" + strconv.Itoa(n+2) +
 		" AND fencing_token = $" + strconv.Itoa(n+3) + " AND status = 'running'"
+	if what != "renew" && db.notifyIdem.Load() {
+		// The wake-up of the operation's waiters rides in the same statement
+		// (delivered when it commits): no round trip of its own. The topic is
+		// wake.Topic("i", tenant, key); octet_length, as Go's len, counts bytes.
+		q = "WITH u AS (" + q + " RETURNING tenant, idem_key) SELECT pg_notify('" + wakeChannel +
+			"', 'i:' || octet_length(tenant) || '.' || tenant || ':' || idem_key) FROM u"
+	}
 	tag, err := db.pool.Exec(ctx, q, append(vals, tenant, id, token)...)
 	if err != nil {
 		return mapErr(fmt.Errorf("postgres: %s operation: %w", what, err))

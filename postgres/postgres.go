@@ -67,6 +67,9 @@ type DB struct {
 	// partition is known to exist, so AppendLedger asks the server only
 	// about new days.
 	ledgerDays sync.Map
+	// notifyIdem: Complete, Fail and Release also send the operation's
+	// wake-up, in their own statement (see Waker.IdemNotifier).
+	notifyIdem atomic.Bool
 }
 
 var (

@@ -137,3 +137,63 @@ func TestRoundTripsPerIdempotentCall(t *testing.T) {
 		t.Errorf("takeover round trips = %v, want the read then a locking transaction", got)
 	}
 }
+
+// TestRoundTripsWithListenNotify: with the wake-ups on LISTEN/NOTIFY (no
+// Redis), completing a record wakes another replica's waiter and still costs
+// one round trip: the NOTIFY rides in the completing UPDATE.
+func TestRoundTripsWithListenNotify(t *testing.T) {
+	u := freshSchema(t)
+	rt := &roundTrips{}
+	a, err := open(ctx, u, func(c *pgxpool.Config) { c.ConnConfig.Tracer = rt; c.MaxConns = 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, u) // another replica
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	wa, err := a.Listen(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wa.Close()
+	wb, err := b.Listen(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.Close()
+	svc := idempotency.New(idempotency.Options{Store: a, Lease: time.Hour, Retention: 2 * time.Hour, Notifier: wa.IdemNotifier()})
+	other := wb.IdemNotifier()
+
+	// A tenant name with a two-byte character: the topic counts bytes.
+	const tenant = "acmé"
+	for i, key := range []string{"warm-up", "second"} {
+		woken := other.Subscribe(ctx, tenant, key)
+		rt.take()
+		claim, _, outcome, err := svc.Begin(ctx, tenant, key, "sha256:"+key)
+		if err != nil || outcome != groundhog.BeginClaimed {
+			t.Fatalf("Begin: %v, %v", outcome, err)
+		}
+		if err := claim.Complete(ctx, &groundhog.Response{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := rt.take(); i > 0 && len(got) != 2 {
+			t.Errorf("%d round trips for claim + complete + wake-up, want 2: %v", len(got), got)
+		}
+		<-woken // the other replica's waiter is woken (the test times out otherwise)
+	}
+	// A stale completion changes nothing: the fencing still decides.
+	claim, _, _, err := svc.Begin(ctx, tenant, "stale", "sha256:stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := claim.Op()
+	if err := a.Complete(ctx, tenant, op.ID, op.FencingToken+1, &groundhog.Response{Status: 200}, time.Now()); groundhog.ErrorCode(err) != groundhog.ESTALE {
+		t.Errorf("Complete with a wrong token: %v, want ESTALE", err)
+	}
+	if err := claim.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -187,6 +187,9 @@ func (st *stores) notifier() idempotency.Notifier {
 	if st.Waker == nil {
 		return nil
 	}
+	if w, ok := st.Waker.(*postgres.Waker); ok {
+		return w.IdemNotifier() // the completing UPDATE sends the wake-up
+	}
 	return wake.IdemNotifier{T: st.Waker}
 }
 
