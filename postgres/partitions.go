@@ -73,8 +73,9 @@ func partitionBounds(d int64) (lo, hi string) {
 
 // ensureLedgerDays creates the partitions of days that this DB has not seen
 // yet, in one transaction under ledgerPartitionLock (so replicas creating
-// the same day never race). A day covered by a partition of another name
-// (created by hand) counts as present.
+// the same day never race). Partitions are recognized by their names
+// (ledger_pYYYYMMDD): one created by hand under another name for a day makes
+// that day's appends fail (its range overlaps), so do not.
 func (db *DB) ensureLedgerDays(ctx context.Context, days []int64) error {
 	var missing []int64
 	for _, d := range days {
