@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,5 +120,34 @@ func TestFlightsOnlyForCacheUsingCalls(t *testing.T) {
 	}
 	if o.calls != 0 {
 		t.Errorf("Lead called %d times for calls that do not use the cache", o.calls)
+	}
+}
+
+// A streaming call that follows another replica's streamed flight relays
+// its events and is accounted as coalesced too (the relay path).
+func TestFlightsStreamingFollowerIsCoalesced(t *testing.T) {
+	chunk := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"sim-small","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`
+	o := &otherReplicas{followed: true, shared: &groundhog.CacheEntry{Shape: groundhog.ShapeChat, Response: groundhog.Response{
+		Status: 200, ContentType: "text/event-stream", Streamed: true, Cost: 2000,
+		Events: []groundhog.Event{{Data: []byte(chunk)}, {Data: []byte("[DONE]")}}}}}
+	h := newHarness(t, withFlights(o))
+	body := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"flights"}]}`
+	res, got := h.post("/v1/chat/completions", body, map[string]string{"Groundhog-Cache": "use"})
+	if res.StatusCode != 200 || !strings.Contains(string(got), `"content":"hi"`) || !strings.Contains(string(got), "data: [DONE]") {
+		t.Fatalf("status %d body %s, want the other replica's stream", res.StatusCode, got)
+	}
+	if st := res.Header.Get("Groundhog-Cache"); st != "coalesced" {
+		t.Errorf("Groundhog-Cache = %q, want coalesced", st)
+	}
+	rows := h.ledgerRows()
+	if len(rows) != 1 {
+		t.Fatalf("%d ledger rows, want 1", len(rows))
+	}
+	if r := rows[0]; r.Outcome != groundhog.OutcomeCoalesced || !r.InFlight || r.Cost != 0 || r.Saved != 2000 || !r.Stream {
+		t.Errorf("row: outcome %s, in flight %v, cost %d, saved %d, stream %v; want coalesced, true, 0, 2000, true",
+			r.Outcome, r.InFlight, r.Cost, r.Saved, r.Stream)
+	}
+	if b := h.bill(); b.Calls != 0 {
+		t.Errorf("the sim billed %d calls, want 0", b.Calls)
 	}
 }
