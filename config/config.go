@@ -97,6 +97,9 @@ type CacheConfig struct {
 type PostgresConfig struct {
 	MaxConns         int32         `yaml:"max_conns"`         // pool size per replica
 	StatementTimeout time.Duration `yaml:"statement_timeout"` // server-side bound of one statement
+	// LedgerRetention drops the ledger's day partitions once their whole
+	// UTC day is older than this (checked hourly); 0 keeps every day.
+	LedgerRetention time.Duration `yaml:"ledger_retention"`
 }
 
 // IdemConfig configures operation records.
@@ -303,6 +306,9 @@ func (c *Config) Finish() error {
 	}
 	if c.Postgres.MaxConns <= 0 || c.Postgres.StatementTimeout < 0 {
 		return fmt.Errorf("postgres: max_conns must be positive and statement_timeout not negative")
+	}
+	if c.Postgres.LedgerRetention < 0 {
+		return fmt.Errorf("postgres: ledger_retention must not be negative")
 	}
 	if c.MaxBodyBytes <= 0 {
 		return fmt.Errorf("max_body_bytes must be positive")

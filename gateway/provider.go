@@ -66,6 +66,7 @@ type call struct {
 	claim        *idempotency.Claim // held while this call runs an idempotent operation
 	orphan       orphanState        // the leader's row when its client leaves before the flight ends
 	recheckHit   atomic.Bool        // the leader's flight found the entry on its second cache look-up
+	peerFollowed atomic.Bool        // the leader's flight followed another replica's running flight (flights.go)
 	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
 	upHeader     http.Header        // the upstream response headers that pass to the leader's client (headers.go)
 	header       http.Header        // the client's request headers
@@ -363,7 +364,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 		return
 	}
 	if leader && c.recheckHit.Load() {
-		state = "hit"
+		state = stateAcross(c)
 	}
 	setUpstreamHeaders(w.Header(), c, leader)
 	if c.fp.Stream && streamed && status/100 == 2 {
@@ -391,7 +392,7 @@ func (s *Server) accounting(c *call, resp *groundhog.Response, leader bool) (gro
 	if leader && !c.recheckHit.Load() {
 		return groundhog.OutcomeUpstream, resp.Cost, 0
 	}
-	if leader {
+	if leader && !c.peerFollowed.Load() { // a cross-replica follower is coalesced, below
 		if !resp.Cost.Known() {
 			return groundhog.OutcomeCacheHit, 0, 0
 		}
@@ -680,7 +681,7 @@ func (s *Server) row(c *call, outcome groundhog.Outcome, status int) groundhog.L
 		Provider:    s.upstreamFor(c.shape).Provider,
 		Outcome:     outcome,
 		Status:      status,
-		InFlight:    c.inFlight,
+		InFlight:    c.inFlight || c.peerFollowed.Load(),
 		CacheOn:     c.policy.on(),
 		Idempotent:  c.idemKey != "",
 		Stream:      c.fp.Stream,
