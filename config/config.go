@@ -55,12 +55,20 @@ type Config struct {
 	Rules []Rule `yaml:"rules"`
 	// Keys are gateway keys given by their SHA-256 (never the secret):
 	// serve adds them to the key store at start.
-	Keys       []KeyConfig                  `yaml:"keys"`
+	Keys []KeyConfig `yaml:"keys"`
+	// PricesFile is a price table file merged over the built-in table: the
+	// YAML format of Prices, or the community JSON format
+	// (model_prices_and_context_window.json), told apart by content (see
+	// pricing.Load). Prices wins over it.
 	PricesFile string                       `yaml:"prices_file"`
 	Prices     map[string]pricing.YAMLPrice `yaml:"prices"`
 	Sim        SimConfig                    `yaml:"sim"`
 	State      StateConfig                  `yaml:"state"`
 	Evidence   EvidenceConfig               `yaml:"evidence"`
+	// PromptCache bounds the provider prompt-cache stage (break diagnosis
+	// memory, warm-then-fan-out hold); per-operation switches are in
+	// Operations[*].PromptCache.
+	PromptCache PromptCacheConfig `yaml:"prompt_cache"`
 	// Compaction is the working-state compaction policy (compaction.go).
 	Compaction CompactionConfig `yaml:"compaction"`
 
@@ -89,6 +97,9 @@ type CacheConfig struct {
 type PostgresConfig struct {
 	MaxConns         int32         `yaml:"max_conns"`         // pool size per replica
 	StatementTimeout time.Duration `yaml:"statement_timeout"` // server-side bound of one statement
+	// LedgerRetention drops the ledger's day partitions once their whole
+	// UTC day is older than this (checked hourly); 0 keeps every day.
+	LedgerRetention time.Duration `yaml:"ledger_retention"`
 }
 
 // IdemConfig configures operation records.
@@ -133,9 +144,39 @@ type Operation struct {
 	Cache    bool          `yaml:"cache"`    // exact cache on for this operation
 	TTL      time.Duration `yaml:"ttl"`      // entry TTL (0: the cache default)
 	Versions string        `yaml:"versions"` // declared config versions joining the key, e.g. "prompt=4"
+	// PromptCache is the operation's provider prompt-cache policy.
+	PromptCache OperationPromptCache `yaml:"prompt_cache"`
 	// Coalesce makes identical calls in flight share one upstream call
 	// even with the cache off; nil means "when the cache is on".
 	Coalesce *bool `yaml:"coalesce"`
+}
+
+// OperationPromptCache is one operation's provider prompt-cache policy.
+type OperationPromptCache struct {
+	// Breakpoints "auto" injects cache breakpoints into every call of the
+	// operation (as the Groundhog-Prompt-Cache-Breakpoints: auto header
+	// does per call); "" or "off" leaves bodies as the client sent them.
+	Breakpoints string `yaml:"breakpoints"`
+	// App and PromptVersion name the stable prompt_cache_key that
+	// Groundhog-Prompt-Cache-Key: auto sets (defaults: the operation's
+	// name, "v1").
+	App           string `yaml:"app"`
+	PromptVersion string `yaml:"prompt_version"`
+}
+
+// PromptCacheConfig bounds the gateway's prompt-cache stage.
+type PromptCacheConfig struct {
+	// MaxChains and MaxBytes bound the break-diagnosis memory (LRU);
+	// PromptsPerChain is how many recent prompts a chain keeps. 0 takes the
+	// promptcache defaults (10,000 chains, 64 MiB, 4).
+	MaxChains       int   `yaml:"max_chains"`
+	MaxBytes        int64 `yaml:"max_bytes"`
+	PromptsPerChain int   `yaml:"prompts_per_chain"`
+	// FanOutMaxHold is the longest warm-then-fan-out holds a request while
+	// the first request over the same new prefix starts answering; the
+	// request then goes upstream anyway (default 10s). A negative value
+	// turns fan-out off.
+	FanOutMaxHold time.Duration `yaml:"fan_out_max_hold"`
 }
 
 // KeyConfig is a gateway key in the configuration file: the tenant and the
@@ -173,6 +214,7 @@ func Default() Config {
 		State:       StateConfig{MaxBytes: 256 << 10},
 		Evidence:    EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
 		Compaction:  DefaultCompaction(),
+		PromptCache: PromptCacheConfig{FanOutMaxHold: 10 * time.Second},
 	}
 }
 
@@ -265,6 +307,9 @@ func (c *Config) Finish() error {
 	if c.Postgres.MaxConns <= 0 || c.Postgres.StatementTimeout < 0 {
 		return fmt.Errorf("postgres: max_conns must be positive and statement_timeout not negative")
 	}
+	if c.Postgres.LedgerRetention < 0 {
+		return fmt.Errorf("postgres: ledger_retention must not be negative")
+	}
 	if c.MaxBodyBytes <= 0 {
 		return fmt.Errorf("max_body_bytes must be positive")
 	}
@@ -294,6 +339,9 @@ func (c *Config) Finish() error {
 	if c.Evidence.QuotaBytes < 0 || c.Evidence.MaxUploadBytes <= 0 {
 		return fmt.Errorf("evidence: quota_bytes must be 0 (no quota) or positive, max_upload_bytes positive")
 	}
+	if c.PromptCache.MaxChains < 0 || c.PromptCache.MaxBytes < 0 || c.PromptCache.PromptsPerChain < 0 {
+		return fmt.Errorf("prompt_cache: max_chains, max_bytes and prompts_per_chain must not be negative")
+	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown_timeout must be positive")
 	}
@@ -303,6 +351,14 @@ func (c *Config) Finish() error {
 	for name, op := range c.Operations {
 		if op.TTL < 0 || op.TTL > c.Cache.MaxTTL {
 			return fmt.Errorf("operations.%s.ttl must be between 0 and cache.max_ttl", name)
+		}
+		switch op.PromptCache.Breakpoints {
+		case "", "off", "auto":
+		default:
+			return fmt.Errorf("operations.%s.prompt_cache.breakpoints %q: use auto or off", name, op.PromptCache.Breakpoints)
+		}
+		if op.PromptCache.App != "" && !ValidOperationName(op.PromptCache.App) || op.PromptCache.PromptVersion != "" && !ValidOperationName(op.PromptCache.PromptVersion) {
+			return fmt.Errorf("operations.%s.prompt_cache: app and prompt_version must be 1–128 of A-Z a-z 0-9 . _ - : /", name)
 		}
 	}
 	if c.Upstream == "" {

@@ -244,6 +244,7 @@ type domNumber struct {
 	field, value, text string
 	operation          string
 	total, report      bool // the total object; a top-level report key
+	card               bool // a headline card's number (class "num")
 	day                string
 }
 
@@ -264,7 +265,7 @@ func domNumbers(doc string) []domNumber {
 		if !strings.Contains(attrs, "data-field=") {
 			continue
 		}
-		n := domNumber{}
+		n := domNumber{card: strings.Contains(attrs, `class="num"`)}
 		for _, m := range attrRe.FindAllStringSubmatch(attrs, -1) {
 			v := html.UnescapeString(m[2])
 			switch m[1] {
@@ -304,7 +305,7 @@ func decodeReport(t testing.TB, b []byte) map[string]any {
 }
 
 // displayed returns the text the table shows for a JSON number of field.
-func displayed(t testing.TB, field, value string) string {
+func displayed(t testing.TB, field, value string, card bool) string {
 	t.Helper()
 	switch {
 	case field == "repeat_share" || field == "prompt_cache_hit_ratio":
@@ -336,7 +337,11 @@ func displayed(t testing.TB, field, value string) string {
 		if err != nil {
 			t.Fatalf("%s %q: %v", field, value, err)
 		}
-		return tableMoney(groundhog.TotalOf(m))
+		if card {
+			return cardMoney(groundhog.TotalOf(m))
+		}
+		// A table cell shows money as the JSON writes it: six decimals.
+		return value
 	}
 	return value
 }
@@ -401,7 +406,7 @@ func checkDOMAgainstReport(t testing.TB, doc string, reportJSON []byte) int {
 		}
 		if !n.report {
 			text := strings.TrimPrefix(n.text, "$")
-			if w := displayed(t, n.field, want); text != w {
+			if w := displayed(t, n.field, want, n.card); text != w {
 				t.Errorf("DOM %s of %q (total %v) shows %q, want %q", n.field, n.operation, n.total, n.text, w)
 			}
 		}

@@ -241,9 +241,15 @@ var columns = []column{
 // jsonMoney is a report figure as the JSON report writes it: six decimals.
 func jsonMoney(t groundhog.Total) string { return t.Format(6) }
 
-// tableMoney is the terminal table's money format: cents, or six decimals
-// for a non-zero amount under a cent (a small real cost never reads 0.00).
-func tableMoney(t groundhog.Total) string {
+// tableMoney is the tables' money format, as the terminal table's
+// (ledger.Report.WriteTable): six decimals in every cell, so a column never
+// mixes 0.01 with 0.000900.
+func tableMoney(t groundhog.Total) string { return t.Format(6) }
+
+// cardMoney is a headline card's money format: cents, or six decimals for
+// a non-zero amount under a cent (a small real cost never reads 0.00). A
+// card is one figure, not a column, so it may be shorter.
+func cardMoney(t groundhog.Total) string {
 	if m, ok := t.Money(); ok && m != 0 && m < groundhog.Dollar/100 && m > -groundhog.Dollar/100 {
 		return m.Format(6)
 	}
@@ -343,6 +349,7 @@ func buildPage(p pageParams) pageView {
 	// Headline numbers of the day, for the scope.
 	scope := p.rowOf(today)
 	fv := fieldValues(scope)
+	cardTotals := map[string]groundhog.Total{"repeat_cost_usd": scope.RepeatCost, "spend_usd": scope.Spend, "projected_30d_usd": scope.Projected30d}
 	mk := func(label, field, hint string) card {
 		c := card{Label: label, Hint: hint, Num: cell{Field: field, Value: fv[field][0], Text: fv[field][1]}}
 		if p.Selected {
@@ -350,7 +357,9 @@ func buildPage(p pageParams) pageView {
 		} else {
 			c.Num.Total = true
 		}
-		if strings.HasSuffix(field, "_usd") {
+		if t, ok := cardTotals[field]; ok {
+			c.Num.Text = "$" + cardMoney(t)
+		} else if strings.HasSuffix(field, "_usd") {
 			c.Num.Text = "$" + c.Num.Text
 		}
 		return c

@@ -122,15 +122,21 @@ func (g *Group) claimKey(tenant, hash string) string {
 // Lead coordinates the call (tenant, hash) with the other replicas.
 //
 // lookup reads the shared cache for the call's result (nil when absent).
-// Lead returns either a non-nil entry — another replica's flight stored it
-// while this one waited: serve it and do not call upstream — or a nil entry
-// with done: run the call, store its result in the shared cache, then call
-// done exactly once, which ends the claim (if this replica held it) and
-// wakes the waiters of every replica. done must be called after the cache
-// write, so that a woken waiter finds the result.
-func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry) (*groundhog.CacheEntry, func()) {
+// Lead returns either a non-nil entry — another replica's flight stored it:
+// serve it and do not call upstream — or a nil entry with done: run the
+// call, store its result in the shared cache, then call done exactly once,
+// which ends the claim (if this replica held it) and wakes the waiters of
+// every replica. done must be called after the cache write, so that a
+// woken waiter finds the result.
+//
+// followed is true when the entry came from a flight that was running on
+// another replica when this call found it claimed (the call shared it, as
+// a coalesced follower does in one process); false when the entry was
+// already stored once this call held the claim (a flight that ended just
+// before: a cache hit).
+func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry) (e *groundhog.CacheEntry, followed bool, done func()) {
 	if g.o.Degraded != nil && g.o.Degraded() {
-		return nil, func() {}
+		return nil, false, func() {}
 	}
 	key := g.claimKey(tenant, hash)
 	topic := wake.Topic("f", tenant, hash)
@@ -154,20 +160,20 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			if e := lookup(ctx); e != nil {
 				g.release(key, token, topic)
 				g.waited.Add(1)
-				return e, func() {}
+				return e, waited, func() {}
 			}
 			g.led.Add(1)
 			if waited {
 				g.tookOver.Add(1)
 			}
-			return nil, g.hold(key, token, topic)
+			return nil, false, g.hold(key, token, topic)
 		}
 		// Another replica leads: wait for its end, its lease's expiry, our
 		// fallback poll or our own deadline, whichever comes first.
 		waited = true
 		if e := lookup(ctx); e != nil {
 			g.waited.Add(1)
-			return e, func() {}
+			return e, true, func() {}
 		}
 		ttl, err := g.o.Client.PTTL(ctx, key).Result()
 		if err != nil {
@@ -175,7 +181,7 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, func() {}
+			return nil, false, func() {}
 		}
 		wait := min(fallbackPoll, left)
 		if ttl > 0 {
@@ -189,24 +195,24 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 		case <-ctx.Done():
 			g.waiting.Add(-1)
 			t.Stop()
-			return nil, func() {}
+			return nil, false, func() {}
 		}
 		g.waiting.Add(-1)
 		t.Stop()
 		if e := lookup(ctx); e != nil {
 			g.waited.Add(1)
-			return e, func() {}
+			return e, true, func() {}
 		}
 	}
 }
 
 // uncoordinated logs a Redis failure and lets the caller run the call.
-func (g *Group) uncoordinated(ctx context.Context, err error) (*groundhog.CacheEntry, func()) {
+func (g *Group) uncoordinated(ctx context.Context, err error) (*groundhog.CacheEntry, bool, func()) {
 	if ctx.Err() == nil {
 		g.errors.Add(1)
 		g.o.Logger.Warn("distcoalesce: redis failed; running the call without cross-replica coalescing", "err", err)
 	}
-	return nil, func() {}
+	return nil, false, func() {}
 }
 
 // hold renews the claim until the returned function is called, which

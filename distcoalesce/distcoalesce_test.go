@@ -73,15 +73,16 @@ func result(tenant, hash, body string) *groundhog.CacheEntry {
 }
 
 type led struct {
-	e    *groundhog.CacheEntry
-	done func()
+	e        *groundhog.CacheEntry
+	followed bool
+	done     func()
 }
 
 func leadAsync(r replica, c context.Context, tenant, hash string) <-chan led {
 	ch := make(chan led, 1)
 	go func() {
-		e, done := r.g.Lead(c, tenant, hash, r.lookup(tenant, hash))
-		ch <- led{e, done}
+		e, followed, done := r.g.Lead(c, tenant, hash, r.lookup(tenant, hash))
+		ch <- led{e, followed, done}
 	}()
 	return ch
 }
@@ -91,7 +92,7 @@ func leadAsync(r replica, c context.Context, tenant, hash string) <-chan led {
 func TestFollowerOnAnotherReplicaGetsLeadersResult(t *testing.T) {
 	rs := replicas(t, 2, distcoalesce.Options{Lease: 5 * time.Second})
 	a, b := rs[0], rs[1]
-	e, done := a.g.Lead(ctx, "acme", "sha256:h", a.lookup("acme", "sha256:h"))
+	e, _, done := a.g.Lead(ctx, "acme", "sha256:h", a.lookup("acme", "sha256:h"))
 	if e != nil {
 		t.Fatal("the first replica got an entry; want the claim")
 	}
@@ -110,6 +111,9 @@ func TestFollowerOnAnotherReplicaGetsLeadersResult(t *testing.T) {
 	f := <-follower
 	if f.e == nil || string(f.e.Response.Body) != `{"answer":42}` {
 		t.Fatalf("follower entry = %v, want the leader's result", f.e)
+	}
+	if !f.followed {
+		t.Error("followed = false for a call that waited for the running flight, want true (accounted as coalesced)")
 	}
 	if st := b.g.Stats(); st.Shared != 1 || st.Led != 1 { // Led: globex's flight
 		t.Errorf("follower stats = %+v, want Shared 1, Led 1", st)
@@ -140,7 +144,7 @@ func TestDeadLeaderIsTakenOverAfterLease(t *testing.T) {
 func TestFailedLeaderHandsOver(t *testing.T) {
 	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute})
 	a, b := rs[0], rs[1]
-	_, done := a.g.Lead(ctx, "acme", "sha256:f", a.lookup("acme", "sha256:f"))
+	_, _, done := a.g.Lead(ctx, "acme", "sha256:f", a.lookup("acme", "sha256:f"))
 	follower := leadAsync(b, ctx, "acme", "sha256:f")
 	b.waitingOn()
 	done() // no cache write
@@ -158,7 +162,7 @@ func TestFailedLeaderHandsOver(t *testing.T) {
 func TestWaiterBoundedByItsDeadline(t *testing.T) {
 	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute, MaxWait: 200 * time.Millisecond})
 	a, b := rs[0], rs[1]
-	_, done := a.g.Lead(ctx, "acme", "sha256:w", a.lookup("acme", "sha256:w"))
+	_, _, done := a.g.Lead(ctx, "acme", "sha256:w", a.lookup("acme", "sha256:w"))
 	defer done()
 	got := <-leadAsync(b, ctx, "acme", "sha256:w")
 	if got.e != nil {
@@ -179,15 +183,18 @@ func TestWaiterBoundedByItsDeadline(t *testing.T) {
 func TestFlightEndedJustBeforeTheClaimIsNotRunAgain(t *testing.T) {
 	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute})
 	a, b := rs[0], rs[1]
-	_, done := a.g.Lead(ctx, "acme", "sha256:j", a.lookup("acme", "sha256:j"))
+	_, _, done := a.g.Lead(ctx, "acme", "sha256:j", a.lookup("acme", "sha256:j"))
 	if err := a.db.PutCache(ctx, result("acme", "sha256:j", `{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	done()
-	e, bdone := b.g.Lead(ctx, "acme", "sha256:j", b.lookup("acme", "sha256:j"))
+	e, followed, bdone := b.g.Lead(ctx, "acme", "sha256:j", b.lookup("acme", "sha256:j"))
 	defer bdone()
 	if e == nil || string(e.Response.Body) != `{"n":1}` {
 		t.Fatalf("entry = %v, want the ended flight's result", e)
+	}
+	if followed {
+		t.Error("followed = true for a flight that had ended: want a cache hit")
 	}
 	if st := b.g.Stats(); st.Led != 0 || st.Shared != 1 {
 		t.Errorf("stats = %+v, want Led 0, Shared 1", st)

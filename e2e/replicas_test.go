@@ -28,6 +28,8 @@ type cluster struct {
 	replicas []*proc
 	pgURL    string
 	store    *postgres.DB // the test's own view of the shared database
+	redisURL string
+	prefix   string // the replicas' --redis-prefix
 }
 
 // freshPostgres creates a schema dropped when t ends and returns the URL
@@ -89,7 +91,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	// ~200 ms to the first token, plus 2 ms per uncached prompt token so a
 	// long prompt keeps a call running for seconds.
 	sim := start(t, nil, "sim", "--first-token", "200ms", "--per-prompt-token", "2ms")
-	cl := &cluster{sim: sim, pgURL: pg}
+	cl := &cluster{sim: sim, pgURL: pg, redisURL: redisURL, prefix: prefix}
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -202,6 +204,10 @@ func TestReplicasShareCacheFlightsAndOperations(t *testing.T) {
 		if got := simCalls(t, cl.sim.URL) - before; got != 1 {
 			t.Errorf("%d identical concurrent calls over 3 replicas cost %d upstream calls, want 1", n, got)
 		}
+	})
+
+	t.Run("a follower on another replica is accounted as coalesced", func(t *testing.T) {
+		testPeerFollowerIsCoalesced(t, cl)
 	})
 
 	t.Run("Idempotency-Key retry on another replica replays, waits or gets 409", func(t *testing.T) {

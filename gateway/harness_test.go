@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/fanout"
 	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
@@ -49,6 +51,10 @@ type setup struct {
 	apiKey    string // provider key sent upstream
 	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
 	flights   gateway.Flights
+	clock     groundhog.Clock                                // the gateway's and the sim's (nil: wall clock)
+	fanOut    *fanout.Group                                  // nil: the gateway builds one from the config
+	tap       func(path string, body []byte)                 // sees every body the gateway sends upstream
+	onRow     func(groundhog.LedgerEntry, []groundhog.Stage) // sees every row and its stages, as the ledger's observers do
 }
 
 type harnessOpt func(*setup)
@@ -153,11 +159,20 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
 	upURL := simURL
-	if g := st.gate; g != nil {
+	if g, tap := st.gate, st.tap; g != nil || tap != nil {
 		target, _ := url.Parse(simURL)
 		rp := httputil.NewSingleHostReverseProxy(target)
 		rp.FlushInterval = -1
 		gated := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if tap != nil {
+				b, _ := io.ReadAll(r.Body)
+				tap(r.URL.Path, b)
+				r.Body = io.NopCloser(bytes.NewReader(b))
+			}
+			if g == nil {
+				rp.ServeHTTP(w, r)
+				return
+			}
 			if err := g.sleep(r.Context(), 0); err != nil {
 				return
 			}
@@ -174,8 +189,11 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if cfg.Ledger.Disabled {
 		rec = nil
 	}
+	if st.onRow != nil && rec != nil {
+		rec = teeRecorder{rec, st.onRow}
+	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights})
+		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
 	srv := httptest.NewServer(gw)
 	t.Cleanup(func() {
 		srv.Close()

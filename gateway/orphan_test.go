@@ -72,6 +72,12 @@ func TestLeaderClientGoneStillAccountsAndCommits(t *testing.T) {
 		t.Fatalf("sim bill %d calls $%s vs ledger $%s", bill.Calls, bill.USD, leader.Cost)
 	}
 	// The leader's client retries with its key: the stored result, no new call.
+	// The orphaned leader records its row before it settles the claim: wait
+	// for the record to be terminal, as the row already is.
+	waitFor(t, func() bool {
+		op, err := h.Idem.GetByKey(context.Background(), groundhog.LocalTenant, "job-7")
+		return err == nil && op.Status.Terminal()
+	})
 	r, _ := h.post("/v1/chat/completions", body, map[string]string{"Groundhog-Cache": "use", "Idempotency-Key": "job-7"})
 	if r.StatusCode != 200 || r.Header.Get("Idempotent-Replayed") != "true" || h.bill().Calls != 1 {
 		t.Fatalf("retry: %d replayed=%q bill=%d", r.StatusCode, r.Header.Get("Idempotent-Replayed"), h.bill().Calls)

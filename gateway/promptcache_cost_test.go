@@ -164,10 +164,29 @@ func TestPromptCacheReportEqualsSimBill(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	rep, pc := checkReportEqualsBill(t, h, time.Now())
+	if pc.Saved <= 0 {
+		t.Errorf("caching a 3,000-token prefix over 12 calls saved %s", pc.Saved)
+	}
+	// Every shape read from the prompt cache, and the short call did not.
+	for _, r := range rep.Operations {
+		reads := r.PromptCache.CachedReadTokens
+		if (r.Operation == "short") != (reads == 0) {
+			t.Errorf("operation %s read %d prompt-cache tokens", r.Operation, reads)
+		}
+	}
+}
+
+// checkReportEqualsBill checks every prompt-cache figure of the report of
+// day against the sim's bill (one model, sim-small, so one price) and
+// returns the report.
+func checkReportEqualsBill(t *testing.T, h *harness, day time.Time) (*ledger.Report, ledger.PromptCache) {
+	t.Helper()
+	ctx := context.Background()
 	if err := h.Ledger.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := ledger.BuildReport(ctx, h.DB, ledger.ReportParams{Day: time.Now()})
+	rep, err := ledger.BuildReport(ctx, h.DB, ledger.ReportParams{Day: day})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,16 +230,6 @@ func TestPromptCacheReportEqualsSimBill(t *testing.T) {
 			t.Errorf("report %s = %s, sim bill says %s", c.name, c.got, c.want)
 		}
 	}
-	if pc.Saved <= 0 {
-		t.Errorf("caching a 3,000-token prefix over 12 calls saved %s", pc.Saved)
-	}
-	// Every shape read from the prompt cache, and the short call did not.
-	for _, r := range rep.Operations {
-		reads := r.PromptCache.CachedReadTokens
-		if (r.Operation == "short") != (reads == 0) {
-			t.Errorf("operation %s read %d prompt-cache tokens", r.Operation, reads)
-		}
-	}
 	// The JSON report (what GET /groundhog/v1/report serves) carries the same.
 	var b strings.Builder
 	if err := rep.WriteJSON(&b); err != nil {
@@ -238,4 +247,5 @@ func TestPromptCacheReportEqualsSimBill(t *testing.T) {
 	if got := string(doc.Total["cached_read_tokens"]); got != fmt.Sprint(bill.CachedInputTokens) {
 		t.Errorf("JSON cached_read_tokens = %s, want %d", got, bill.CachedInputTokens)
 	}
+	return rep, pc
 }

@@ -66,12 +66,14 @@ type call struct {
 	claim        *idempotency.Claim // held while this call runs an idempotent operation
 	orphan       orphanState        // the leader's row when its client leaves before the flight ends
 	recheckHit   atomic.Bool        // the leader's flight found the entry on its second cache look-up
+	peerFollowed atomic.Bool        // the leader's flight followed another replica's running flight (flights.go)
 	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
 	upHeader     http.Header        // the upstream response headers that pass to the leader's client (headers.go)
 	header       http.Header        // the client's request headers
 	stages       stageLog           // timed pipeline stages, for traces
 	start        time.Time
 	inFlight     bool
+	pc           pcState // prompt-cache stage (gateway/promptcache.go)
 }
 
 // provider returns the handler of one provider route.
@@ -233,6 +235,9 @@ func (s *Server) readHeaders(c *call, h http.Header) error {
 			}
 		}
 	}
+	if err := checkPromptCacheHeaders(h); err != nil { // prompt-cache hook
+		return err
+	}
 	if vals := h.Values(hdrIdemKey); len(vals) > 0 {
 		if len(vals) > 1 || len(vals[0]) < 1 || len(vals[0]) > 255 || !visibleASCII(vals[0], false) {
 			return groundhog.Errorf(groundhog.EINVALID, "%s must be one value of 1–255 visible ASCII characters", hdrIdemKey)
@@ -341,7 +346,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 		return
 	}
 	if leader && c.recheckHit.Load() {
-		state = "hit"
+		state = stateAcross(c)
 	}
 	setUpstreamHeaders(w.Header(), c, leader)
 	if c.fp.Stream && streamed && status/100 == 2 {
@@ -369,7 +374,7 @@ func (s *Server) accounting(c *call, resp *groundhog.Response, leader bool) (gro
 	if leader && !c.recheckHit.Load() {
 		return groundhog.OutcomeUpstream, resp.Cost, 0
 	}
-	if leader {
+	if leader && !c.peerFollowed.Load() { // a cross-replica follower is coalesced, below
 		if !resp.Cost.Known() {
 			return groundhog.OutcomeCacheHit, 0, 0
 		}
@@ -394,6 +399,7 @@ func usageIf(leader bool, resp *groundhog.Response) groundhog.Usage {
 func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, resp *groundhog.Response, state string, cost, saved groundhog.Money, row groundhog.LedgerEntry) {
 	h := w.Header()
 	s.setHeaders(h, c, state)
+	s.pcHeaders(h, c) // prompt-cache hook
 	winner, rerr := s.finish(c, row, resp, nil)
 	if rerr != nil {
 		// No durable row, no response: the answer stays in the cache and
@@ -463,7 +469,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 	s.setHeaders(h, c, state)
 	h.Set("Content-Type", firstNonEmpty(ct, "text/event-stream"))
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Trailer", hdrCost+", "+hdrSaved)
+	h.Set("Trailer", hdrCost+", "+hdrSaved+", "+hdrPromptCache+", "+hdrPromptCacheBreak) // prompt-cache hook: its headers are trailers on streams
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
@@ -523,6 +529,7 @@ func (s *Server) finishRelay(ctx context.Context, c *call, sub *coalesce.Subscri
 	}
 	h.Set(hdrCost, costString(cost)) // a trailer: net/http matches trailers by canonical key
 	h.Set(hdrSaved, savedHeader(outcome, saved, resp))
+	s.pcHeaders(h, c) // prompt-cache hook (trailers)
 	return nil
 }
 
@@ -650,7 +657,7 @@ func (s *Server) row(c *call, outcome groundhog.Outcome, status int) groundhog.L
 		Provider:    s.upstreamFor(c.shape).Provider,
 		Outcome:     outcome,
 		Status:      status,
-		InFlight:    c.inFlight,
+		InFlight:    c.inFlight || c.peerFollowed.Load(),
 		CacheOn:     c.policy.on(),
 		Idempotent:  c.idemKey != "",
 		Stream:      c.fp.Stream,
@@ -685,6 +692,7 @@ func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	// usage and model, as the call's cost is (CostUnknown when unpriced).
 	row.PromptCacheSaved = s.cfg.PriceTable.PromptCacheSaving(row.Model, row.Usage)
 	row.Model = boundModel(row.Model)
+	s.pcRow(c, &row) // prompt-cache hook
 	if s.opts.Ledger == nil {
 		return nil
 	}

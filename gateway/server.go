@@ -19,7 +19,9 @@ import (
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/fanout"
 	"github.com/groundhog-ai/groundhog/idempotency"
+	"github.com/groundhog-ai/groundhog/promptcache"
 )
 
 // Recorder takes ledger rows. Record must make the row durable against a
@@ -77,6 +79,12 @@ type Options struct {
 	Degraded func() []string
 	// Transport for upstream calls; nil uses a tuned http.Transport.
 	Transport http.RoundTripper
+	// PromptCache is the break-diagnosis tracker (serve restores and
+	// snapshots it); nil makes one bounded by Config.PromptCache.
+	PromptCache *promptcache.Tracker
+	// FanOut is the warm-then-fan-out group; nil makes one from
+	// Config.PromptCache (none when fan_out_max_hold is negative).
+	FanOut *fanout.Group
 	// Keyless lets the gateway serve the single tenant "local" while no
 	// gateway key exists. Set it only for a gateway that starts with no
 	// keys on a loopback address (serve does). Even then keyless mode ends
@@ -101,6 +109,8 @@ type Server struct {
 	tracker  coalesce.Tracker // every call in flight, for the ledger's in-flight flag
 	inflight atomic.Int64     // provider-route handlers running
 	working  atomic.Int64     // upstream flights running (they may outlive their handlers)
+
+	pc *promptcache.Stage // provider prompt-cache stage (gateway/promptcache.go)
 
 	keyMu     sync.RWMutex
 	keyCache  map[string]keyCacheEntry // key hash → tenant ("" = unknown key)
@@ -147,6 +157,7 @@ func New(o Options) *Server {
 		}},
 		keyCache: map[string]keyCacheEntry{},
 	}
+	s.pc = newPromptCacheStage(o)
 	s.routes()
 	return s
 }

@@ -107,11 +107,12 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if shared != nil {
 		return shared, nil
 	}
+	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold (before the upstream deadline starts)
+	defer c.pc.pending.Done()
 	up := s.upstreamFor(c.shape)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
-	body := c.body
 	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
 		// A chat stream reports usage only when asked: ask, so the call's
 		// cost is known; clients that did not ask never see the chunk.
@@ -140,6 +141,8 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	c.spent = groundhog.CostUnknown // from here the provider may bill: known again only with its usage
 	defer res.Body.Close()
 	c.upHeader = upstreamHeaders(res.Header) // before the head is published: the leader reads it after
+	// prompt-cache hook: releases held fan-out requests
+	c.pc.pending.Started(res.StatusCode/100 == 2)
 	ct := res.Header.Get("Content-Type")
 	if res.StatusCode/100 != 2 {
 		c.spent = 0 // an error answer: providers do not bill it
@@ -200,6 +203,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
 	resp.Cost = s.price(c, resp.Model, resp.Usage)
 	c.spent = resp.Cost
+	s.pcAfter(ctx, c, resp) // prompt-cache hook: break verdict from the usage
 	if c.policy.on() && !c.noStore && storable(c.shape, resp) {
 		s.store(ctx, c, resp)
 	}

@@ -3,21 +3,15 @@ package ledger
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
-	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/pricing"
 )
 
@@ -44,6 +38,14 @@ type AnalyzeOptions struct {
 	// memory holds the lines of one window. Zero means 5 minutes; a negative
 	// value requires a sorted file.
 	ReorderWindow time.Duration
+	// Tenant, if set, counts only the lines of that tenant (a line without
+	// a tenant is groundhog.LocalTenant's); the others are read but are
+	// not calls.
+	Tenant string
+	// GroupBy keys the report rows: GroupByOperation (the default, also
+	// "") or GroupByTenant, whose rows carry the tenant in Row.Operation
+	// and whose reports have Group GroupByTenant.
+	GroupBy string
 }
 
 // DefaultReorderWindow is the ReorderWindow used when none is given.
@@ -84,14 +86,18 @@ const maxLineSize = 256 << 20
 //
 //	  - timestamp (required): an RFC 3339 string, or a number of unix seconds
 //	    (milliseconds if above 1e11).
-//	  - operation: the report row (empty if missing); tenant: the tenant scope
-//	    of the hash (groundhog.LocalTenant if missing, as in the gateway's
-//	    single-tenant mode).
+//	  - operation: the report row (DefaultOperation if missing, as the
+//	    gateway names a call without one); tenant: the tenant scope of the
+//	    hash (groundhog.LocalTenant if missing, as in the gateway's
+//	    single-tenant mode). o.Tenant keeps one tenant's lines; o.GroupBy
+//	    GroupByTenant makes the rows tenants instead of operations.
 //	  - request (required): the provider request body, fingerprinted with
 //	    fingerprint.Compute exactly as the gateway does (no declared versions).
 //	    Its shape comes from a "shape" field (chat, responses, embeddings,
-//	    messages) or a "path" field ending in /chat/completions, /responses,
-//	    /embeddings or /messages, else from o.Shape, else it is inferred:
+//	    messages, a provider alias such as openai.chat or
+//	    anthropic.messages, or a route path: see ParseShape) or a "path"
+//	    field ending in /chat/completions, /responses, /embeddings or
+//	    /messages, else from o.Shape, else it is inferred:
 //	    "messages" with a top-level "system" or a claude model is messages,
 //	    other "messages" chat; "input" with an embedding model (name contains
 //	    "embed") or "encoding_format"/"dimensions" is embeddings, other
@@ -102,7 +108,8 @@ const maxLineSize = 256 << 20
 //	    (input_tokens, output_tokens, cache_read_input_tokens,
 //	    cache_creation_input_tokens; input is then the sum) or groundhog's own
 //	    Usage fields.
-//	  - cost_usd: the call's cost in dollars, exact (decimal, no float).
+//	  - cost_usd: the call's cost in dollars, a JSON number or a string
+//	    holding one ("0.004"), exact (decimal, no float).
 //	  - duration_ms: how long the call took.
 //
 // Each line becomes a ledger row — outcome upstream, CacheOn false (a call
@@ -195,12 +202,13 @@ func newAnalyzer(o AnalyzeOptions) *analyzer {
 // is not shared).
 type parser struct {
 	shape  groundhog.Shape
+	tenant string // AnalyzeOptions.Tenant
 	prices pricing.Table
 	intern map[string]string // operation and tenant names
 }
 
 func (an *analyzer) newParser() *parser {
-	return &parser{shape: an.o.Shape, prices: an.prices, intern: map[string]string{}}
+	return &parser{shape: an.o.Shape, tenant: an.o.Tenant, prices: an.prices, intern: map[string]string{}}
 }
 
 func (p *parser) str(b []byte) string {
@@ -410,110 +418,10 @@ func (p *parser) line(b []byte, n int64) (c pendingCall, ok bool, err error) {
 		return c, false, nil
 	}
 	c, err = p.parse(b, n)
+	if err == errFiltered {
+		return c, false, nil
+	}
 	return c, err == nil, err
-}
-
-func (p *parser) parse(b []byte, n int64) (pendingCall, error) {
-	var (
-		ts, op, tenant, req, usage, cost, dur, shape, path []byte
-	)
-	err := scanObject(b, func(key, val []byte) error {
-		switch string(key) {
-		case "timestamp":
-			ts = val
-		case "operation":
-			op = val
-		case "tenant":
-			tenant = val
-		case "request":
-			req = val
-		case "usage":
-			usage = val
-		case "cost_usd":
-			cost = val
-		case "duration_ms":
-			dur = val
-		case "shape":
-			shape = val
-		case "path":
-			path = val
-		}
-		return nil
-	})
-	if err != nil {
-		return pendingCall{}, err
-	}
-	c := pendingCall{line: n}
-	if ts == nil || isNull(ts) {
-		return pendingCall{}, errors.New(`missing "timestamp"`)
-	}
-	t, err := parseTimestamp(ts)
-	if err != nil {
-		return pendingCall{}, err
-	}
-	c.t = t.UnixNano()
-	if c.operation, err = p.optString("operation", op); err != nil {
-		return pendingCall{}, err
-	}
-	if c.tenant, err = p.optString("tenant", tenant); err != nil {
-		return pendingCall{}, err
-	}
-	if c.tenant == "" {
-		c.tenant = groundhog.LocalTenant
-	}
-	if req == nil || isNull(req) {
-		return pendingCall{}, errors.New(`missing "request"`)
-	}
-	sh, err := p.shapeOf(shape, path, req)
-	if err != nil {
-		return pendingCall{}, err
-	}
-	fp, err := fingerprint.Compute(fingerprint.Params{Shape: sh, Tenant: c.tenant}, req)
-	if err != nil {
-		return pendingCall{}, fmt.Errorf("request: %s", groundhog.ErrorMessage(err))
-	}
-	c.hash, c.model = fp.Hash, fp.Model
-	if dur != nil && !isNull(dur) {
-		ms, ok := jsonFloat(dur)
-		if !ok || ms < 0 || math.IsInf(ms, 0) || ms > 1e12 {
-			return pendingCall{}, fmt.Errorf(`"duration_ms" must be a non-negative number of milliseconds`)
-		}
-		c.duration = int64(math.Round(ms * 1e6))
-	}
-	// The prompt-cache figures come from usage even when cost_usd gives
-	// the cost: a log line carries no saving of its own.
-	c.pcSaved = p.prices.PromptCacheSaving(c.model, groundhog.Usage{})
-	if usage != nil && !isNull(usage) {
-		if c.usage, err = parseUsage(usage); err != nil {
-			return pendingCall{}, err
-		}
-		c.pcSaved = p.prices.PromptCacheSaving(c.model, c.usage)
-	}
-	switch {
-	case cost != nil && !isNull(cost):
-		if c.cost, err = parseUSD(cost); err != nil {
-			return pendingCall{}, err
-		}
-	case usage != nil && !isNull(usage):
-		c.cost = p.prices.Cost(c.model, c.usage)
-	default:
-		c.cost = groundhog.CostUnknown
-	}
-	return c, nil
-}
-
-func (p *parser) optString(name string, v []byte) (string, error) {
-	if v == nil || isNull(v) {
-		return "", nil
-	}
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0 {
-		return p.str(v[1 : len(v)-1]), nil
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
-		return "", fmt.Errorf("%q must be a string", name)
-	}
-	return p.str([]byte(s)), nil
 }
 
 // push puts c in the reorder buffer and releases every call that no later
@@ -542,7 +450,11 @@ func (an *analyzer) flush() {
 
 func (an *analyzer) closeDay() {
 	if an.acc != nil {
-		an.reports = append(an.reports, an.acc.Report(an.day))
+		rep := an.acc.Report(an.day)
+		if an.o.GroupBy == GroupByTenant {
+			rep.Group = GroupByTenant
+		}
+		an.reports = append(an.reports, rep)
 		an.acc = nil
 	}
 }
@@ -568,11 +480,15 @@ func (an *analyzer) release(c *pendingCall) {
 	if !seen || end > until {
 		an.inFlight.set(ref, end)
 	}
+	op := c.operation
+	if an.o.GroupBy == GroupByTenant {
+		op = c.tenant // the rows are keyed by tenant; the repeat rule is unchanged
+	}
 	e := &an.entry
 	*e = groundhog.LedgerEntry{
 		Time:        time.Unix(0, c.t).UTC(),
 		Tenant:      c.tenant,
-		Operation:   c.operation,
+		Operation:   op,
 		RequestHash: c.hash,
 		Model:       c.model,
 		Outcome:     groundhog.OutcomeUpstream,
@@ -585,206 +501,4 @@ func (an *analyzer) release(c *pendingCall) {
 		PromptCacheSaved: c.pcSaved,
 	}
 	an.acc.Add(e)
-}
-
-// shapeOf picks the shape of a line's request (see Analyze).
-func (p *parser) shapeOf(shapeField, pathField, req []byte) (groundhog.Shape, error) {
-	if shapeField != nil && !isNull(shapeField) {
-		s, ok := plainString(shapeField)
-		if !ok && json.Unmarshal(shapeField, &s) != nil {
-			s = ""
-		}
-		if !groundhog.Shape(s).Valid() {
-			return "", fmt.Errorf(`"shape" must be one of chat, responses, embeddings, messages`)
-		}
-		return groundhog.Shape(s), nil
-	}
-	if pathField != nil && !isNull(pathField) {
-		p, ok := plainString(pathField)
-		if !ok {
-			if err := json.Unmarshal(pathField, &p); err != nil {
-				return "", fmt.Errorf(`"path" must be a string`)
-			}
-		}
-		if sh, ok := shapeForPath(p); ok {
-			return sh, nil
-		}
-		return "", fmt.Errorf("path %q is not a provider route groundhog serves", p)
-	}
-	if p.shape != "" {
-		return p.shape, nil
-	}
-	return inferShape(req), nil
-}
-
-func shapeForPath(p string) (groundhog.Shape, bool) {
-	if i := strings.IndexAny(p, "?#"); i >= 0 {
-		p = p[:i]
-	}
-	p = strings.TrimSuffix(p, "/")
-	for _, r := range pathShapes {
-		if strings.HasSuffix(p, r.suffix) {
-			return r.shape, true
-		}
-	}
-	return "", false
-}
-
-// pathShapes are the provider routes Analyze recognizes in a "path" field
-// (no suffix is a suffix of another, so the order does not matter).
-var pathShapes = [...]struct {
-	suffix string
-	shape  groundhog.Shape
-}{
-	{"/chat/completions", groundhog.ShapeChat},
-	{"/responses", groundhog.ShapeResponses},
-	{"/embeddings", groundhog.ShapeEmbeddings},
-	{"/messages", groundhog.ShapeMessages},
-}
-
-// plainString returns the content of the JSON string v when it has no
-// escapes, control characters or non-ASCII bytes (the common case, read
-// without a decoder); ok is false otherwise, and the caller decodes v.
-func plainString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return "", false
-	}
-	c := v[1 : len(v)-1]
-	for _, b := range c {
-		if b < 0x20 || b >= 0x80 || b == '\\' || b == '"' {
-			return "", false
-		}
-	}
-	return string(c), true
-}
-
-// inferShape guesses a request's shape from its top-level fields.
-func inferShape(req []byte) groundhog.Shape {
-	var hasMessages, hasSystem, hasInput, embedHint bool
-	var model string
-	scanObject(req, func(key, val []byte) error {
-		switch string(key) {
-		case "messages":
-			hasMessages = true
-		case "system":
-			hasSystem = true
-		case "input":
-			hasInput = true
-		case "encoding_format", "dimensions":
-			embedHint = true
-		case "model":
-			json.Unmarshal(val, &model)
-		}
-		return nil
-	})
-	switch {
-	case hasMessages && (hasSystem || strings.HasPrefix(model, "claude")):
-		return groundhog.ShapeMessages
-	case hasMessages:
-		return groundhog.ShapeChat
-	case hasInput && (embedHint || strings.Contains(model, "embed")):
-		return groundhog.ShapeEmbeddings
-	case hasInput:
-		return groundhog.ShapeResponses
-	}
-	return groundhog.ShapeChat
-}
-
-func isNull(v []byte) bool { return string(v) == "null" }
-
-// parseTimestamp reads an RFC 3339 string (a space may replace the T) or a
-// number of unix seconds (milliseconds above 1e11).
-func parseTimestamp(v []byte) (time.Time, error) {
-	if v[0] == '"' {
-		s, ok := jsonString(v)
-		if !ok {
-			return time.Time{}, errors.New(`"timestamp" is not a valid string`)
-		}
-		if len(s) > 10 && s[10] == ' ' {
-			s = s[:10] + "T" + s[11:]
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return time.Time{}, fmt.Errorf(`"timestamp" %q is not RFC 3339 (2006-01-02T15:04:05Z)`, s)
-		}
-		return t, nil
-	}
-	f, ok := jsonFloat(v)
-	if !ok || f < 0 || math.IsInf(f, 0) {
-		return time.Time{}, errors.New(`"timestamp" must be an RFC 3339 string or unix seconds`)
-	}
-	if f > 1e11 {
-		f /= 1000
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC(), nil
-}
-
-// parseUSD reads a JSON number of dollars into exact picodollars. Decimals
-// beyond the picodollar are rounded half away from zero.
-func parseUSD(v []byte) (groundhog.Money, error) {
-	bad := errors.New(`"cost_usd" must be a non-negative number of dollars`)
-	if len(v) == 0 || v[0] == '"' || v[0] == '-' {
-		return 0, bad
-	}
-	if m, err := groundhog.ParseMoney(string(v)); err == nil {
-		return m, nil
-	}
-	// Exponents or more than 12 decimals: exact rational arithmetic.
-	var num json.Number
-	if err := json.Unmarshal(v, &num); err != nil {
-		return 0, bad
-	}
-	r, ok := new(big.Rat).SetString(num.String())
-	if !ok || r.Sign() < 0 {
-		return 0, bad
-	}
-	r.Mul(r, new(big.Rat).SetInt64(int64(groundhog.Dollar)))
-	q, rem := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
-	if rem.Mul(rem, big.NewInt(2)).CmpAbs(r.Denom()) >= 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	if !q.IsInt64() || q.Int64() > int64(9_000_000*groundhog.Dollar) {
-		return 0, errors.New(`"cost_usd" is out of range`)
-	}
-	return groundhog.Money(q.Int64()), nil
-}
-
-// jsonInt reads a JSON number that is an integer (12, or 12.0, 1.2e1).
-func jsonInt(v []byte) (int64, bool) {
-	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-		return n, true
-	}
-	f, ok := jsonFloat(v)
-	if !ok || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, false
-	}
-	return int64(f), true
-}
-
-// jsonFloat reads a JSON number. strconv alone would also take "Inf",
-// "0x1p3" and "1_0", which are not JSON.
-func jsonFloat(v []byte) (float64, bool) {
-	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
-		return 0, false
-	}
-	for _, c := range v {
-		if (c < '0' || c > '9') && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-' {
-			return 0, false
-		}
-	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	return f, err == nil
-}
-
-// jsonString reads a JSON string value.
-func jsonString(v []byte) (string, bool) {
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0 {
-		return string(v[1 : len(v)-1]), true
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
-		return "", false
-	}
-	return s, true
 }

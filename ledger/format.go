@@ -35,6 +35,7 @@ func (s share) MarshalJSON() ([]byte, error) {
 // jsonRow is Row as JSON: exactly the report keys, in this order.
 type jsonRow struct {
 	Operation           *string  `json:"operation,omitempty"`
+	Tenant              *string  `json:"tenant,omitempty"`
 	Calls               int64    `json:"calls"`
 	Distinct            int64    `json:"distinct"`
 	Repeats             int64    `json:"repeats"`
@@ -53,15 +54,18 @@ type jsonRow struct {
 }
 
 type jsonReport struct {
-	Day              string    `json:"day"`
-	UnknownCostCalls int64     `json:"unknown_cost_calls"`
-	RetryAttempts    int64     `json:"retry_attempts"`
-	RetryCost        usdTotal  `json:"retry_cost_usd"`
-	Operations       []jsonRow `json:"operations"`
-	Total            jsonRow   `json:"total"`
+	Day              string   `json:"day"`
+	UnknownCostCalls int64    `json:"unknown_cost_calls"`
+	RetryAttempts    int64    `json:"retry_attempts"`
+	RetryCost        usdTotal `json:"retry_cost_usd"`
+	// Exactly one of Operations and Tenants is set (see Report.Group); a
+	// set empty slice is still written, as [].
+	Operations *[]jsonRow `json:"operations,omitempty"`
+	Tenants    *[]jsonRow `json:"tenants,omitempty"`
+	Total      jsonRow    `json:"total"`
 }
 
-func toJSONRow(r Row, withOp bool) jsonRow {
+func toJSONRow(r Row, withOp, byTenant bool) jsonRow {
 	j := jsonRow{
 		Calls: r.Calls, Distinct: r.Distinct, Repeats: r.Repeats, RepeatShare: share(r.RepeatShare),
 		RepeatCost: usdTotal(r.RepeatCost), ConcurrentIdentical: r.ConcurrentIdentical,
@@ -71,15 +75,26 @@ func toJSONRow(r Row, withOp bool) jsonRow {
 	}
 	if withOp {
 		op := r.Operation
-		j.Operation = &op
+		if byTenant {
+			j.Tenant = &op
+		} else {
+			j.Operation = &op
+		}
 	}
 	return j
 }
 
 func (r *Report) toJSON() jsonReport {
-	j := jsonReport{Day: r.Day, UnknownCostCalls: r.Total.UnknownCostCalls, RetryAttempts: r.Total.Retries, RetryCost: usdTotal(r.Total.RetryCost), Operations: make([]jsonRow, 0, len(r.Operations)), Total: toJSONRow(r.Total, false)}
+	byTenant := r.Group == GroupByTenant
+	rows := make([]jsonRow, 0, len(r.Operations))
 	for _, op := range r.Operations {
-		j.Operations = append(j.Operations, toJSONRow(op, true))
+		rows = append(rows, toJSONRow(op, true, byTenant))
+	}
+	j := jsonReport{Day: r.Day, UnknownCostCalls: r.Total.UnknownCostCalls, RetryAttempts: r.Total.Retries, RetryCost: usdTotal(r.Total.RetryCost), Total: toJSONRow(r.Total, false, false)}
+	if byTenant {
+		j.Tenants = &rows
+	} else {
+		j.Operations = &rows
 	}
 	return j
 }
@@ -169,10 +184,17 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	return WriteCSVReports(w, []*Report{r})
 }
 
-// WriteCSVReports writes several reports under one header line.
+// WriteCSVReports writes several reports under one header line. When the
+// reports are grouped by tenant (Report.Group) the second column is
+// "tenant" instead of "operation".
 func WriteCSVReports(w io.Writer, reports []*Report) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(csvHeader); err != nil {
+	header := csvHeader
+	if len(reports) > 0 && reports[0].Group == GroupByTenant {
+		header = append([]string(nil), csvHeader...)
+		header[1] = GroupByTenant
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	for _, r := range reports {
@@ -184,23 +206,33 @@ func WriteCSVReports(w io.Writer, reports []*Report) error {
 	return cw.Error()
 }
 
-// tableMoney shows cents, or six decimals for a non-zero amount under a cent
-// (so a small but real cost never reads as 0.00).
+// tableMoney is the table's one money format, for every money column and
+// row: dollars with six decimals, rounded half up at the microdollar — the
+// same figures as the JSON and CSV outputs. One format per column keeps the
+// decimal points aligned and a small but real cost from reading as 0.00
+// next to a large one shown in cents.
 func tableMoney(t groundhog.Total) string {
-	if m, ok := t.Money(); ok && m != 0 && m < groundhog.Dollar/100 && m > -groundhog.Dollar/100 {
-		return m.Format(6)
+	return t.Format(6)
+}
+
+// groupLabel names the rows' key column: "operation", or "tenant" for a
+// report grouped by tenant.
+func (r *Report) groupLabel() string {
+	if r.Group == GroupByTenant {
+		return GroupByTenant
 	}
-	return t.Format(2)
+	return GroupByOperation
 }
 
 // WriteTable writes an aligned terminal table: a title line with the day,
 // one line per operation, a total line, and a note when some calls have an
-// unknown cost. Money is in dollars.
+// unknown cost. Money is in dollars with six decimals in every column (see
+// tableMoney).
 func (r *Report) WriteTable(w io.Writer) error {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "duplicate work on %s\n\n", r.Day)
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "operation\tcalls\tdistinct\trepeats\trepeat%\trepeat_cost\tconcurrent\tcache_hits\tcoalesced\treplayed\tupstream\tspend\tsaved\tshadow_saved\tprojected_30d\t\n")
+	fmt.Fprint(tw, r.groupLabel()+"\tcalls\tdistinct\trepeats\trepeat%\trepeat_cost\tconcurrent\tcache_hits\tcoalesced\treplayed\tupstream\tspend\tsaved\tshadow_saved\tprojected_30d\t\n")
 	line := func(op string, row Row) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s%%\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n",
 			op, row.Calls, row.Distinct, row.Repeats, strconv.FormatFloat(row.RepeatShare*100, 'f', 2, 64),

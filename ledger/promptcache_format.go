@@ -84,7 +84,7 @@ func (r *Report) writePromptCacheTable(buf *bytes.Buffer) error {
 	}
 	fmt.Fprintf(buf, "\nprovider prompt cache on %s\n\n", r.Day)
 	tw := tabwriter.NewWriter(buf, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "operation\tinput_tokens\tcached_read\tcache_write\tof_them_1h\tuncached\thit%\tnet_saved\tfan_out_held\twrites_avoided\t\n")
+	fmt.Fprint(tw, r.groupLabel()+"\tinput_tokens\tcached_read\tcache_write\tof_them_1h\tuncached\thit%\tnet_saved\tfan_out_held\twrites_avoided\t\n")
 	var losing []string
 	line := func(op string, p PromptCache) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s%%\t%s\t%d\t%d\t\n", op, p.InputTokens, p.CachedReadTokens,

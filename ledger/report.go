@@ -95,6 +95,9 @@ type Report struct {
 	Day        string // YYYY-MM-DD in the report's time zone
 	Operations []Row
 	Total      Row
+	// Group is what the rows are keyed by: "" for the operation, or
+	// GroupByTenant when Row.Operation holds a tenant (Analyze --by tenant).
+	Group string
 }
 
 // Err reports a USD figure of r that overflowed (see Row): such a report

@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -18,14 +21,16 @@ const ledgerColumns = `id, time, tenant, operation, request_hash, shape, model, 
 // qAppendLedger inserts a whole chunk of rows as one statement: each column
 // arrives as one array parameter and unnest turns them back into rows, so
 // 1,000 rows cost one round trip and one statement. ON CONFLICT DO NOTHING
-// skips stored IDs and repeats inside the chunk (the first one wins).
+// skips stored rows and repeats inside the chunk (the first one wins). The
+// key is (time, id), as a partitioned table's key must hold the partition
+// key: a replayed row carries its own time, so it is still skipped.
 const qAppendLedger = `INSERT INTO ledger (` + ledgerColumns + `)
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::integer[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
 		$15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::integer[], $20::boolean[],
 		$21::boolean[], $22::boolean[], $23::boolean[],
 		$24::bigint[], $25::bigint[], $26::text[], $27::bigint[], $28::boolean[])
-	ON CONFLICT (id) DO NOTHING`
+	ON CONFLICT (time, id) DO NOTHING`
 
 // ledgerChunk bounds the rows of one statement (and the memory of its
 // parameters).
@@ -33,7 +38,8 @@ const ledgerChunk = 5000
 
 // AppendLedger stores rows in one transaction; rows whose ID is already
 // stored (or repeated within rows) are skipped, so a journal can be
-// replayed after a crash.
+// replayed after a crash. The day partitions the rows need are created
+// first (in their own transaction) when this DB has not seen them yet.
 func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) error {
 	if err := db.check(); err != nil {
 		return err
@@ -41,6 +47,32 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	if len(rows) == 0 {
 		return nil
 	}
+	days := rowDays(rows)
+	if err := db.ensureLedgerDays(ctx, days); err != nil {
+		return err
+	}
+	err := db.appendLedger(ctx, rows)
+	if isNoPartition(err) {
+		// Another replica dropped a day this DB thought present (retention):
+		// forget the days, re-create them, and try once more.
+		for _, d := range days {
+			db.ledgerDays.Delete(d)
+		}
+		if err := db.ensureLedgerDays(ctx, days); err != nil {
+			return err
+		}
+		err = db.appendLedger(ctx, rows)
+	}
+	return err
+}
+
+// isNoPartition reports an insert whose row has no partition.
+func isNoPartition(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.Contains(pgErr.Message, "no partition")
+}
+
+func (db *DB) appendLedger(ctx context.Context, rows []groundhog.LedgerEntry) error {
 	tx, err := db.pool.Begin(ctx)
 	if err != nil {
 		return mapErr(fmt.Errorf("postgres: append ledger: %w", err))
@@ -97,32 +129,7 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 	if err := db.check(); err != nil {
 		return err
 	}
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, cond+" $"+strconv.Itoa(len(args)))
-	}
-	if f.Tenant != "" {
-		add("tenant =", f.Tenant)
-	}
-	if f.Operation != "" {
-		add("operation =", f.Operation)
-	}
-	if !f.From.IsZero() {
-		add("time >=", f.From.UnixNano())
-	}
-	if !f.To.IsZero() {
-		add("time <", f.To.UnixNano())
-	}
-	q := "SELECT " + ledgerColumns + " FROM ledger"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY time, id"
-
+	q, args := ledgerQuery(f)
 	rows, err := db.pool.Query(ctx, q, args...)
 	if err != nil {
 		return mapErr(fmt.Errorf("postgres: scan ledger: %w", err))
@@ -158,4 +165,36 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 		return mapErr(fmt.Errorf("postgres: scan ledger: %w", err))
 	}
 	return nil
+}
+
+// ledgerQuery is ScanLedger's query for f. The time range is what lets the
+// server prune the ledger to the partitions of the filter's days.
+func ledgerQuery(f groundhog.LedgerFilter) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, cond+" $"+strconv.Itoa(len(args)))
+	}
+	if f.Tenant != "" {
+		add("tenant =", f.Tenant)
+	}
+	if f.Operation != "" {
+		add("operation =", f.Operation)
+	}
+	if !f.From.IsZero() {
+		add("time >=", f.From.UnixNano())
+	}
+	if !f.To.IsZero() {
+		add("time <", f.To.UnixNano())
+	}
+	q := "SELECT " + ledgerColumns + " FROM ledger"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY time, id"
+
+	return q, args
 }

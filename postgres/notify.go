@@ -118,3 +118,28 @@ func (w *Waker) Wake(ctx context.Context, topic string) <-chan struct{} {
 }
 
 var _ wake.Transport = (*Waker)(nil)
+
+// IdemNotifier returns the idempotency.Notifier of this database's
+// operation records, and from then on Complete, Fail and Release of db send
+// the operation's wake-up themselves, inside their fenced UPDATE: one
+// round trip completes the record and wakes every replica's waiters, and
+// the wake-up goes out exactly when the record changed. Its Notify therefore
+// does nothing (the idempotency Service calls it after those writes);
+// Subscribe is Wake on the operation's topic.
+func (w *Waker) IdemNotifier() IdemNotifier {
+	w.db.notifyIdem.Store(true)
+	return IdemNotifier{w: w}
+}
+
+// IdemNotifier is the wake-up of operation records over LISTEN/NOTIFY, sent
+// by the store's own writes (see Waker.IdemNotifier).
+type IdemNotifier struct{ w *Waker }
+
+// Notify does nothing: the write that changed the record sent the wake-up.
+func (IdemNotifier) Notify(tenant, key string) {}
+
+// Subscribe returns a channel woken by a later change of the operation
+// (tenant, key) in any replica; it is closed when ctx ends.
+func (n IdemNotifier) Subscribe(ctx context.Context, tenant, key string) <-chan struct{} {
+	return n.w.Wake(ctx, wake.Topic("i", tenant, key))
+}

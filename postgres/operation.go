@@ -15,12 +15,15 @@ import (
 
 var resultColumns = respColumnList("result_")
 
-var qSelectOperation = `SELECT id, tenant, idem_key, request_hash, status, ` + strings.Join(resultColumns, ", ") + `,
-	lease_owner, lease_expires_at, fencing_token, attempts, created_at, updated_at, expires_at
-	FROM operations `
+// operationColumns are the columns scanOperation reads, in its order.
+var operationColumns = `id, tenant, idem_key, request_hash, status, ` + strings.Join(resultColumns, ", ") + `,
+	lease_owner, lease_expires_at, fencing_token, attempts, created_at, updated_at, expires_at`
 
-// scanOperation reads one row of qSelectOperation.
-func scanOperation(row pgx.Row) (*groundhog.Operation, error) {
+var qSelectOperation = `SELECT ` + operationColumns + ` FROM operations `
+
+// scanOperation reads one row of operationColumns, after the columns of
+// pre (destinations of leading columns, if any).
+func scanOperation(row pgx.Row, pre ...any) (*groundhog.Operation, error) {
 	var (
 		op                               groundhog.Operation
 		status                           string
@@ -28,7 +31,8 @@ func scanOperation(row pgx.Row) (*groundhog.Operation, error) {
 		attempts                         int32
 		lease, created, updated, expires *int64
 	)
-	dest := append([]any{&op.ID, &op.Tenant, &op.Key, &op.RequestHash, &status}, rc.dest()...)
+	dest := append(pre, &op.ID, &op.Tenant, &op.Key, &op.RequestHash, &status)
+	dest = append(dest, rc.dest()...)
 	dest = append(dest, &op.LeaseOwner, &lease, &op.FencingToken, &attempts, &created, &updated, &expires)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
@@ -84,13 +88,30 @@ func (db *DB) Begin(ctx context.Context, p groundhog.BeginParams) (*groundhog.Op
 // errVanished: the record changed under Begin; it starts over.
 var errVanished = errors.New("operation record vanished or moved")
 
-func (db *DB) beginOnce(ctx context.Context, p groundhog.BeginParams) (op *groundhog.Operation, outcome groundhog.BeginOutcome, err error) {
-	tx, err := db.pool.Begin(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+// qClaimOrRead is the first statement of every Begin: it inserts the new
+// record, or, when (tenant, key) exists, returns the existing one, in one
+// round trip and without a transaction. The first column says which. No row
+// at all means the existing record committed after this statement's
+// snapshot, or vanished: Begin starts over.
+var qClaimOrRead = `WITH ins AS (
+		INSERT INTO operations (id, tenant, idem_key, request_hash, status,
+			lease_owner, lease_expires_at, fencing_token, attempts, created_at, updated_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (tenant, idem_key) DO NOTHING
+		RETURNING ` + operationColumns + `)
+	SELECT true, * FROM ins
+	UNION ALL
+	SELECT false, ` + operationColumns + ` FROM operations
+		WHERE tenant = $2 AND idem_key = $3 AND NOT EXISTS (SELECT 1 FROM ins)`
 
+// beginOnce makes one attempt at Begin. A new key costs one round trip
+// (qClaimOrRead inserts it); so does an existing record that Begin only
+// reports (terminal, mismatched, or running under a live lease), read
+// without a lock since nothing is written. Only a claim that changes an
+// existing record — a takeover, or the replacement of an expired one — runs
+// the transaction that locks the row (SELECT … FOR UPDATE), so concurrent
+// claimers of one record are serialized and exactly one wins.
+func (db *DB) beginOnce(ctx context.Context, p groundhog.BeginParams) (op *groundhog.Operation, outcome groundhog.BeginOutcome, err error) {
 	now := p.Now.UTC()
 	leaseUntil := now.Add(p.Lease)
 	fresh := &groundhog.Operation{
@@ -98,34 +119,61 @@ func (db *DB) beginOnce(ctx context.Context, p groundhog.BeginParams) (op *groun
 		Status: groundhog.StatusRunning, LeaseOwner: p.Owner, LeaseExpiresAt: leaseUntil,
 		FencingToken: 1, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(p.Retention),
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO operations (id, tenant, idem_key, request_hash, status,
-			lease_owner, lease_expires_at, fencing_token, attempts, created_at, updated_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-		ON CONFLICT (tenant, idem_key) DO NOTHING`,
+	var inserted bool
+	cur, err := scanOperation(db.pool.QueryRow(ctx, qClaimOrRead,
 		fresh.ID, fresh.Tenant, fresh.Key, fresh.RequestHash, string(fresh.Status),
-		fresh.LeaseOwner, ns(fresh.LeaseExpiresAt), fresh.FencingToken, int32(fresh.Attempts), ns(now), ns(now), ns(fresh.ExpiresAt))
+		fresh.LeaseOwner, ns(fresh.LeaseExpiresAt), fresh.FencingToken, int32(fresh.Attempts), ns(now), ns(now), ns(fresh.ExpiresAt)),
+		&inserted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, "", errVanished
+	}
 	if err != nil {
 		return nil, "", err
 	}
-	if tag.RowsAffected() == 1 {
-		op, outcome = fresh, groundhog.BeginClaimed
-	} else {
-		cur, err := scanOperation(tx.QueryRow(ctx, qSelectOperation+"WHERE tenant = $1 AND idem_key = $2 FOR UPDATE", p.Tenant, p.Key))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, "", errVanished
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		op, outcome, err = transition(ctx, tx, cur, fresh, p)
-		if err != nil {
-			return nil, "", err
-		}
+	if inserted {
+		return fresh, groundhog.BeginClaimed, nil
+	}
+	if outcome, ok := reportOnly(cur, p, now); ok {
+		return cur, outcome, nil
+	}
+
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	cur, err = scanOperation(tx.QueryRow(ctx, qSelectOperation+"WHERE tenant = $1 AND idem_key = $2 FOR UPDATE", p.Tenant, p.Key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, "", errVanished
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	op, outcome, err = transition(ctx, tx, cur, fresh, p)
+	if err != nil {
+		return nil, "", err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, "", err
 	}
 	return op, outcome, nil
+}
+
+// reportOnly returns Begin's outcome for the existing record cur when that
+// outcome changes nothing (the same decisions, in the same order, as
+// transition); ok is false when Begin must claim cur under its row lock.
+func reportOnly(cur *groundhog.Operation, p groundhog.BeginParams, now time.Time) (outcome groundhog.BeginOutcome, ok bool) {
+	switch {
+	case !cur.ExpiresAt.IsZero() && !cur.ExpiresAt.After(now):
+		return "", false // expired: replaced under the lock
+	case cur.RequestHash != p.RequestHash:
+		return groundhog.BeginMismatch, true
+	case cur.Status.Terminal():
+		return groundhog.BeginDone, true
+	case cur.Status == groundhog.StatusRunning && cur.LeaseExpiresAt.After(now):
+		return groundhog.BeginInProgress, true
+	}
+	return "", false // pending, or an expired lease: taken over under the lock
 }
 
 // transition applies Begin's state machine to the locked record cur.
@@ -271,6 +319,13 @@ func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, 
 	q := "UPDATE operations SET " + strings.Join(set, ", ") +
 		" WHERE tenant = $" + strconv.Itoa(n+1) + " AND id = $" + strconv.Itoa(n+2) +
 		" AND fencing_token = $" + strconv.Itoa(n+3) + " AND status = 'running'"
+	if what != "renew" && db.notifyIdem.Load() {
+		// The wake-up of the operation's waiters rides in the same statement
+		// (delivered when it commits): no round trip of its own. The topic is
+		// wake.Topic("i", tenant, key); octet_length, as Go's len, counts bytes.
+		q = "WITH u AS (" + q + " RETURNING tenant, idem_key) SELECT pg_notify('" + wakeChannel +
+			"', 'i:' || octet_length(tenant) || '.' || tenant || ':' || idem_key) FROM u"
+	}
 	tag, err := db.pool.Exec(ctx, q, append(vals, tenant, id, token)...)
 	if err != nil {
 		return mapErr(fmt.Errorf("postgres: %s operation: %w", what, err))

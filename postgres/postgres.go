@@ -47,6 +47,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,13 @@ import (
 type DB struct {
 	pool   *pgxpool.Pool
 	closed atomic.Bool
+	// ledgerDays holds the UTC days (int64, see dayOf) whose ledger
+	// partition is known to exist, so AppendLedger asks the server only
+	// about new days.
+	ledgerDays sync.Map
+	// notifyIdem: Complete, Fail and Release also send the operation's
+	// wake-up, in their own statement (see Waker.IdemNotifier).
+	notifyIdem atomic.Bool
 }
 
 var (
@@ -83,9 +91,18 @@ const migrationLock int64 = 0x67726f756e64686f
 // are sent to the server as run-time settings), checks that it answers and
 // applies the pending migrations.
 func Open(ctx context.Context, url string) (*DB, error) {
+	return open(ctx, url, nil)
+}
+
+// open is Open with a hook that may change the pool's configuration (tests
+// install a tracer that counts round trips).
+func open(ctx context.Context, url string, configure func(*pgxpool.Config)) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EINVALID, "postgres: invalid database URL", err)
+	}
+	if configure != nil {
+		configure(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -97,6 +114,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, mapErr(fmt.Errorf("postgres: connect: %w", err))
 	}
 	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	// Ledger partitions for yesterday through a few days ahead, so the
+	// first appends of the day find theirs (AppendLedger creates any other).
+	if _, err := db.MaintainLedger(ctx, time.Now(), 0); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -3,6 +3,7 @@
 package pricing
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -20,40 +21,77 @@ import (
 // the longest configured prefix ending in "*" ("gpt-4o-mini*").
 type Table map[string]groundhog.Price
 
+// PricesTaken is the date the built-in table's provider prices were last
+// checked against the providers' public pricing pages (shown by
+// "groundhog prices"). A price changed after it is wrong here until the
+// table is updated: prices_file or prices: in the configuration win.
+const PricesTaken = "2026-12-01"
+
 // Default is the built-in table: the simulated provider's models and the
 // current OpenAI and Anthropic model families, by their undated names (a
 // dated snapshot resolves to its family, see Lookup). Prices are USD per
-// million tokens; Anthropic's cache_write is the 5-minute write (1.25 ×
-// input), OpenAI charges no write surcharge.
+// million tokens, taken on PricesTaken from platform.claude.com's pricing
+// and model pages and developers.openai.com's model pages.
+//
+// The four input rates: input (uncached), cached input (a prompt-cache
+// read), cache write (a short write: Anthropic's 5-minute write, OpenAI's
+// 30-minute "cache writes" rate) and cache write 1h (the long write:
+// Anthropic's 1-hour write, OpenAI's 12-hour write). OpenAI models whose
+// page lists no cache-write price write at the input rate, for both
+// lengths: their prompt cache has no write surcharge.
+//
+// Models priced by prompt length (Claude Haiku 5.5: one rate up to 100K
+// prompt tokens, another above) and OpenAI's long-context surcharge (over
+// 272K input tokens) are not modelled: Haiku 5.5 is left out (unknown, never
+// a wrong figure), and the OpenAI rows are the short-context rates.
 func Default() Table {
 	t := Table{}
-	for model, p := range map[string][4]string{
-		//            input     cached    write     output
-		"sim-small":              {"1.00", "0.10", "1.25", "3.00"},
-		"sim-large":              {"10.00", "1.00", "12.50", "30.00"},
-		"sim-embed":              {"0.02", "0.02", "0.02", "0"},
-		"gpt-4o-mini":            {"0.15", "0.075", "0.15", "0.60"},
-		"gpt-4o":                 {"2.50", "1.25", "2.50", "10.00"},
-		"gpt-4.1":                {"2.00", "0.50", "2.00", "8.00"},
-		"gpt-4.1-mini":           {"0.40", "0.10", "0.40", "1.60"},
-		"gpt-4.1-nano":           {"0.10", "0.025", "0.10", "0.40"},
-		"gpt-5":                  {"1.25", "0.125", "1.25", "10.00"},
-		"gpt-5-mini":             {"0.25", "0.025", "0.25", "2.00"},
-		"gpt-5-nano":             {"0.05", "0.005", "0.05", "0.40"},
-		"o3":                     {"2.00", "0.50", "2.00", "8.00"},
-		"o4-mini":                {"1.10", "0.275", "1.10", "4.40"},
-		"text-embedding-3-small": {"0.02", "0.02", "0.02", "0"},
-		"text-embedding-3-large": {"0.13", "0.13", "0.13", "0"},
-		"claude-sonnet-4-5":      {"3.00", "0.30", "3.75", "15.00"},
-		"claude-sonnet-4":        {"3.00", "0.30", "3.75", "15.00"},
-		"claude-3-7-sonnet":      {"3.00", "0.30", "3.75", "15.00"},
-		"claude-haiku-4-5":       {"1.00", "0.10", "1.25", "5.00"},
-		"claude-3-5-haiku":       {"0.80", "0.08", "1.00", "4.00"},
-		"claude-opus-4-5":        {"5.00", "0.50", "6.25", "25.00"},
-		"claude-opus-4-1":        {"15.00", "1.50", "18.75", "75.00"},
-		"claude-opus-4":          {"15.00", "1.50", "18.75", "75.00"},
+	for model, p := range map[string][5]string{
+		//                        input    cached   write    write1h  output
+		"sim-small":              {"1.00", "0.10", "1.25", "2.00", "3.00"},
+		"sim-large":              {"10.00", "1.00", "12.50", "20.00", "30.00"},
+		"sim-embed":              {"0.02", "0.02", "0.02", "0.02", "0"},
+		"gpt-4o-mini":            {"0.15", "0.075", "0.15", "0.15", "0.60"},
+		"gpt-4o":                 {"2.50", "1.25", "2.50", "2.50", "10.00"},
+		"gpt-4.1":                {"2.00", "0.50", "2.00", "2.00", "8.00"},
+		"gpt-4.1-mini":           {"0.40", "0.10", "0.40", "0.40", "1.60"},
+		"gpt-4.1-nano":           {"0.10", "0.025", "0.10", "0.10", "0.40"},
+		"gpt-5":                  {"1.25", "0.125", "1.25", "1.25", "10.00"},
+		"gpt-5-mini":             {"0.25", "0.025", "0.25", "0.25", "2.00"},
+		"gpt-5-nano":             {"0.05", "0.005", "0.05", "0.05", "0.40"},
+		"gpt-6.2-sol":            {"2.00", "0.10", "2.50", "5.00", "10.00"},
+		"gpt-6.1-terra":          {"1.00", "0.05", "1.25", "2.50", "5.00"},
+		"o3":                     {"2.00", "0.50", "2.00", "2.00", "8.00"},
+		"o4-mini":                {"1.10", "0.275", "1.10", "1.10", "4.40"},
+		"text-embedding-3-small": {"0.02", "0.02", "0.02", "0.02", "0"},
+		"text-embedding-3-large": {"0.13", "0.13", "0.13", "0.13", "0"},
+		"claude-fable-5-1":       {"10.00", "0.25", "12.50", "20.00", "50.00"},
+		"claude-fable-5":         {"10.00", "1.00", "12.50", "20.00", "50.00"},
+		"claude-opus-5-5":        {"4.00", "0.20", "5.00", "8.00", "20.00"},
+		"claude-opus-5":          {"5.00", "0.50", "6.25", "10.00", "25.00"},
+		"claude-opus-4-8":        {"5.00", "0.50", "6.25", "10.00", "25.00"},
+		"claude-opus-4-7":        {"5.00", "0.50", "6.25", "10.00", "25.00"},
+		"claude-opus-4-6":        {"5.00", "0.50", "6.25", "10.00", "25.00"},
+		"claude-opus-4-5":        {"5.00", "0.50", "6.25", "10.00", "25.00"},
+		"claude-opus-4-1":        {"15.00", "1.50", "18.75", "30.00", "75.00"},
+		"claude-opus-4":          {"15.00", "1.50", "18.75", "30.00", "75.00"},
+		"claude-opus-4-0":        {"15.00", "1.50", "18.75", "30.00", "75.00"},
+		"claude-3-opus":          {"15.00", "1.50", "18.75", "30.00", "75.00"},
+		"claude-sonnet-5-5":      {"2.00", "0.20", "2.50", "4.00", "10.00"},
+		"claude-sonnet-5":        {"2.00", "0.20", "2.50", "4.00", "10.00"},
+		"claude-sonnet-4-6":      {"3.00", "0.30", "3.75", "6.00", "15.00"},
+		"claude-sonnet-4-5":      {"3.00", "0.30", "3.75", "6.00", "15.00"},
+		"claude-sonnet-4":        {"3.00", "0.30", "3.75", "6.00", "15.00"},
+		"claude-sonnet-4-0":      {"3.00", "0.30", "3.75", "6.00", "15.00"},
+		"claude-3-7-sonnet":      {"3.00", "0.30", "3.75", "6.00", "15.00"},
+		"claude-haiku-4-5":       {"1.00", "0.10", "1.25", "2.00", "5.00"},
+		"claude-3-5-haiku":       {"0.80", "0.08", "1.00", "1.60", "4.00"},
+		"claude-3-haiku":         {"0.25", "0.03", "0.30", "0.50", "1.25"},
 	} {
-		pr, err := parsePrice(p[0], p[1], p[2], p[3])
+		pr, err := parsePrice(p[0], p[1], p[2], p[4])
+		if err == nil {
+			pr.CacheWrite1h, err = perMillion(p[3])
+		}
 		if err != nil {
 			panic(err)
 		}
@@ -199,14 +237,24 @@ func FromStrings(raw map[string]YAMLPrice) (Table, error) {
 	return t, nil
 }
 
-// Load reads a price table file; see Parse.
+// Load reads a price table file. Its format is told by its content: the
+// community JSON format (see IsCommunityJSON and ParseCommunity), else the
+// YAML table (see Parse).
 func Load(path string) (Table, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return Parse(f)
+	var t Table
+	if IsCommunityJSON(b) {
+		t, err = ParseCommunity(bytes.NewReader(b))
+	} else {
+		t, err = Parse(bytes.NewReader(b))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
 }
 
 // Merge returns a copy of t with every entry of over replacing t's.

@@ -104,6 +104,11 @@ func TestDatedSnapshots(t *testing.T) {
 		{"claude-sonnet-4-20250514", "claude-sonnet-4"},
 		{"claude-3-7-sonnet-20250219", "claude-3-7-sonnet"},
 		{"claude-3-5-haiku-20241022", "claude-3-5-haiku"},
+		{"claude-3-haiku-20240307", "claude-3-haiku"},
+		{"claude-3-opus-20240229", "claude-3-opus"},
+		{"claude-opus-4-6-20260205", "claude-opus-4-6"},
+		{"claude-sonnet-4-6-20260217", "claude-sonnet-4-6"},
+		{"gpt-6.2-sol-2026-11-17", "gpt-6.2-sol"},
 	} {
 		if got := Family(tc.dated); got != tc.family {
 			t.Errorf("Family(%q) = %q, want %q", tc.dated, got, tc.family)

@@ -139,7 +139,7 @@ func BenchmarkChainMemory(b *testing.B) {
 		tr := NewTracker(Config{MaxChains: n, MaxBytes: 1 << 40})
 		for i := range n {
 			c := *call
-			c.chainKey, c.opKey = chainKeys(fmt.Sprint("tenant", i), "support", "", "sim-small")
+			c.chainKey, c.opKey = chainKeys(fmt.Sprint("tenant", i), "support", "", groundhog.ShapeMessages, "sim-small")
 			tr.After(ctx, &c, groundhog.Usage{})
 		}
 		runtime.GC()

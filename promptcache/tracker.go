@@ -125,12 +125,16 @@ func (r Result) Header() string {
 	return string(r.Cause)
 }
 
-func chainKeys(tenant, op, key, model string) (ck, ok string) {
+// chainKeys returns the chain and operation keys of a request. The shape is
+// part of the chain: chat and responses bodies of one operation serialize
+// the same tools differently and never share a provider cache entry, so
+// comparing them would report a false tools_changed.
+func chainKeys(tenant, op, key string, shape groundhog.Shape, model string) (ck, ok string) {
 	ok = tenant + "\x00" + op
 	if key != "" {
-		return tenant + "\x00k\x00" + key + "\x00" + model, ok
+		return tenant + "\x00k\x00" + key + "\x00" + string(shape) + "\x00" + model, ok
 	}
-	return tenant + "\x00o\x00" + op + "\x00" + model, ok
+	return tenant + "\x00o\x00" + op + "\x00" + string(shape) + "\x00" + model, ok
 }
 
 // Before parses the request's prefix, applies the requested rewrites
@@ -159,7 +163,7 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 		body = nb
 	}
 	p, err := parse(req.Shape, body, func(p *Prefix) *promptRec {
-		ck, _ := chainKeys(req.Tenant, req.Operation, p.CacheKey, p.Model)
+		ck, _ := chainKeys(req.Tenant, req.Operation, p.CacheKey, req.Shape, p.Model)
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if el, ok := t.chains[ck]; ok {
@@ -193,7 +197,7 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 		}
 	}
 	c.Body, c.prefix, c.rules = body, p, r
-	c.chainKey, c.opKey = chainKeys(req.Tenant, req.Operation, p.CacheKey, p.Model)
+	c.chainKey, c.opKey = chainKeys(req.Tenant, req.Operation, p.CacheKey, req.Shape, p.Model)
 	if p.NotApplicable {
 		return c, nil
 	}

@@ -25,6 +25,7 @@ func addConfigFlags(fs *pflag.FlagSet, cf *configFlags) {
 	fs.StringVar(&cf.cfg.DB, "db", d.DB, "SQLite database file, or a postgres:// URL (several replicas share one PostgreSQL)")
 	fs.Int32Var(&cf.cfg.Postgres.MaxConns, "db-max-conns", d.Postgres.MaxConns, "PostgreSQL connection pool size of this process")
 	fs.DurationVar(&cf.cfg.Postgres.StatementTimeout, "db-statement-timeout", d.Postgres.StatementTimeout, "PostgreSQL statement_timeout (0: the server's)")
+	fs.DurationVar(&cf.cfg.Postgres.LedgerRetention, "ledger-retention", d.Postgres.LedgerRetention, "PostgreSQL: drop ledger days older than this, e.g. 2160h (0: keep all)")
 }
 
 // upstreamUnset records that the last load found no upstream in the file,
@@ -52,6 +53,7 @@ func (cf *configFlags) load(cmd *cobra.Command) (*config.Config, error) {
 	set("db", func() { c.DB = cf.cfg.DB })
 	set("db-max-conns", func() { c.Postgres.MaxConns = cf.cfg.Postgres.MaxConns })
 	set("db-statement-timeout", func() { c.Postgres.StatementTimeout = cf.cfg.Postgres.StatementTimeout })
+	set("ledger-retention", func() { c.Postgres.LedgerRetention = cf.cfg.Postgres.LedgerRetention })
 	set("cache", func() { c.Cache.Backend = cf.cfg.Cache.Backend })
 	set("redis-prefix", func() { c.Cache.RedisPrefix = cf.cfg.Cache.RedisPrefix })
 	set("redis-max-entry-bytes", func() { c.Cache.RedisMaxEntryBytes = cf.cfg.Cache.RedisMaxEntryBytes })

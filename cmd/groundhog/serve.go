@@ -171,9 +171,10 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log,
 		Notifier: st.notifier()})
+	pct := openPromptCache(cfg, log) // restored from the snapshot beside the database
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), OpenAI: openai, Anthropic: anthropic,
-		Logger: log, Ready: st.Ready, Degraded: st.degraded,
+		Logger: log, Ready: st.Ready, Degraded: st.degraded, PromptCache: pct,
 		Extra: withContextRoutes(withStateRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log), db, cfg, log,
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),
 		// Keyless only for a loopback gateway that starts without keys: one
@@ -226,6 +227,9 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	defer dcancel()
 	if err := gw.Drain(dctx); err != nil {
 		log.Error("shutdown: work still running", "err", err)
+	}
+	if err := savePromptCache(pct, cfg); err != nil {
+		log.Error("shutdown: prompt-cache diagnosis not saved", "err", err)
 	}
 	if err := lw.Close(dctx); err != nil {
 		log.Error("ledger drain failed; the journal keeps the rows for the next start", "err", err)

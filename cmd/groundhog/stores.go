@@ -140,6 +140,8 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 	desc := "database sqlite " + cfg.DB
 	if pg, ok := db.(*postgres.DB); ok {
 		desc = fmt.Sprintf("database postgres %s (pool %d, statement timeout %s)", redact(cfg.DB), cfg.Postgres.MaxConns, cfg.Postgres.StatementTimeout)
+		st.closers = append(st.closers, maintainLedger(pg, cfg.Postgres.LedgerRetention, log))
+		desc += ledgerRetentionDesc(cfg.Postgres.LedgerRetention)
 		if cfg.Cache.Backend == "memory" {
 			w, err := pg.Listen(ctx, log)
 			if err != nil {
@@ -184,6 +186,9 @@ func (st *stores) Close() error {
 func (st *stores) notifier() idempotency.Notifier {
 	if st.Waker == nil {
 		return nil
+	}
+	if w, ok := st.Waker.(*postgres.Waker); ok {
+		return w.IdemNotifier() // the completing UPDATE sends the wake-up
 	}
 	return wake.IdemNotifier{T: st.Waker}
 }

@@ -1,0 +1,49 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPromptCacheConfig(t *testing.T) {
+	load := func(yaml string) (Config, error) {
+		file := filepath.Join(t.TempDir(), "g.yaml")
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := Default()
+		if err := c.LoadFile(file); err != nil {
+			return c, err
+		}
+		return c, c.Finish()
+	}
+	c, err := load(`
+operations:
+  support:
+    prompt_cache: {breakpoints: auto, app: acme-support, prompt_version: v3}
+prompt_cache:
+  max_chains: 500
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc := c.Operations["support"].PromptCache; pc != (OperationPromptCache{Breakpoints: "auto", App: "acme-support", PromptVersion: "v3"}) {
+		t.Errorf("operation prompt_cache %+v", pc)
+	}
+	if c.PromptCache.MaxChains != 500 || c.PromptCache.FanOutMaxHold != 10*time.Second {
+		t.Errorf("prompt_cache %+v: want max_chains 500 and the default 10s hold", c.PromptCache)
+	}
+	for yaml, want := range map[string]string{
+		"operations: {a: {prompt_cache: {breakpoints: always}}}": "breakpoints",
+		"operations: {a: {prompt_cache: {app: \"a b\"}}}":        "app and prompt_version",
+		"prompt_cache: {max_chains: -1}":                         "must not be negative",
+		"prompt_cache: {fan_out: 3}":                             "fan_out",
+	} {
+		if _, err := load(yaml); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one mentioning %q", yaml, err, want)
+		}
+	}
+}

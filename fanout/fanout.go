@@ -1,0 +1,153 @@
+// Package fanout is warm-then-fan-out (DESIGN.md §4, issue 7 item 6): of
+// concurrent requests that share a prompt prefix the provider has not cached
+// yet, the first goes upstream at once and the others wait until it has
+// started answering — the provider has then written the prefix, so they read
+// it instead of each writing it again.
+package fanout
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// Config configures a Group. Zero values take the defaults.
+type Config struct {
+	// MaxHold is the longest a request waits for the first one; it then
+	// goes upstream anyway (default 10 s).
+	MaxHold time.Duration
+	// Warm is how long a prefix counts as written after its first request
+	// started answering, so later requests are not held for it (default 5
+	// minutes, the providers' shortest cache TTL). A request that arrives
+	// later is never held anyway: nobody is writing the prefix then.
+	Warm time.Duration
+	// MaxKeys bounds the warm prefixes remembered (default 100,000); past
+	// it the oldest are forgotten, which can only cost a hold, never a
+	// failure.
+	MaxKeys int
+	// Clock tells the time for Warm; After makes the MaxHold timer. Tests
+	// inject both; defaults are the wall clock and time.After.
+	Clock groundhog.Clock
+	After func(d time.Duration) <-chan time.Time
+	// OnHold, when set, is called as a request starts waiting (for
+	// metrics, and so tests know a request is held without polling).
+	OnHold func()
+}
+
+// Group holds requests by prefix key. The key must scope everything that
+// decides whether the provider shares a cache entry: tenant (or provider
+// account), model, prompt_cache_key and the prefix digest. Safe for
+// concurrent use.
+type Group struct {
+	cfg     Config
+	mu      sync.Mutex
+	writing map[string]*flight   // prefix key -> the request writing it
+	warm    map[string]time.Time // prefix key -> until when it counts as written
+	order   []string             // warm keys, oldest first (bounded by MaxKeys)
+}
+
+type flight struct {
+	started chan struct{} // closed when the writer started answering or gave up
+}
+
+// New returns a Group configured by cfg.
+func New(cfg Config) *Group {
+	if cfg.MaxHold <= 0 {
+		cfg.MaxHold = 10 * time.Second
+	}
+	if cfg.Warm <= 0 {
+		cfg.Warm = 5 * time.Minute
+	}
+	if cfg.MaxKeys <= 0 {
+		cfg.MaxKeys = 100000
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = groundhog.SystemClock{}
+	}
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
+	return &Group{cfg: cfg, writing: map[string]*flight{}, warm: map[string]time.Time{}}
+}
+
+// Ticket is one request's place in a Group. Exactly one of its owners'
+// paths ends it: Started when the provider's response head arrives, Done in
+// every case (a deferred Done after Started is a no-op).
+type Ticket struct {
+	g    *Group
+	key  string
+	f    *flight // non-nil when this request is the prefix's writer
+	once sync.Once
+	// Held is true when Enter waited for another request.
+	Held bool
+}
+
+// Enter admits a request over the prefix key. When no request is writing
+// the prefix (and it is not known warm) the caller becomes its writer and
+// Enter returns at once. When another request is writing it, Enter waits
+// until that one has started answering, MaxHold has passed or ctx is done —
+// then returns (never an error: the hold never fails a request) with Held
+// set. If the writer failed before answering, the released requests simply
+// go upstream; the first of them to come back becomes the next writer for
+// requests still to arrive.
+func (g *Group) Enter(ctx context.Context, key string) *Ticket {
+	t := &Ticket{g: g, key: key}
+	g.mu.Lock()
+	if until, ok := g.warm[key]; ok && g.cfg.Clock.Now().Before(until) {
+		g.mu.Unlock()
+		return t
+	}
+	f, ok := g.writing[key]
+	if !ok {
+		t.f = &flight{started: make(chan struct{})}
+		g.writing[key] = t.f
+		g.mu.Unlock()
+		return t
+	}
+	g.mu.Unlock()
+	t.Held = true
+	if g.cfg.OnHold != nil {
+		g.cfg.OnHold()
+	}
+	select {
+	case <-f.started:
+	case <-g.cfg.After(g.cfg.MaxHold):
+	case <-ctx.Done():
+	}
+	return t
+}
+
+// Started tells the Group the request's provider response head arrived;
+// ok means a success (the provider wrote the prefix). Requests held for
+// this one are released. Only the writer's call has an effect.
+func (t *Ticket) Started(ok bool) {
+	if t == nil || t.f == nil {
+		return
+	}
+	t.once.Do(func() { t.g.release(t.key, t.f, ok) })
+}
+
+// Done ends the ticket: a writer that never started answering releases the
+// requests held for it. Safe to call more than once and after Started.
+func (t *Ticket) Done() { t.Started(false) }
+
+func (g *Group) release(key string, f *flight, ok bool) {
+	g.mu.Lock()
+	if g.writing[key] == f {
+		delete(g.writing, key)
+	}
+	if ok {
+		if _, seen := g.warm[key]; !seen {
+			g.order = append(g.order, key)
+		}
+		g.warm[key] = g.cfg.Clock.Now().Add(g.cfg.Warm)
+		for len(g.order) > g.cfg.MaxKeys {
+			delete(g.warm, g.order[0])
+			g.order = g.order[1:]
+		}
+	}
+	g.mu.Unlock()
+	close(f.started)
+}

@@ -1,0 +1,148 @@
+package promptcache
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/fanout"
+)
+
+// Stage is the gateway's prompt-cache stage. It runs on the request and on
+// the response of every call that goes to the provider (exact-cache hits and
+// coalesced followers never reach it):
+//
+//  1. Before, right before the upstream call: stable prompt_cache_key and
+//     breakpoint injection (the returned Pending.Body is what to send), the
+//     break diagnosis' expectation, and warm-then-fan-out (Before may wait,
+//     at most the Group's MaxHold, for a concurrent request over the same new
+//     prefix to start answering);
+//  2. Pending.Started when the provider's response head arrives;
+//  3. After with the provider's usage, on a success only;
+//  4. Pending.Done always (deferred): it releases requests held for this one
+//     if it never started answering.
+type Stage struct {
+	Tracker *Tracker
+	// FanOut holds concurrent requests over a new shared prefix; nil turns
+	// warm-then-fan-out off.
+	FanOut *fanout.Group
+}
+
+// Pending is one call between Before and After.
+type Pending struct {
+	// Body is what to send upstream: the client's body, or a copy with
+	// prompt_cache_key set and/or breakpoints injected.
+	Body []byte
+	// Held is true when warm-then-fan-out held the call.
+	Held bool
+
+	call   *Call // nil when the body could not be parsed
+	ticket *fanout.Ticket
+}
+
+// Started tells the stage the provider's response head arrived; ok is a
+// success status. Requests held for this one are released.
+func (p *Pending) Started(ok bool) {
+	if p != nil {
+		p.ticket.Started(ok)
+	}
+}
+
+// Done ends the call's part in warm-then-fan-out; safe to call more than
+// once and after Started.
+func (p *Pending) Done() {
+	if p != nil {
+		p.ticket.Done()
+	}
+}
+
+// Outcome is what the stage reports for a call the provider answered.
+type Outcome struct {
+	Result
+	Usage groundhog.Usage
+	Held  bool
+}
+
+// CacheHeader is the value of Groundhog-Prompt-Cache: what the provider
+// read from and wrote to its prompt cache, from its own usage.
+func (o Outcome) CacheHeader() string {
+	return "read=" + strconv.FormatInt(o.Usage.CachedInputTokens, 10) + " write=" + strconv.FormatInt(o.Usage.CacheWriteTokens, 10)
+}
+
+// Before prepares a call (see Stage). fanOut false opts the call out of
+// warm-then-fan-out (Groundhog-Fan-Out: off). It never fails: a body the
+// prefix model cannot parse is sent as it came, undiagnosed and unheld.
+func (s *Stage) Before(ctx context.Context, req *Request, fanOut bool) *Pending {
+	p := &Pending{Body: req.Body}
+	c, err := s.Tracker.Before(ctx, req)
+	if err != nil {
+		return p
+	}
+	p.Body, p.call = c.Body, c
+	if s.FanOut == nil || !fanOut {
+		return p
+	}
+	if chain, ok := c.sharedPrefix(); ok {
+		key := req.Tenant + "\x00" + c.prefix.Model + "\x00" + c.prefix.CacheKey + "\x00" + strconv.FormatUint(chain, 16)
+		p.ticket = s.FanOut.Enter(ctx, key)
+		p.Held = p.ticket.Held
+	}
+	return p
+}
+
+// After takes the provider's usage of a successful call and returns the
+// outcome: the usage, the break verdict (the prompt is recorded in its
+// chain) and whether the call was held.
+func (s *Stage) After(ctx context.Context, p *Pending, u groundhog.Usage) Outcome {
+	o := Outcome{Usage: u}
+	if p == nil {
+		return o
+	}
+	o.Held = p.Held
+	if p.call != nil {
+		o.Result = s.Tracker.After(ctx, p.call, u)
+	}
+	return o
+}
+
+// sharedPrefix returns the chain hash of the static prefix that concurrent
+// requests of one task share, and whether it is long enough to be cached.
+// The static prefix is everything before the newest turn (the request's last
+// message or input item): tools, instructions/system and the earlier
+// history. Where the provider writes only at breakpoints (Anthropic; OpenAI
+// explicit-only mode) it ends at the last breakpoint before the newest turn —
+// past it nothing the first request writes is readable by the others — and
+// with no such breakpoint there is nothing to wait for.
+func (c *Call) sharedPrefix() (uint64, bool) {
+	p := c.prefix
+	if p == nil || p.NotApplicable || len(p.Segments) == 0 {
+		return 0, false
+	}
+	segs := p.Segments
+	newest := -1
+	for i := len(segs) - 1; i >= 0; i-- {
+		if segs[i].Message >= 0 {
+			newest = segs[i].Message
+			break
+		}
+	}
+	end := len(segs) // first segment of the newest turn
+	if newest >= 0 {
+		for i, s := range segs {
+			if s.Message >= newest {
+				end = i
+				break
+			}
+		}
+	}
+	cut := end - 1
+	if p.Shape == groundhog.ShapeMessages || p.Explicit {
+		for cut >= 0 && !segs[cut].Marker {
+			cut--
+		}
+	}
+	if cut < 0 || segs[cut].End < c.rules.MinTokens {
+		return 0, false
+	}
+	return segs[cut].Chain, true
+}
