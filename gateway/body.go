@@ -113,7 +113,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *poo
 	p := getBody(n)
 	var buf []byte
 	if p != nil {
-		buf = p.b[:n]
+		// Capacity capped at n: an append to the body (withIncludeUsage)
+		// copies instead of writing into the rest of the pooled buffer.
+		buf = p.b[:n:n]
 	} else {
 		buf = make([]byte, n)
 	}
