@@ -426,30 +426,33 @@ func buildPage(p pageParams) pageView {
 	v.PromptCache, v.Charts = pc, append(v.Charts, pcCharts...)
 
 	// The day's report, as the JSON has it: every operation and the total.
-	tr := func(r ledger.Row, total bool) tableRow {
-		t := tableRow{Operation: r.Operation, Label: opLabel(r.Operation), Total: total}
-		if total {
-			t.Label = ledger.TotalLabel
-			t.Current = !p.Selected
-		} else {
-			op := r.Operation
-			t.Href = p.href(&op)
-			t.Current = p.Selected && op == p.Operation
-		}
-		vals := fieldValues(r)
-		for _, c := range columns {
-			t.Cells = append(t.Cells, cell{Field: c.Field, Value: vals[c.Field][0], Text: vals[c.Field][1], Operation: r.Operation, Total: total})
-		}
-		return t
-	}
 	for _, r := range today.Operations {
-		v.Rows = append(v.Rows, tr(r, false))
+		v.Rows = append(v.Rows, p.reportRow(r, false, columns, fieldValues))
 	}
-	v.Total = tr(today.Total, true)
+	v.Total = p.reportRow(today.Total, true, columns, fieldValues)
 
 	rq := url.Values{"day": {today.Day}, "tz": {p.Loc.String()}}
 	v.JSONHref = ReportPath + "?" + rq.Encode()
 	rq.Set("format", "csv")
 	v.CSVHref = ReportPath + "?" + rq.Encode()
 	return v
+}
+
+// reportRow renders one report row (an operation, or the total) of a table
+// whose cells are cols, valued by vals (JSON value and shown text per field).
+func (p pageParams) reportRow(r ledger.Row, total bool, cols []column, vals func(ledger.Row) map[string][2]string) tableRow {
+	t := tableRow{Operation: r.Operation, Label: opLabel(r.Operation), Total: total}
+	if total {
+		t.Label = ledger.TotalLabel
+		t.Current = !p.Selected
+	} else {
+		op := r.Operation
+		t.Href = p.href(&op)
+		t.Current = p.Selected && op == p.Operation
+	}
+	vs := vals(r)
+	for _, c := range cols {
+		t.Cells = append(t.Cells, cell{Field: c.Field, Value: vs[c.Field][0], Text: vs[c.Field][1], Operation: r.Operation, Total: total})
+	}
+	return t
 }

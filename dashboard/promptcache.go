@@ -102,26 +102,10 @@ func promptCacheValues(r ledger.Row) map[string][2]string {
 // the scope, and returns the two prompt-cache charts over the window.
 func buildPromptCache(p pageParams, today *ledger.Report, days []string, rows []ledger.Row, span string) (promptCacheView, []chartView) {
 	v := promptCacheView{Columns: promptCacheColumns}
-	tr := func(r ledger.Row, total bool) tableRow {
-		t := tableRow{Operation: r.Operation, Label: opLabel(r.Operation), Total: total}
-		if total {
-			t.Label = ledger.TotalLabel
-			t.Current = !p.Selected
-		} else {
-			op := r.Operation
-			t.Href = p.href(&op)
-			t.Current = p.Selected && op == p.Operation
-		}
-		vals := promptCacheValues(r)
-		for _, c := range promptCacheColumns {
-			t.Cells = append(t.Cells, cell{Field: c.Field, Value: vals[c.Field][0], Text: vals[c.Field][1], Operation: r.Operation, Total: total})
-		}
-		return t
-	}
 	for _, r := range today.Operations {
-		v.Rows = append(v.Rows, tr(r, false))
+		v.Rows = append(v.Rows, p.reportRow(r, false, promptCacheColumns, promptCacheValues))
 	}
-	v.Total = tr(today.Total, true)
+	v.Total = p.reportRow(today.Total, true, promptCacheColumns, promptCacheValues)
 	scope := p.rowOf(today)
 	for _, b := range scope.PromptCache.Breaks {
 		v.Breaks = append(v.Breaks, breakRow{Cause: b.Cause, Example: b.ExampleRequestHash,

@@ -23,15 +23,7 @@ func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.
 	if err := db.check(); err != nil {
 		return nil, false, err
 	}
-	limit := int64(-1)
-	if quota > 0 {
-		used, err := db.EvidenceUsage(ctx, tenant)
-		if err != nil {
-			return nil, false, err
-		}
-		limit = max(quota-used, 0)
-	}
-	sp, err := evblob.Spool(r, limit)
+	sp, err := evblob.SpoolWithin(ctx, r, quota, func(ctx context.Context) (int64, error) { return db.EvidenceUsage(ctx, tenant) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -42,7 +34,7 @@ func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.
 		return nil, false, err
 	}
 	if sp.Over {
-		return nil, false, quotaError(quota)
+		return nil, false, evblob.QuotaError(quota)
 	}
 
 	tx, err := db.pool.Begin(ctx)
@@ -66,7 +58,7 @@ func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.
 			return nil, false, mapErr(fmt.Errorf("postgres: evidence usage: %w", err))
 		}
 		if used+sp.Bytes > quota {
-			return nil, false, quotaError(quota)
+			return nil, false, evblob.QuotaError(quota)
 		}
 	}
 	info := &groundhog.EvidenceInfo{Tenant: tenant, Ref: sp.Ref, Bytes: sp.Bytes, Lines: sp.Lines, ContentType: contentType, CreatedAt: time.Now().UTC()}
@@ -86,10 +78,6 @@ func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.
 		return nil, false, mapErr(fmt.Errorf("postgres: put evidence: %w", err))
 	}
 	return info, true, nil
-}
-
-func quotaError(quota int64) error {
-	return groundhog.Errorf(groundhog.EQUOTA, "evidence quota of %d bytes exceeded", quota)
 }
 
 type rowQueryer interface {

@@ -34,15 +34,7 @@ func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.
 	if err := db.check(); err != nil {
 		return nil, false, err
 	}
-	limit := int64(-1)
-	if quota > 0 {
-		used, err := db.EvidenceUsage(ctx, tenant)
-		if err != nil {
-			return nil, false, err
-		}
-		limit = max(quota-used, 0)
-	}
-	sp, err := evblob.Spool(r, limit)
+	sp, err := evblob.SpoolWithin(ctx, r, quota, func(ctx context.Context) (int64, error) { return db.EvidenceUsage(ctx, tenant) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -53,7 +45,7 @@ func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.
 		return nil, false, err
 	}
 	if sp.Over {
-		return nil, false, quotaError(quota)
+		return nil, false, evblob.QuotaError(quota)
 	}
 	info, created, err := db.putEvidence(ctx, tenant, contentType, sp, quota)
 	if err != nil {
@@ -117,7 +109,7 @@ func (db *DB) putEvidence(ctx context.Context, tenant, contentType string, sp *e
 			return nil, false, mapErr(fmt.Errorf("sqlite: evidence usage: %w", err))
 		}
 		if used+sp.Bytes > quota {
-			return nil, false, quotaError(quota)
+			return nil, false, evblob.QuotaError(quota)
 		}
 	}
 	var have int
@@ -153,10 +145,6 @@ func (db *DB) dropOrphanChunks(tenant, ref string) {
 	defer cancel()
 	_, _ = db.w.ExecContext(ctx, `DELETE FROM evidence_chunks WHERE tenant = ? AND ref = ?
 		AND NOT EXISTS (SELECT 1 FROM evidence WHERE tenant = ? AND ref = ?)`, tenant, ref, tenant, ref)
-}
-
-func quotaError(quota int64) error {
-	return groundhog.Errorf(groundhog.EQUOTA, "evidence quota of %d bytes exceeded", quota)
 }
 
 // StatEvidence returns the info of tenant's ref, or ENOTFOUND.

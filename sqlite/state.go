@@ -72,23 +72,10 @@ func (db *DB) PutState(ctx context.Context, v groundhog.StateVersion, expect int
 	if err := db.check(); err != nil {
 		return nil, err
 	}
-	if expect < 0 {
-		return nil, groundhog.Errorf(groundhog.EINVALID, "expected version %d is negative", expect)
+	state, ext, err := statecodec.Prepare(&v, expect, time.Now())
+	if err != nil {
+		return nil, err
 	}
-	var state, ext []byte
-	if v.Deleted {
-		v.State = groundhog.WorkingState{}
-	} else {
-		var err error
-		if state, ext, err = statecodec.Encode(v.State); err != nil {
-			return nil, groundhog.WrapError(groundhog.EINVALID, "state cannot be encoded", err)
-		}
-	}
-	if v.CreatedAt.IsZero() {
-		v.CreatedAt = time.Now()
-	}
-	v.CreatedAt = v.CreatedAt.UTC()
-	v.Version = expect + 1
 	res, err := db.w.ExecContext(ctx, `INSERT INTO state_versions (tenant, session, version, state, ext, deleted, author, created_at)
 		SELECT ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE ? = 0 OR EXISTS (SELECT 1 FROM state_versions WHERE tenant = ? AND session = ? AND version = ?)

@@ -7,6 +7,7 @@ package evblob
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -244,4 +245,25 @@ func afterNL(k, chunkBytes int64, find FindNL) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("evidence: chunk %d does not hold newline %d", seq, k)
+}
+
+// QuotaError is the error of an upload past a tenant's evidence quota.
+func QuotaError(quota int64) error {
+	return groundhog.Errorf(groundhog.EQUOTA, "evidence quota of %d bytes exceeded", quota)
+}
+
+// SpoolWithin spools r for a tenant that has quota bytes (0: no quota) of
+// which usage reports what is used: the spool stops counting at what is
+// left (Spooled.Over then says the upload does not fit). Every store's
+// PutEvidence starts here, then checks dedup before the quota.
+func SpoolWithin(ctx context.Context, r io.Reader, quota int64, usage func(context.Context) (int64, error)) (*Spooled, error) {
+	limit := int64(-1)
+	if quota > 0 {
+		used, err := usage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		limit = max(quota-used, 0)
+	}
+	return Spool(r, limit)
 }

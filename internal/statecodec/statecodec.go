@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -52,4 +53,25 @@ func Decode(state, ext []byte) (groundhog.WorkingState, error) {
 		s.Ext = json.RawMessage(append([]byte(nil), ext...))
 	}
 	return s, nil
+}
+
+// Prepare readies v for storing as version expect+1, the same way on every
+// backend: a negative expect is EINVALID, a tombstone carries no state, the
+// state is encoded (EINVALID when it cannot be), CreatedAt defaults to now
+// and is UTC, and Version is set. It returns the columns to store.
+func Prepare(v *groundhog.StateVersion, expect int64, now time.Time) (state, ext []byte, err error) {
+	if expect < 0 {
+		return nil, nil, groundhog.Errorf(groundhog.EINVALID, "expected version %d is negative", expect)
+	}
+	if v.Deleted {
+		v.State = groundhog.WorkingState{}
+	} else if state, ext, err = Encode(v.State); err != nil {
+		return nil, nil, groundhog.WrapError(groundhog.EINVALID, "state cannot be encoded", err)
+	}
+	if v.CreatedAt.IsZero() {
+		v.CreatedAt = now
+	}
+	v.CreatedAt = v.CreatedAt.UTC()
+	v.Version = expect + 1
+	return state, ext, nil
 }
