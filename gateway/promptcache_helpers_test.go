@@ -239,6 +239,8 @@ type teeRecorder struct {
 
 func (r teeRecorder) Record(e groundhog.LedgerEntry) error { return r.RecordStages(e, nil) }
 
+func (r teeRecorder) WantsStages() bool { return true }
+
 func (r teeRecorder) RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stage) error {
 	var err error
 	if sr, ok := r.next.(gateway.StageRecorder); ok {

@@ -697,7 +697,7 @@ func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 		return nil
 	}
 	var err error
-	if sr, ok := s.opts.Ledger.(StageRecorder); ok {
+	if sr, ok := s.opts.Ledger.(StageRecorder); ok && s.stagesOn {
 		err = sr.RecordStages(row, c.stageTimes())
 	} else {
 		err = s.opts.Ledger.Record(row)

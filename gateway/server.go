@@ -38,6 +38,9 @@ type Recorder interface {
 type StageRecorder interface {
 	Recorder
 	RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stage) error
+	// WantsStages reports whether RecordStages uses the stages (a tracer is
+	// configured); when false the gateway does not time them at all.
+	WantsStages() bool
 }
 
 // Upstream is one provider endpoint.
@@ -112,6 +115,7 @@ type Server struct {
 
 	pc *promptcache.Stage // provider prompt-cache stage (gateway/promptcache.go)
 
+	stagesOn  bool // the ledger recorder wants the pipeline stages timed (traces)
 	keyMu     sync.RWMutex
 	keyCache  map[string]keyCacheEntry // key hash → tenant ("" = unknown key)
 	localMode atomic.Int64             // unix nanos until which "no keys exist" is trusted; 0 = unknown
@@ -156,6 +160,7 @@ func New(o Options) *Server {
 			return http.ErrUseLastResponse
 		}},
 		keyCache: map[string]keyCacheEntry{},
+		stagesOn: wantsStages(o.Ledger),
 	}
 	s.pc = newPromptCacheStage(o)
 	s.routes()
@@ -334,4 +339,10 @@ func (s *Server) noKeys(ctx context.Context) (bool, error) {
 // (tenant, hash) beyond its leader.
 func (s *Server) Followers(tenant, hash string) int {
 	return s.flights.Followers(tenant + "\x00" + hash)
+}
+
+// wantsStages reports whether rec takes the calls' pipeline stages.
+func wantsStages(rec Recorder) bool {
+	sr, ok := rec.(StageRecorder)
+	return ok && sr.WantsStages()
 }

@@ -12,15 +12,26 @@ import (
 // goroutine, the others on the handler's: hence the lock.
 type stageLog struct {
 	mu sync.Mutex
-	s  []groundhog.Stage
+	s  [maxStages]groundhog.Stage // a call has at most one of each: no allocation
+	n  int
 }
+
+// maxStages bounds the stages of one call (admit, idempotency, cache,
+// fan-out hold, upstream, and one spare).
+const maxStages = 6
 
 // stage records c's stage name from start to now, on the gateway's clock
 // (as the row's time and latency are).
 func (s *Server) stage(c *call, name string, start time.Time) {
+	if !s.stagesOn {
+		return
+	}
 	end := s.clock.Now()
 	c.stages.mu.Lock()
-	c.stages.s = append(c.stages.s, groundhog.Stage{Name: name, Start: start, End: end})
+	if c.stages.n < maxStages {
+		c.stages.s[c.stages.n] = groundhog.Stage{Name: name, Start: start, End: end}
+		c.stages.n++
+	}
 	c.stages.mu.Unlock()
 }
 
@@ -28,8 +39,8 @@ func (s *Server) stage(c *call, name string, start time.Time) {
 func (c *call) stageTimes() []groundhog.Stage {
 	c.stages.mu.Lock()
 	defer c.stages.mu.Unlock()
-	if len(c.stages.s) == 0 {
+	if c.stages.n == 0 {
 		return nil
 	}
-	return append([]groundhog.Stage(nil), c.stages.s...)
+	return append([]groundhog.Stage(nil), c.stages.s[:c.stages.n]...)
 }

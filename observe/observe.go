@@ -37,6 +37,9 @@ type Recorder struct {
 // durability decides the response, the observations never do.
 func (o *Recorder) Record(e groundhog.LedgerEntry) error { return o.RecordStages(e, nil) }
 
+// WantsStages reports whether the pipeline stages are used: only for spans.
+func (o *Recorder) WantsStages() bool { return o.Tracer != nil }
+
 // RecordStages is Record with the call's timed pipeline stages, each a
 // child span of the call's span.
 func (o *Recorder) RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stage) error {
