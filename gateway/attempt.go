@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire"
@@ -99,4 +100,33 @@ func savedHeader(outcome groundhog.Outcome, saved groundhog.Money, resp *groundh
 		}
 	}
 	return costString(saved)
+}
+
+// recordLostAttempt books the attempt that a takeover ends: op was running
+// under an expired lease, so the worker of attempt op.Attempts-1 vanished
+// (its process killed, its host partitioned) after claiming the record.
+// Its own ledger row was never written — a row is recorded when a response
+// is — yet it may have reached the provider and been billed. The row is
+// written by the worker that takes over, before it runs its own attempt:
+// outcome upstream, that attempt's number, status 0 (no answer was seen)
+// and cost unknown, never a guessed $0, so the report counts it in
+// unknown_cost_calls and the retry that follows as a repeat of the same
+// request.
+//
+// A worker that only lost its lease (a pause longer than the lease, not a
+// crash) and later finishes still records its own row with its real cost;
+// that attempt is then in the ledger twice, once unknown. Renewals every
+// third of the lease make that rare, and an extra unknown row overstates
+// nothing in USD.
+func (s *Server) recordLostAttempt(c *call, op *groundhog.Operation) {
+	row := s.row(c, groundhog.OutcomeUpstream, 0)
+	// It started before this call: ordered just ahead of it, so the report
+	// sees the retry as the repeat.
+	row.Time = c.start.Add(-time.Nanosecond).UTC()
+	row.ID = groundhog.NewTimeID(row.Time)
+	row.Attempt = op.Attempts - 1
+	row.Cost, row.FullCost = groundhog.CostUnknown, groundhog.CostUnknown
+	// A failure is logged by record; the new attempt runs either way (its
+	// own row is the one its response depends on).
+	_ = s.record(c, row)
 }

@@ -211,6 +211,7 @@ func transition(ctx context.Context, tx pgx.Tx, cur, fresh *groundhog.Operation,
 		return cur, groundhog.BeginInProgress, nil
 	}
 	// Pending, or running under an expired lease: take over.
+	cur.TookOver = cur.Status == groundhog.StatusRunning
 	cur.Status = groundhog.StatusRunning
 	cur.FencingToken++
 	cur.Attempts++

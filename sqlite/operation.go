@@ -163,6 +163,7 @@ func beginTx(ctx context.Context, tx *sql.Tx, p groundhog.BeginParams) (*groundh
 		return cur, groundhog.BeginInProgress, nil
 	}
 	// Pending, or running under an expired lease: take over.
+	cur.TookOver = cur.Status == groundhog.StatusRunning
 	cur.Status = groundhog.StatusRunning
 	cur.FencingToken++
 	cur.Attempts++
