@@ -34,13 +34,14 @@ type Operation struct {
 	UpdatedAt      time.Time
 	ExpiresAt      time.Time // retention: after this the record counts as absent
 
-	// TookOver is set by Begin (never stored) when it claimed a record
-	// that was running under an expired lease: the previous attempt's
-	// worker vanished (a crash, a kill -9, a partition) without settling
-	// the record, so nothing recorded how that attempt ended or what it
-	// cost. False for a new record and for a pending one (its previous
-	// attempt settled by releasing it).
-	TookOver bool
+	// LostAttemptStart is set by Begin (never stored) when it claimed a
+	// record that was running under an expired lease: the previous
+	// attempt's worker vanished (a crash, a kill -9, a partition) without
+	// settling the record. It is when that attempt claimed the record (its
+	// UpdatedAt: renewals leave it), so the attempt can be booked under the
+	// same ledger key its own worker would have used. Zero for a new record
+	// and for a pending one (its previous attempt settled by releasing it).
+	LostAttemptStart time.Time
 }
 
 // BeginParams asks to claim (Tenant, Key) for one execution.
@@ -79,7 +80,7 @@ const (
 // Otherwise a different RequestHash → BeginMismatch (unchanged). Terminal →
 // BeginDone. Pending, or running with LeaseExpiresAt <= Now → take over:
 // token+1, Attempts+1, new owner and lease, status running → BeginClaimed
-// (TookOver set on the returned record when it was running).
+// (LostAttemptStart set on the returned record when it was running).
 // Running with a live lease → BeginInProgress.
 //
 // Renew, Complete, Fail and Release name the record by (tenant, id) and are

@@ -33,7 +33,7 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call
 		switch {
 		case claim != nil:
 			c.claim = claim
-			if op.TookOver {
+			if !op.LostAttemptStart.IsZero() {
 				s.recordLostAttempt(c, op)
 			}
 			s.serveCached(w, r, c, key)

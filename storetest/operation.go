@@ -79,7 +79,7 @@ func opDiff(got, want *groundhog.Operation) string {
 		return "result: " + d
 	}
 	g.Result, w.Result = nil, nil
-	g.TookOver, w.TookOver = false, false // Begin's report, not stored state
+	g.LostAttemptStart, w.LostAttemptStart = time.Time{}, time.Time{} // Begin's report, not stored state
 	if !reflect.DeepEqual(g, w) {
 		return fmt.Sprintf("record = %+v, want %+v", g, w)
 	}
@@ -117,8 +117,9 @@ func testBeginStateMachine(t *testing.T, s0 Stores) {
 		newID    bool // a new record replaced the prepared one
 	}
 	// Rows whose Begin takes over a running record under an expired lease:
-	// only they report TookOver (a pending record was settled by its
-	// previous attempt; a new record has none).
+	// only they report LostAttemptStart, the previous claim's time (a
+	// pending record was settled by its previous attempt; a new record has
+	// none).
 	tookOver := map[string]bool{
 		"running, lease expires exactly now: takeover": true,
 		"running, lease long expired: takeover":        true,
@@ -167,8 +168,11 @@ func testBeginStateMachine(t *testing.T, s0 Stores) {
 			if op.Tenant != "t" || op.Key != "k" {
 				t.Errorf("record names (%q, %q), want (t, k)", op.Tenant, op.Key)
 			}
-			if op.TookOver != tookOver[tc.name] {
-				t.Errorf("TookOver = %v, want %v", op.TookOver, tookOver[tc.name])
+			switch {
+			case tookOver[tc.name] && !op.LostAttemptStart.Equal(prev.UpdatedAt):
+				t.Errorf("LostAttemptStart = %v, want the lost claim's time %v", op.LostAttemptStart, prev.UpdatedAt)
+			case !tookOver[tc.name] && !op.LostAttemptStart.IsZero():
+				t.Errorf("LostAttemptStart = %v, want zero", op.LostAttemptStart)
 			}
 			if prev != nil && (op.ID != prev.ID) != tc.want.newID {
 				t.Errorf("ID %s → %s: new record = %v, want %v", prev.ID, op.ID, op.ID != prev.ID, tc.want.newID)
