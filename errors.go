@@ -25,6 +25,7 @@ const (
 	EPRECONDREQUIRED = "precondition_required" // 428: an update without If-Match
 	ERANGE           = "range"                 // 416: range (bytes or lines) not satisfiable
 	EQUOTA           = "quota"                 // 507: the tenant's storage quota is used up
+	ESLOWREQUEST     = "request_timeout"       // 408: the request body arrived too slowly and was cut off
 )
 
 // Error is a groundhog error with a code. Message is safe to show to a

@@ -33,6 +33,15 @@ type Operation struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	ExpiresAt      time.Time // retention: after this the record counts as absent
+
+	// LostAttemptStart is set by Begin (never stored) when it claimed a
+	// record that was running under an expired lease: the previous
+	// attempt's worker vanished (a crash, a kill -9, a partition) without
+	// settling the record. It is when that attempt claimed the record (its
+	// UpdatedAt: renewals leave it), so the attempt can be booked under the
+	// same ledger key its own worker would have used. Zero for a new record
+	// and for a pending one (its previous attempt settled by releasing it).
+	LostAttemptStart time.Time
 }
 
 // BeginParams asks to claim (Tenant, Key) for one execution.
@@ -70,7 +79,8 @@ const (
 // lease Owner until Now+Lease, ExpiresAt = Now+Retention → BeginClaimed.
 // Otherwise a different RequestHash → BeginMismatch (unchanged). Terminal →
 // BeginDone. Pending, or running with LeaseExpiresAt <= Now → take over:
-// token+1, Attempts+1, new owner and lease, status running → BeginClaimed.
+// token+1, Attempts+1, new owner and lease, status running → BeginClaimed
+// (LostAttemptStart set on the returned record when it was running).
 // Running with a live lease → BeginInProgress.
 //
 // Renew, Complete, Fail and Release name the record by (tenant, id) and are

@@ -23,6 +23,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/compaction"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/state"
 	"github.com/groundhog-ai/groundhog/wire"
 )
@@ -125,7 +126,7 @@ func (h *handler) wrap(emptyOK bool, serve func(w http.ResponseWriter, r *http.R
 				h.writeError(w, r, groundhog.Errorf(groundhog.ETOOLARGE, "request body over %d bytes", MaxBodyBytes))
 				return
 			}
-			h.writeError(w, r, groundhog.WrapError(groundhog.EINVALID, "could not read the request body", err))
+			h.writeError(w, r, httpguard.BodyError(err))
 			return
 		}
 		serve(w, r, tenant, session, body)

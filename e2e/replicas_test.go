@@ -263,22 +263,22 @@ func TestReplicasShareCacheFlightsAndOperations(t *testing.T) {
 			t.Errorf("operation record: status %s, %d attempts; want completed after 2", op.Status, op.Attempts)
 		}
 		r[1].stop() // flush its ledger
-		var attempts []int
+		// Both attempts are in the ledger: the killed replica's, booked by
+		// the replica that took over (no response was seen: cost unknown,
+		// never $0), and the takeover's own, priced.
+		var attempts []groundhog.LedgerEntry
 		err = cl.store.ScanLedger(ctx, groundhog.LedgerFilter{}, func(e *groundhog.LedgerEntry) error {
-			if e.Idempotent && e.Outcome == groundhog.OutcomeUpstream && e.Attempt > 0 {
-				attempts = append(attempts, e.Attempt)
+			if e.Idempotent && e.Outcome == groundhog.OutcomeUpstream && e.RequestHash == retry.header.Get("Groundhog-Request-Hash") {
+				attempts = append(attempts, *e)
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
-		for _, a := range attempts {
-			found = found || a == 2
-		}
-		if !found {
-			t.Errorf("ledger attempts of idempotent upstream calls = %v, want one with attempt 2", attempts)
+		if len(attempts) != 2 || attempts[0].Attempt != 1 || attempts[0].Cost != groundhog.CostUnknown ||
+			attempts[1].Attempt != 2 || !attempts[1].Cost.Known() || attempts[1].Cost <= 0 {
+			t.Errorf("ledger rows of the call's attempts = %+v; want attempt 1 at an unknown cost, then attempt 2 priced", attempts)
 		}
 	})
 }

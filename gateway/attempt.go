@@ -2,8 +2,13 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"net"
+	"strconv"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire"
@@ -99,4 +104,43 @@ func savedHeader(outcome groundhog.Outcome, saved groundhog.Money, resp *groundh
 		}
 	}
 	return costString(saved)
+}
+
+// recordLostAttempt books the attempt that a takeover ends: op was running
+// under an expired lease, so the worker of attempt op.Attempts-1 vanished
+// (its process killed, its host partitioned) after claiming the record. It
+// may have reached the provider and been billed, and its own ledger row is
+// written only once a response is — perhaps never. The worker that takes
+// over writes that row before running its own attempt: outcome upstream,
+// that attempt's number, status 0 (no answer was seen), cost unknown (never
+// a guessed $0), so the report counts it in unknown_cost_calls and the retry
+// as a repeat of the same request.
+//
+// The row has the key (time, ID) the vanished worker's own row has (see
+// attemptKey), so a ledger holds at most one of the two: when that worker
+// did record its row (it died after the provider answered, and its journal
+// was replayed), the store keeps that priced row and skips this one; when
+// this one is stored first (the dead worker's journal is replayed later),
+// the attempt stays unknown.
+func (s *Server) recordLostAttempt(c *call, op *groundhog.Operation) {
+	row := s.row(c, groundhog.OutcomeUpstream, 0)
+	row.Attempt = op.Attempts - 1
+	row.Time, row.ID = attemptKey(op.ID, row.Attempt, op.LostAttemptStart)
+	row.Cost, row.FullCost = groundhog.CostUnknown, groundhog.CostUnknown
+	// A failure is logged by record; the new attempt runs either way (its
+	// own row is the one its response depends on).
+	_ = s.record(c, row)
+}
+
+// attemptKey is the ledger key (time, ID) of the row of one attempt under
+// an operation record: the attempt's claim time and an ID made of it and a
+// digest of (record ID, attempt number) — the form of groundhog.NewTimeID,
+// but reproducible by whoever knows the record, so the attempt's worker and
+// a worker taking over from it name the same row.
+func attemptKey(opID string, attempt int, claimed time.Time) (time.Time, string) {
+	sum := sha256.Sum256([]byte(opID + "/" + strconv.Itoa(attempt)))
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(claimed.UnixNano()))
+	copy(b[8:], sum[:8])
+	return claimed.UTC(), hex.EncodeToString(b[:])
 }

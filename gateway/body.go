@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 )
 
 // Request bodies are read once, into a buffer sized from Content-Length,
@@ -100,7 +101,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *poo
 			if errors.As(err, &mbe) {
 				return nil, nil, groundhog.Errorf(groundhog.ETOOLARGE, "request body is over the limit of %d bytes", limit)
 			}
-			return nil, nil, groundhog.WrapError(groundhog.EINVALID, "could not read the request body", err)
+			return nil, nil, httpguard.BodyError(err)
 		}
 		if len(body) == 0 {
 			return nil, nil, errEmptyBody()
@@ -121,7 +122,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *poo
 	}
 	if _, err := io.ReadFull(r.Body, buf); err != nil {
 		putBody(p) // nothing read from it escapes
-		return nil, nil, groundhog.WrapError(groundhog.EINVALID, "could not read the request body", err)
+		return nil, nil, httpguard.BodyError(err)
 	}
 	return buf, p, nil
 }

@@ -33,6 +33,9 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call
 		switch {
 		case claim != nil:
 			c.claim = claim
+			if !op.LostAttemptStart.IsZero() {
+				s.recordLostAttempt(c, op)
+			}
 			s.serveCached(w, r, c, key)
 			return
 		case outcome == groundhog.BeginMismatch:

@@ -678,7 +678,12 @@ func attemptFor(o groundhog.Outcome) int {
 // returns the winning record when the claim was stale.
 func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Response, err error) (*groundhog.Operation, error) {
 	if c.claim != nil {
-		row.Attempt = c.claim.Attempt()
+		op := c.claim.Op()
+		row.Attempt = op.Attempts
+		// The row's key is reproducible from the record, so a worker that
+		// takes over after a crash books this attempt under the same key
+		// (recordLostAttempt) and the ledger never holds it twice.
+		row.Time, row.ID = attemptKey(op.ID, op.Attempts, op.UpdatedAt)
 	}
 	rerr := s.record(c, row)
 	return s.settle(c, resp, err), rerr

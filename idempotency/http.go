@@ -17,6 +17,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/fingerprint"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
@@ -395,7 +396,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any) error {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return groundhog.Errorf(groundhog.ETOOLARGE, "request body is larger than %d bytes", MaxBodyBytes)
 		}
-		return groundhog.WrapError(groundhog.EINVALID, "cannot read request body", err)
+		return httpguard.BodyError(err)
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {

@@ -211,6 +211,9 @@ func transition(ctx context.Context, tx pgx.Tx, cur, fresh *groundhog.Operation,
 		return cur, groundhog.BeginInProgress, nil
 	}
 	// Pending, or running under an expired lease: take over.
+	if cur.Status == groundhog.StatusRunning {
+		cur.LostAttemptStart = cur.UpdatedAt // the vanished attempt's claim
+	}
 	cur.Status = groundhog.StatusRunning
 	cur.FencingToken++
 	cur.Attempts++

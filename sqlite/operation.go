@@ -163,6 +163,9 @@ func beginTx(ctx context.Context, tx *sql.Tx, p groundhog.BeginParams) (*groundh
 		return cur, groundhog.BeginInProgress, nil
 	}
 	// Pending, or running under an expired lease: take over.
+	if cur.Status == groundhog.StatusRunning {
+		cur.LostAttemptStart = cur.UpdatedAt // the vanished attempt's claim
+	}
 	cur.Status = groundhog.StatusRunning
 	cur.FencingToken++
 	cur.Attempts++

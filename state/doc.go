@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 )
 
 // The wire form of a working state is one JSON object with exactly these
@@ -276,7 +277,7 @@ func MergePatch(target, patch []byte) ([]byte, error) {
 func readBody(r io.Reader, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
-		return nil, groundhog.WrapError(groundhog.EINVALID, "cannot read request body", err)
+		return nil, httpguard.BodyError(err)
 	}
 	if int64(len(b)) > limit {
 		return nil, groundhog.Errorf(groundhog.ETOOLARGE, "state is larger than %d bytes", limit)

@@ -79,6 +79,7 @@ func opDiff(got, want *groundhog.Operation) string {
 		return "result: " + d
 	}
 	g.Result, w.Result = nil, nil
+	g.LostAttemptStart, w.LostAttemptStart = time.Time{}, time.Time{} // Begin's report, not stored state
 	if !reflect.DeepEqual(g, w) {
 		return fmt.Sprintf("record = %+v, want %+v", g, w)
 	}
@@ -114,6 +115,14 @@ func testBeginStateMachine(t *testing.T, s0 Stores) {
 		attempts int
 		status   groundhog.OperationStatus
 		newID    bool // a new record replaced the prepared one
+	}
+	// Rows whose Begin takes over a running record under an expired lease:
+	// only they report LostAttemptStart, the previous claim's time (a
+	// pending record was settled by its previous attempt; a new record has
+	// none).
+	tookOver := map[string]bool{
+		"running, lease expires exactly now: takeover": true,
+		"running, lease long expired: takeover":        true,
 	}
 	for _, tc := range []struct {
 		name string
@@ -158,6 +167,12 @@ func testBeginStateMachine(t *testing.T, s0 Stores) {
 			}
 			if op.Tenant != "t" || op.Key != "k" {
 				t.Errorf("record names (%q, %q), want (t, k)", op.Tenant, op.Key)
+			}
+			switch {
+			case tookOver[tc.name] && !op.LostAttemptStart.Equal(prev.UpdatedAt):
+				t.Errorf("LostAttemptStart = %v, want the lost claim's time %v", op.LostAttemptStart, prev.UpdatedAt)
+			case !tookOver[tc.name] && !op.LostAttemptStart.IsZero():
+				t.Errorf("LostAttemptStart = %v, want zero", op.LostAttemptStart)
 			}
 			if prev != nil && (op.ID != prev.ID) != tc.want.newID {
 				t.Errorf("ID %s → %s: new record = %v, want %v", prev.ID, op.ID, op.ID != prev.ID, tc.want.newID)

@@ -26,7 +26,7 @@ func ErrorType(shape groundhog.Shape, code string) string {
 	anthropic := shape == groundhog.ShapeMessages
 	switch code {
 	case groundhog.EINVALID, groundhog.EMEDIATYPE, groundhog.EMISMATCH, groundhog.EPRECONDITION,
-		groundhog.EPRECONDREQUIRED, groundhog.ERANGE:
+		groundhog.EPRECONDREQUIRED, groundhog.ERANGE, groundhog.ESLOWREQUEST:
 		return "invalid_request_error"
 	case groundhog.EUNAUTHORIZED:
 		return "authentication_error"
@@ -144,6 +144,8 @@ func Status(code string) int {
 		return http.StatusRequestedRangeNotSatisfiable
 	case groundhog.EQUOTA:
 		return http.StatusInsufficientStorage
+	case groundhog.ESLOWREQUEST:
+		return http.StatusRequestTimeout
 	}
 	return http.StatusInternalServerError
 }

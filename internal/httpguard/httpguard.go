@@ -6,7 +6,9 @@
 package httpguard
 
 import (
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"time"
 )
@@ -93,7 +95,14 @@ func (b *rateBody) clear() {
 func (b *rateBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
+	var ne net.Error
 	switch {
+	case err != nil && errors.As(err, &ne) && ne.Timeout():
+		// Cut off: the expired deadline stays, so net/http's discard of
+		// the unread rest of the body (before it writes the answer, to
+		// keep the connection) fails at once instead of waiting forever
+		// for a stalled client; the connection is then closed.
+		b.done = true
 	case err != nil || (b.length >= 0 && b.n >= b.length):
 		b.clear()
 	case n > 0:
