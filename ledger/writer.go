@@ -87,6 +87,8 @@ type segment struct {
 //
 // Record encodes the row and appends it to the active journal segment with
 // one write(2) on an O_APPEND file, then queues it in memory, and returns.
+// Concurrent calls share that write(2) (group commit, groupwrite.go): each
+// still returns only once the write carrying its own row has completed.
 // The gateway calls Record before it sends the response, so once a client
 // has an answer its row is in the kernel's page cache: a kill -9 of the
 // gateway cannot lose it (only an OS crash or power loss before writeback
@@ -138,6 +140,12 @@ type Writer struct {
 	committed uint64        // every segment with seq <= committed is in the store
 	progress  chan struct{} // closed and replaced whenever committed advances
 	lastErr   error         // last store error, nil after a successful attempt
+	writes    uint64        // journal write(2) calls of Record
+
+	// Group commit of journal writes (groupwrite.go). gmu is taken after
+	// mu, never before it.
+	gmu  sync.Mutex
+	open *group // accepting rows; its leader is waiting for mu
 
 	// Owned by the committer goroutine.
 	nextSeq      uint64
@@ -336,7 +344,12 @@ func (w *Writer) Record(e groundhog.LedgerEntry) error {
 		bufPool.Put(bp)
 		return fmt.Errorf("ledger: row of %d bytes is over the journal's %d-byte record limit", len(b)-recHeaderSize, maxRecordSize)
 	}
-	err := w.append(&e, b)
+	var err error
+	if w.dir != "" {
+		err = w.appendShared(&e, b)
+	} else {
+		err = w.append(&e, b)
+	}
 	*bp = b
 	bufPool.Put(bp)
 	return err
@@ -365,6 +378,21 @@ func (w *Writer) append(e *groundhog.LedgerEntry, rec []byte) error {
 		}
 		seg.size += int64(len(rec))
 	}
+	w.queueLocked(seg, e)
+	full := seg.n >= w.rotateAt
+	w.mu.Unlock()
+	if full {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// queueLocked counts a row written to seg and keeps it in memory unless the
+// memory bound is reached. w.mu is held.
+func (w *Writer) queueLocked(seg *segment, e *groundhog.LedgerEntry) {
 	seg.n++
 	w.backlog++
 	if !seg.spilled {
@@ -382,15 +410,6 @@ func (w *Writer) append(e *groundhog.LedgerEntry, rec []byte) error {
 			w.buffered++
 		}
 	}
-	full := seg.n >= w.rotateAt
-	w.mu.Unlock()
-	if full {
-		select {
-		case w.kick <- struct{}{}:
-		default:
-		}
-	}
-	return nil
 }
 
 // Flush returns when every row recorded before the call is in the store. It
@@ -503,13 +522,17 @@ type WriterStats struct {
 	Buffered  int   // of those, rows held in memory
 	Segments  int   // journal segments not yet committed (including the active one)
 	LastError error // the last store error, nil once an attempt succeeds
+	// JournalWrites counts the journal write(2) calls of Record since
+	// OpenWriter: fewer than the rows recorded when concurrent calls
+	// shared a write.
+	JournalWrites uint64
 }
 
 // Stats returns the Writer's backlog, for metrics and health checks.
 func (w *Writer) Stats() WriterStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return WriterStats{Backlog: w.backlog, Buffered: w.buffered, Segments: len(w.pending) + 1, LastError: w.lastErr}
+	return WriterStats{Backlog: w.backlog, Buffered: w.buffered, Segments: len(w.pending) + 1, LastError: w.lastErr, JournalWrites: w.writes}
 }
 
 // run is the committer goroutine.
