@@ -345,10 +345,14 @@ func (w *Writer) Record(e groundhog.LedgerEntry) error {
 		return fmt.Errorf("ledger: row of %d bytes is over the journal's %d-byte record limit", len(b)-recHeaderSize, maxRecordSize)
 	}
 	var err error
-	if w.dir != "" {
-		err = w.appendShared(&e, b)
-	} else {
+	switch {
+	case w.dir == "":
 		err = w.append(&e, b)
+	case w.mu.TryLock():
+		// No write in progress: write this row alone, at once.
+		err = w.appendLocked(&e, b)
+	default:
+		err = w.appendShared(&e, b)
 	}
 	*bp = b
 	bufPool.Put(bp)
@@ -357,6 +361,11 @@ func (w *Writer) Record(e groundhog.LedgerEntry) error {
 
 func (w *Writer) append(e *groundhog.LedgerEntry, rec []byte) error {
 	w.mu.Lock()
+	return w.appendLocked(e, rec)
+}
+
+// appendLocked is append with w.mu held; it unlocks it.
+func (w *Writer) appendLocked(e *groundhog.LedgerEntry, rec []byte) error {
 	if w.closed {
 		w.mu.Unlock()
 		return ErrClosed
@@ -377,6 +386,7 @@ func (w *Writer) append(e *groundhog.LedgerEntry, rec []byte) error {
 			return fmt.Errorf("ledger: journal write: %w", err)
 		}
 		seg.size += int64(len(rec))
+		w.writes++
 	}
 	w.queueLocked(seg, e)
 	full := seg.n >= w.rotateAt
