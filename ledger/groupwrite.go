@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -11,24 +9,21 @@ import (
 
 // Group commit of journal writes.
 //
-// Concurrent Record calls share one write(2): the first caller to find no
-// open group opens one and leads it; callers arriving while it is open join
-// it (their encoded records are appended to its buffer). The leader takes
-// the Writer's lock — that is, it waits for the write in progress, if any —
-// closes the group to joiners, writes the whole buffer with one write(2) on
-// the O_APPEND segment, queues the rows, and wakes the members. Every member
-// returns only once the write that carries its row has completed, so the
-// guarantee of Record is unchanged: when it returns nil the row is in the
-// page cache.
+// Concurrent Record calls share one journal append (one copy into the
+// mapped segment, or one pwrite(2) where it is not mapped). A caller that
+// finds the Writer's lock free appends its own row at once: a lone caller
+// waits for nothing (no timer, no wait for company). A caller that finds an
+// append in progress joins the open group, or opens one and leads it: its
+// encoded record goes into the group's buffer. The leader takes the lock
+// (waiting for the append in progress), closes the group to joiners,
+// appends the whole buffer, queues the rows and wakes the members. Every
+// member returns only once the append that carries its row has completed,
+// so the guarantee of Record is unchanged: when it returns nil the row is in
+// the page cache.
 //
-// A lone caller waits for nothing: it opens a group, finds the lock free
-// and writes its own row at once (no timer, no wait for company). Callers
-// arriving while a write is in progress gather in the next group, so under
-// load a write carries the rows of everyone who waited for the previous one.
-//
-// A kill -9 in the middle of a group's write can leave a torn record at the
-// tail (the kernel may stop a large write at a fatal signal): replay cuts it
-// off by its CRC, as for an OS crash. No member of that group had returned.
+// A kill -9 in the middle of a group's append can leave a torn record at the
+// tail: replay cuts it off by its CRC, as for an OS crash. No member of that
+// group had returned.
 
 // group is one shared journal write.
 type group struct {
@@ -93,23 +88,18 @@ func (w *Writer) appendShared(e *groundhog.LedgerEntry, rec []byte) error {
 	return err
 }
 
-// writeGroupLocked writes g's records with one write(2) and queues its rows.
+// writeGroupLocked appends g's records to the journal at once and queues
+// its rows.
 // It reports whether the active segment reached rotateAt. w.mu is held.
 func (w *Writer) writeGroupLocked(g *group) (bool, error) {
 	if w.closed {
 		return false, ErrClosed
 	}
 	seg := w.active
-	if _, err := seg.f.Write(g.buf); err != nil {
-		// A short write would leave a torn record that ends replay of
-		// this segment: cut it off so later records stay readable.
-		if terr := seg.f.Truncate(seg.size); terr != nil {
-			err = errors.Join(err, terr)
-		}
-		return false, fmt.Errorf("ledger: journal write: %w", err)
+	if err := seg.writeRecords(g.buf); err != nil {
+		return false, err
 	}
 	w.writes++
-	seg.size += int64(len(g.buf))
 	for i := range g.rows {
 		w.queueLocked(seg, &g.rows[i])
 	}

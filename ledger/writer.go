@@ -70,6 +70,7 @@ var (
 type segment struct {
 	seq  uint64
 	f    *os.File // nil without a journal, and once sealed
+	m    []byte   // the file mapped shared, nil if unmapped (journal_map.go)
 	size int64    // bytes written, to cut off a failed partial write
 	n    int      // rows written
 	// chunks hold the rows in memory in slices of at most BatchSize rows,
@@ -85,10 +86,12 @@ type segment struct {
 //
 // # Commit path
 //
-// Record encodes the row and appends it to the active journal segment with
-// one write(2) on an O_APPEND file, then queues it in memory, and returns.
-// Concurrent calls share that write(2) (group commit, groupwrite.go): each
-// still returns only once the write carrying its own row has completed.
+// Record encodes the row and appends it to the active journal segment — a
+// copy into the segment file's shared mapping (journal_map.go), or one
+// pwrite(2) where the file cannot be mapped — then queues it in memory, and
+// returns. Concurrent calls that find an append in progress share the next
+// one (group commit, groupwrite.go): each still returns only once the append
+// carrying its own row has completed.
 // The gateway calls Record before it sends the response, so once a client
 // has an answer its row is in the kernel's page cache: a kill -9 of the
 // gateway cannot lose it (only an OS crash or power loss before writeback
@@ -114,7 +117,7 @@ type segment struct {
 // When AppendLedger fails, the segment stays on disk and in memory and the
 // committer retries with exponential backoff (FlushInterval doubling up to
 // 30 s); Flush forces an immediate attempt. Record keeps working throughout:
-// each row still costs one write(2). The bound: memory holds at most
+// each row is still appended to the journal. The bound: memory holds at most
 // MaxBufferedRows uncommitted rows (the rest are read back from the journal
 // when the store recovers); disk is not bounded by the Writer — the journal
 // grows by about 150–300 bytes a row until the store accepts rows again or
@@ -314,13 +317,14 @@ func (w *Writer) newSegment() (*segment, error) {
 		}
 		seg.f = f
 		seg.size = int64(len(segMagic))
+		seg.m = mapNewSegment(f, w.rotateAt)
 	}
 	w.nextSeq++
 	return seg, nil
 }
 
 // Record adds e to the ledger. When it returns nil, e is in the journal
-// (one write(2), no fsync): it survives a kill -9 of this process. It is
+// (in the page cache, no fsync): it survives a kill -9 of this process. It is
 // committed to the store later, in a batch; Flush waits for that. An empty
 // e.ID is replaced by a fresh groundhog.NewID(); a zero e.Time is an error.
 //
@@ -376,16 +380,10 @@ func (w *Writer) appendLocked(e *groundhog.LedgerEntry, rec []byte) error {
 		return ErrBacklogFull
 	}
 	if seg.f != nil {
-		if _, err := seg.f.Write(rec); err != nil {
-			// A short write would leave a torn record that ends replay of
-			// this segment: cut it off so later records stay readable.
-			if terr := seg.f.Truncate(seg.size); terr != nil {
-				err = errors.Join(err, terr)
-			}
+		if err := seg.writeRecords(rec); err != nil {
 			w.mu.Unlock()
-			return fmt.Errorf("ledger: journal write: %w", err)
+			return err
 		}
-		seg.size += int64(len(rec))
 		w.writes++
 	}
 	w.queueLocked(seg, e)
@@ -497,12 +495,15 @@ func (w *Writer) Close(ctx context.Context) error {
 
 	// The committer has exited: its state is ours now.
 	if err == nil && w.active.f != nil {
-		w.active.f.Close()
-		if rerr := os.Remove(w.active.f.Name()); rerr != nil {
+		name := w.active.f.Name()
+		w.active.sealFile()
+		if rerr := os.Remove(name); rerr != nil {
 			err = fmt.Errorf("ledger: journal: %w", rerr)
 		}
 	} else if w.active.f != nil {
-		w.active.f.Close()
+		if serr := w.active.sealFile(); serr != nil {
+			w.log.Warn("ledger: seal journal segment", "err", serr)
+		}
 	}
 	for _, s := range w.pending {
 		if s.f != nil {
@@ -634,10 +635,9 @@ func (w *Writer) rotate() error {
 	w.mu.Unlock()
 	// Record wrote to old only under the lock, so no write is in progress.
 	if old.f != nil {
-		if err := old.f.Close(); err != nil {
-			w.log.Warn("ledger: close journal segment", "err", err)
+		if err := old.sealFile(); err != nil {
+			w.log.Warn("ledger: seal journal segment", "err", err)
 		}
-		old.f = nil
 	}
 	return nil
 }

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package ledger
+
+import (
+	"errors"
+	"os"
+)
+
+// mapSegment is not implemented here: segments are written with pwrite(2).
+func mapSegment(*os.File, int) ([]byte, error) { return nil, errors.ErrUnsupported }
+
+func unmapSegment([]byte) error { return nil }
