@@ -29,10 +29,11 @@ import (
 // is never empty).
 
 // segmentMapBytes is how much of a new segment is preallocated and mapped:
-// room for rows rows of 1 KiB (a typical row is 150–300 bytes: the
-// committer may seal the segment late), bounded.
+// room for rows rows of 512 bytes (a gateway row is 200–300 bytes; the
+// committer seals a segment shortly after it reaches rows), bounded. Rows
+// past it are written with pwrite(2).
 func segmentMapBytes(rows int) int {
-	return min(max(rows*1024, 64<<10), 64<<20)
+	return min(max(rows*512, 64<<10), 32<<20)
 }
 
 // writeRecords appends b (whole framed records) to seg: into its mapping
@@ -77,10 +78,11 @@ func (seg *segment) sealFile() error {
 }
 
 // mapNewSegment preallocates and maps a freshly created segment file (whose
-// magic is written) for rows rows. Where that is not possible the segment
-// is left unmapped and written with pwrite(2).
-func mapNewSegment(f *os.File, rows int) []byte {
-	m, err := mapSegment(f, segmentMapBytes(rows))
+// magic is written) for rows rows, prefaulting about prev bytes (the size of
+// the segment before it). Where mapping is not possible the segment is left
+// unmapped and written with pwrite(2).
+func mapNewSegment(f *os.File, rows int, prev int64) []byte {
+	m, err := mapSegment(f, segmentMapBytes(rows), int(prev+prev/4)+64<<10)
 	if err != nil {
 		return nil
 	}

@@ -219,7 +219,7 @@ func OpenWriter(ctx context.Context, store groundhog.LedgerStore, o WriterOption
 		}
 		w.nextSeq = last + 1
 	}
-	seg, err := w.newSegment()
+	seg, err := w.newSegment(0)
 	if err != nil {
 		if w.lock != nil {
 			unlockDir(w.lock)
@@ -307,8 +307,10 @@ func (w *Writer) commitFile(ctx context.Context, path string) (int, error) {
 }
 
 // newSegment creates the next segment (a journal file unless the journal is
-// disabled). Only OpenWriter and the committer call it.
-func (w *Writer) newSegment() (*segment, error) {
+// disabled); prev is the size of the segment it follows (0 for the first),
+// to prefault about as much of the new one. Only OpenWriter and the
+// committer call it.
+func (w *Writer) newSegment(prev int64) (*segment, error) {
 	seg := &segment{seq: w.nextSeq}
 	if w.dir != "" {
 		f, err := createSegment(w.dir, seg.seq)
@@ -317,7 +319,7 @@ func (w *Writer) newSegment() (*segment, error) {
 		}
 		seg.f = f
 		seg.size = int64(len(segMagic))
-		seg.m = mapNewSegment(f, w.rotateAt)
+		seg.m = mapNewSegment(f, w.rotateAt, prev)
 	}
 	w.nextSeq++
 	return seg, nil
@@ -619,12 +621,12 @@ func resetTimer(t *time.Timer, d time.Duration) {
 // rows are committed at the next successful rotation).
 func (w *Writer) rotate() error {
 	w.mu.Lock()
-	empty := w.active.n == 0
+	empty, prev := w.active.n == 0, w.active.size
 	w.mu.Unlock()
 	if empty {
 		return nil
 	}
-	next, err := w.newSegment()
+	next, err := w.newSegment(prev)
 	if err != nil {
 		return fmt.Errorf("ledger: journal: new segment: %w", err)
 	}
