@@ -109,3 +109,42 @@ func TestMappedSegmentOverflow(t *testing.T) {
 		t.Fatalf("store holds %d rows, want %d", got, n)
 	}
 }
+
+// TestUnmappedSegments: where a segment cannot be mapped (no fallocate, a
+// full disk at creation, another platform) rows are written with pwrite(2):
+// the file holds exactly the records, and they replay.
+func TestUnmappedSegments(t *testing.T) {
+	mapJournal = false
+	defer func() { mapJournal = true }()
+	db := openDB(t)
+	dir := t.TempDir()
+	w, err := OpenWriter(context.Background(), db, WriterOptions{JournalDir: dir, FlushInterval: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(context.Background())
+	for i := range 100 {
+		if err := w.Record(testEntry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.mu.Lock()
+	used, mapped := w.active.size, w.active.m
+	w.mu.Unlock()
+	fi, err := os.Stat(filepath.Join(dir, segmentName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mapped != nil || fi.Size() != used {
+		t.Fatalf("unmapped segment: file %d bytes, %d written, mapped %v", fi.Size(), used, mapped != nil)
+	}
+	if n := len(journalIDs(t, dir)); n != 100 {
+		t.Fatalf("journal holds %d rows, want 100", n)
+	}
+	if err := w.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(stored(t, db)); n != 100 {
+		t.Fatalf("store holds %d rows, want 100", n)
+	}
+}
