@@ -20,13 +20,18 @@ import (
 // up as an error when the segment is created (the segment then falls back
 // to plain writes, which fail with ENOSPC as before) and never as a fault
 // on a store into the mapping. A record that does not fit in the rest of the
-// mapping goes to the file with one pwrite(2) at its offset, as do all
-// later records of that segment.
+// mapping doubles it (blocks reserved first, then mremap), up to
+// maxSegmentMap; where that fails, the record goes to the file with one
+// pwrite(2) at its offset, as do all later records of that segment.
 //
 // Sealing a segment unmaps it and truncates the file to the bytes written.
 // A segment left by a killed process still has its zero-filled preallocated
 // tail: a record header of length 0 ends the segment cleanly (a real record
 // is never empty).
+
+// maxSegmentMap bounds how far a segment's mapping grows (growSegment);
+// records past it are written with pwrite(2). A variable for tests.
+var maxSegmentMap int64 = 256 << 20
 
 // mapJournal is switched off by tests of the unmapped (pwrite) path.
 var mapJournal = true
@@ -45,6 +50,14 @@ func segmentMapBytes(rows int) int {
 // record cannot end replay of later ones.
 func (seg *segment) writeRecords(b []byte) error {
 	end := seg.size + int64(len(b))
+	if seg.m != nil && end > int64(len(seg.m)) && end <= maxSegmentMap {
+		// Rows arrive faster than the committer seals segments (a burst,
+		// or a store outage: segments are then cut at 65,536 rows): double
+		// the mapping rather than fall back to a write(2) per row.
+		if m, err := growSegment(seg.f, seg.m, int(min(max(2*int64(len(seg.m)), end), maxSegmentMap))); err == nil {
+			seg.m = m
+		}
+	}
 	if seg.m != nil && end <= int64(len(seg.m)) {
 		copy(seg.m[seg.size:end], b)
 		seg.size = end

@@ -56,10 +56,23 @@ func TestMappedSegmentLeftByKillReplays(t *testing.T) {
 	}
 }
 
-// TestMappedSegmentOverflow: rows past the mapped part of a segment go to
-// the file with pwrite(2), after the mapped ones, and all replay in order;
+// TestMappedSegmentOverflow: rows past the mapped part of a segment grow the
+// mapping ("grow") or, where it cannot grow, go to the file with pwrite(2)
+// after the mapped ones ("pwrite"); either way all replay in order, and
 // sealing cuts the file to the bytes written.
 func TestMappedSegmentOverflow(t *testing.T) {
+	for _, mode := range []string{"grow", "pwrite"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "pwrite" {
+				defer func(m int64) { maxSegmentMap = m }(maxSegmentMap)
+				maxSegmentMap = 64 << 10
+			}
+			testMappedSegmentOverflow(t, mode)
+		})
+	}
+}
+
+func testMappedSegmentOverflow(t *testing.T, mode string) {
 	db := openDB(t)
 	dir := t.TempDir()
 	w, err := OpenWriter(context.Background(), db, WriterOptions{JournalDir: dir, FlushInterval: time.Hour, BatchSize: 64, Logger: quiet})
@@ -88,6 +101,14 @@ func TestMappedSegmentOverflow(t *testing.T) {
 	got := journalIDs(t, dir)
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("journal holds %d rows %v…, want %d in order", len(got), got[:min(3, len(got))], n)
+	}
+	if runtime.GOOS == "linux" {
+		w.mu.Lock()
+		used, mapped := w.active.size, int64(len(w.active.m))
+		w.mu.Unlock()
+		if grew := mapped >= used; grew != (mode == "grow") {
+			t.Fatalf("%s: %d bytes written, mapping %d bytes", mode, used, mapped)
+		}
 	}
 	if err := w.rotate(); err != nil {
 		t.Fatal(err)
