@@ -36,12 +36,15 @@ import (
 // as a byte); version 1 records, written before those fields existed, still
 // replay, with an unknown PromptCacheSaved when they had cache tokens.
 //
-// Each Record appends exactly one record with one write(2), so a process
-// killed at any instant leaves only whole records (the kernel completes or
-// never starts a write to a regular file). The CRC is there for the case the
-// journal does not guard against but must survive: an OS crash that leaves a
-// torn or zero-filled tail. Reading stops at the first record that does not
-// check out; everything before it is replayed.
+// Each Record appends its record with one copy into the segment's shared
+// mapping (journal_map.go) or, unmapped, one pwrite(2); concurrent calls may
+// share one append (groupwrite.go). A process killed in the middle of an
+// append can leave a torn last record, but no Record call whose record it
+// is has returned. A record header of length 0 ends a segment cleanly (the
+// preallocated tail of a mapped segment). The CRC is there for torn records
+// and for the case the journal does not guard against but must survive: an
+// OS crash that leaves a torn or zero-filled tail. Reading stops at the
+// first record that does not check out; everything before it is replayed.
 const (
 	segMagic      = "GHLEDGR1"
 	segSuffix     = ".seg"
@@ -232,6 +235,11 @@ func (s *segmentReader) next(e *groundhog.LedgerEntry) error {
 		return err
 	}
 	n := binary.LittleEndian.Uint32(hdr[:4])
+	if n == 0 && binary.LittleEndian.Uint32(hdr[4:]) == 0 {
+		// The zero-filled preallocated tail of a mapped segment whose
+		// process was killed (journal_map.go): no record is empty.
+		return io.EOF
+	}
 	if n == 0 || n > maxRecordSize {
 		return fmt.Errorf("%w at offset %d: length %d", errCorrupt, s.off, n)
 	}
@@ -283,10 +291,11 @@ func listSegments(dir string) ([]uint64, error) {
 	return seqs, nil
 }
 
-// createSegment creates segment seq in dir and writes its magic. O_APPEND
-// keeps every later write at the end of the file.
+// createSegment creates segment seq in dir and writes its magic. Later
+// records go at explicit offsets (a mapped segment's file is longer than its
+// records until it is sealed), so the file is not opened O_APPEND.
 func createSegment(dir string, seq uint64) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, segmentName(seq)), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, segmentName(seq)), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ var (
 type segment struct {
 	seq  uint64
 	f    *os.File // nil without a journal, and once sealed
+	m    []byte   // the file mapped shared, nil if unmapped (journal_map.go)
 	size int64    // bytes written, to cut off a failed partial write
 	n    int      // rows written
 	// chunks hold the rows in memory in slices of at most BatchSize rows,
@@ -85,8 +86,12 @@ type segment struct {
 //
 // # Commit path
 //
-// Record encodes the row and appends it to the active journal segment with
-// one write(2) on an O_APPEND file, then queues it in memory, and returns.
+// Record encodes the row and appends it to the active journal segment — a
+// copy into the segment file's shared mapping (journal_map.go), or one
+// pwrite(2) where the file cannot be mapped — then queues it in memory, and
+// returns. Concurrent calls that find an append in progress share the next
+// one (group commit, groupwrite.go): each still returns only once the append
+// carrying its own row has completed.
 // The gateway calls Record before it sends the response, so once a client
 // has an answer its row is in the kernel's page cache: a kill -9 of the
 // gateway cannot lose it (only an OS crash or power loss before writeback
@@ -112,7 +117,7 @@ type segment struct {
 // When AppendLedger fails, the segment stays on disk and in memory and the
 // committer retries with exponential backoff (FlushInterval doubling up to
 // 30 s); Flush forces an immediate attempt. Record keeps working throughout:
-// each row still costs one write(2). The bound: memory holds at most
+// each row is still appended to the journal. The bound: memory holds at most
 // MaxBufferedRows uncommitted rows (the rest are read back from the journal
 // when the store recovers); disk is not bounded by the Writer — the journal
 // grows by about 150–300 bytes a row until the store accepts rows again or
@@ -138,6 +143,12 @@ type Writer struct {
 	committed uint64        // every segment with seq <= committed is in the store
 	progress  chan struct{} // closed and replaced whenever committed advances
 	lastErr   error         // last store error, nil after a successful attempt
+	writes    uint64        // journal write(2) calls of Record
+
+	// Group commit of journal writes (groupwrite.go). gmu is taken after
+	// mu, never before it.
+	gmu  sync.Mutex
+	open *group // accepting rows; its leader is waiting for mu
 
 	// Owned by the committer goroutine.
 	nextSeq      uint64
@@ -208,7 +219,7 @@ func OpenWriter(ctx context.Context, store groundhog.LedgerStore, o WriterOption
 		}
 		w.nextSeq = last + 1
 	}
-	seg, err := w.newSegment()
+	seg, err := w.newSegment(0)
 	if err != nil {
 		if w.lock != nil {
 			unlockDir(w.lock)
@@ -296,8 +307,10 @@ func (w *Writer) commitFile(ctx context.Context, path string) (int, error) {
 }
 
 // newSegment creates the next segment (a journal file unless the journal is
-// disabled). Only OpenWriter and the committer call it.
-func (w *Writer) newSegment() (*segment, error) {
+// disabled); prev is the size of the segment it follows (0 for the first),
+// to prefault about as much of the new one. Only OpenWriter and the
+// committer call it.
+func (w *Writer) newSegment(prev int64) (*segment, error) {
 	seg := &segment{seq: w.nextSeq}
 	if w.dir != "" {
 		f, err := createSegment(w.dir, seg.seq)
@@ -306,13 +319,14 @@ func (w *Writer) newSegment() (*segment, error) {
 		}
 		seg.f = f
 		seg.size = int64(len(segMagic))
+		seg.m = mapNewSegment(f, w.rotateAt, prev)
 	}
 	w.nextSeq++
 	return seg, nil
 }
 
 // Record adds e to the ledger. When it returns nil, e is in the journal
-// (one write(2), no fsync): it survives a kill -9 of this process. It is
+// (in the page cache, no fsync): it survives a kill -9 of this process. It is
 // committed to the store later, in a batch; Flush waits for that. An empty
 // e.ID is replaced by a fresh groundhog.NewID(); a zero e.Time is an error.
 //
@@ -336,7 +350,16 @@ func (w *Writer) Record(e groundhog.LedgerEntry) error {
 		bufPool.Put(bp)
 		return fmt.Errorf("ledger: row of %d bytes is over the journal's %d-byte record limit", len(b)-recHeaderSize, maxRecordSize)
 	}
-	err := w.append(&e, b)
+	var err error
+	switch {
+	case w.dir == "":
+		err = w.append(&e, b)
+	case w.mu.TryLock():
+		// No write in progress: write this row alone, at once.
+		err = w.appendLocked(&e, b)
+	default:
+		err = w.appendShared(&e, b)
+	}
 	*bp = b
 	bufPool.Put(bp)
 	return err
@@ -344,6 +367,11 @@ func (w *Writer) Record(e groundhog.LedgerEntry) error {
 
 func (w *Writer) append(e *groundhog.LedgerEntry, rec []byte) error {
 	w.mu.Lock()
+	return w.appendLocked(e, rec)
+}
+
+// appendLocked is append with w.mu held; it unlocks it.
+func (w *Writer) appendLocked(e *groundhog.LedgerEntry, rec []byte) error {
 	if w.closed {
 		w.mu.Unlock()
 		return ErrClosed
@@ -354,17 +382,27 @@ func (w *Writer) append(e *groundhog.LedgerEntry, rec []byte) error {
 		return ErrBacklogFull
 	}
 	if seg.f != nil {
-		if _, err := seg.f.Write(rec); err != nil {
-			// A short write would leave a torn record that ends replay of
-			// this segment: cut it off so later records stay readable.
-			if terr := seg.f.Truncate(seg.size); terr != nil {
-				err = errors.Join(err, terr)
-			}
+		if err := seg.writeRecords(rec); err != nil {
 			w.mu.Unlock()
-			return fmt.Errorf("ledger: journal write: %w", err)
+			return err
 		}
-		seg.size += int64(len(rec))
+		w.writes++
 	}
+	w.queueLocked(seg, e)
+	full := seg.n >= w.rotateAt
+	w.mu.Unlock()
+	if full {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// queueLocked counts a row written to seg and keeps it in memory unless the
+// memory bound is reached. w.mu is held.
+func (w *Writer) queueLocked(seg *segment, e *groundhog.LedgerEntry) {
 	seg.n++
 	w.backlog++
 	if !seg.spilled {
@@ -382,15 +420,6 @@ func (w *Writer) append(e *groundhog.LedgerEntry, rec []byte) error {
 			w.buffered++
 		}
 	}
-	full := seg.n >= w.rotateAt
-	w.mu.Unlock()
-	if full {
-		select {
-		case w.kick <- struct{}{}:
-		default:
-		}
-	}
-	return nil
 }
 
 // Flush returns when every row recorded before the call is in the store. It
@@ -468,12 +497,15 @@ func (w *Writer) Close(ctx context.Context) error {
 
 	// The committer has exited: its state is ours now.
 	if err == nil && w.active.f != nil {
-		w.active.f.Close()
-		if rerr := os.Remove(w.active.f.Name()); rerr != nil {
+		name := w.active.f.Name()
+		w.active.sealFile()
+		if rerr := os.Remove(name); rerr != nil {
 			err = fmt.Errorf("ledger: journal: %w", rerr)
 		}
 	} else if w.active.f != nil {
-		w.active.f.Close()
+		if serr := w.active.sealFile(); serr != nil {
+			w.log.Warn("ledger: seal journal segment", "err", serr)
+		}
 	}
 	for _, s := range w.pending {
 		if s.f != nil {
@@ -503,13 +535,17 @@ type WriterStats struct {
 	Buffered  int   // of those, rows held in memory
 	Segments  int   // journal segments not yet committed (including the active one)
 	LastError error // the last store error, nil once an attempt succeeds
+	// JournalWrites counts the journal write(2) calls of Record since
+	// OpenWriter: fewer than the rows recorded when concurrent calls
+	// shared a write.
+	JournalWrites uint64
 }
 
 // Stats returns the Writer's backlog, for metrics and health checks.
 func (w *Writer) Stats() WriterStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return WriterStats{Backlog: w.backlog, Buffered: w.buffered, Segments: len(w.pending) + 1, LastError: w.lastErr}
+	return WriterStats{Backlog: w.backlog, Buffered: w.buffered, Segments: len(w.pending) + 1, LastError: w.lastErr, JournalWrites: w.writes}
 }
 
 // run is the committer goroutine.
@@ -585,12 +621,12 @@ func resetTimer(t *time.Timer, d time.Duration) {
 // rows are committed at the next successful rotation).
 func (w *Writer) rotate() error {
 	w.mu.Lock()
-	empty := w.active.n == 0
+	empty, prev := w.active.n == 0, w.active.size
 	w.mu.Unlock()
 	if empty {
 		return nil
 	}
-	next, err := w.newSegment()
+	next, err := w.newSegment(prev)
 	if err != nil {
 		return fmt.Errorf("ledger: journal: new segment: %w", err)
 	}
@@ -601,10 +637,9 @@ func (w *Writer) rotate() error {
 	w.mu.Unlock()
 	// Record wrote to old only under the lock, so no write is in progress.
 	if old.f != nil {
-		if err := old.f.Close(); err != nil {
-			w.log.Warn("ledger: close journal segment", "err", err)
+		if err := old.sealFile(); err != nil {
+			w.log.Warn("ledger: seal journal segment", "err", err)
 		}
-		old.f = nil
 	}
 	return nil
 }

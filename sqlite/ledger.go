@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -63,12 +64,18 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	defer tx.Rollback()
 
 	args := make([]any, 0, ledgerBatch*ledgerNumStoredCol)
+	ap := arenaPool.Get().(*[]byte)
+	defer func() {
+		if cap(*ap) <= maxPooledArena {
+			arenaPool.Put(ap)
+		}
+	}()
 	if len(rows) >= ledgerBatch {
 		stmt := tx.StmtContext(ctx, many)
 		defer stmt.Close()
 		for len(rows) >= ledgerBatch {
 			args = args[:0]
-			arena := packArena(rows[:ledgerBatch])
+			arena := packArena(ap, rows[:ledgerBatch])
 			for i := range rows[:ledgerBatch] {
 				args, arena = appendLedgerArgs(args, arena, &rows[i])
 			}
@@ -81,7 +88,7 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	if len(rows) > 0 {
 		stmt := tx.StmtContext(ctx, one)
 		defer stmt.Close()
-		arena := packArena(rows)
+		arena := packArena(ap, rows)
 		for i := range rows {
 			args, arena = appendLedgerArgs(args[:0], arena, &rows[i])
 			if _, err := stmt.ExecContext(ctx, args...); err != nil {
@@ -96,23 +103,34 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 }
 
 // appendLedgerArgs appends the insert arguments of e to args; its packed row
-// is appended to arena (a fresh buffer per statement, never reused: the
-// driver is done with it once the statement has run, but nothing here
-// depends on that).
+// is appended to arena. The arena is reused from one statement to the next
+// (and across calls, pooled): the driver copies a bound blob into its own
+// memory when it binds it (modernc.org/sqlite bindBlob), so once a
+// statement has run nothing refers to the arena.
 func appendLedgerArgs(args []any, arena []byte, e *groundhog.LedgerEntry) ([]any, []byte) {
 	start := len(arena)
 	arena = appendPackedLedger(arena, e)
 	return append(args, e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, arena[start:len(arena):len(arena)]), arena
 }
 
-// packArena returns an empty buffer large enough for the packed rows: one
-// allocation per statement instead of one per row.
-func packArena(rows []groundhog.LedgerEntry) []byte {
+// arenaPool holds the committer's pack arenas (about 40 KB for a statement
+// of ledgerBatch rows); arenas grown past maxPooledArena are dropped.
+var arenaPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+const maxPooledArena = 1 << 20
+
+// packArena returns *ap emptied and grown to hold the packed rows: no
+// allocation per row, none per statement once the pooled arena is large
+// enough. The packed rows of the previous statement are overwritten.
+func packArena(ap *[]byte, rows []groundhog.LedgerEntry) []byte {
 	n := 0
 	for i := range rows {
 		n += packedLedgerSize(&rows[i])
 	}
-	return make([]byte, 0, n)
+	if cap(*ap) < n {
+		*ap = make([]byte, 0, n)
+	}
+	return (*ap)[:0]
 }
 
 // ScanLedger calls fn for every row matching f in (Time, ID) order and

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"bytes"
 	"database/sql/driver"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +52,48 @@ func TestAppendPackedLedgerMatchesPackLedgerRow(t *testing.T) {
 		}
 		if back.ID != e.ID || back.Model != e.Model || back.Cost != e.Cost || back.FanOutHeld != e.FanOutHeld || back.Time.UnixNano() != e.Time.UnixNano() {
 			t.Fatalf("entry %d: round trip %+v, want %+v", i, back, *e)
+		}
+	}
+}
+
+// The pack arena is reused from statement to statement and across calls:
+// every row must come back as it went in (a row packed over by the next
+// statement before its own had run would come back as another row).
+func TestAppendLedgerArenaReuse(t *testing.T) {
+	db := openTest(t)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var want []groundhog.LedgerEntry
+	for call := range 3 {
+		// 2 full statements of ledgerBatch rows, then single-row ones.
+		rows := benchRows(fmt.Sprintf("c%d-", call), 2*ledgerBatch+37, start.Add(time.Duration(call)*time.Hour), time.Millisecond)
+		for i := range rows {
+			rows[i].Model = strings.Repeat("m", (call*7+i)%50)
+			rows[i].Usage.OutputTokens = int64(call*100000 + i)
+		}
+		if err := db.AppendLedger(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rows...)
+	}
+	var got []groundhog.LedgerEntry
+	if err := db.ScanLedger(ctx, groundhog.LedgerFilter{}, func(e *groundhog.LedgerEntry) error {
+		got = append(got, *e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("stored %d rows, want %d", len(got), len(want))
+	}
+	byID := make(map[string]groundhog.LedgerEntry, len(got))
+	for _, e := range got {
+		byID[e.ID] = e
+	}
+	for _, w := range want {
+		g, ok := byID[w.ID]
+		if !ok || g.Model != w.Model || g.Usage != w.Usage || g.Tenant != w.Tenant || g.Operation != w.Operation ||
+			g.RequestHash != w.RequestHash || !g.Time.Equal(w.Time) || g.Cost != w.Cost {
+			t.Fatalf("row %s came back as %+v, want %+v", w.ID, g, w)
 		}
 	}
 }
