@@ -59,7 +59,7 @@ type Rollup struct {
 type RollupCounts struct {
 	Tenant, Operation string
 
-	Calls, Distinct, Firsts                     int64
+	Calls, Distinct, Firsts                      int64
 	FullCost, FirstFullCost, Shadow, FirstShadow groundhog.Total
 
 	ConcurrentIdentical, CacheHits, Coalesced, Replayed, UpstreamCalls int64
