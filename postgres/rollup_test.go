@@ -331,3 +331,57 @@ func TestMigrationBackfillsRollups(t *testing.T) {
 	}
 	sameReports(t, db, scanOnly{db})
 }
+
+// TestRollupFreshWriter: a report through Writer.Fresh from the rollups
+// includes the rows recorded but not yet committed (Fresh flushes first).
+func TestRollupFreshWriter(t *testing.T) {
+	db := openTest(t)
+	w, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: t.TempDir(), FlushInterval: time.Hour, BatchSize: 100_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(ctx)
+	rng := rand.New(rand.NewPCG(5, 5))
+	rows := randomLedger(rng, "w", 300)
+	for _, e := range rows {
+		if err := w.Record(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := ledger.BuildReport(ctx, w.Fresh(db), ledger.ReportParams{Day: rollupDay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, e := range rows {
+		if e.Time.Sub(rollupDay) >= 0 && e.Time.Sub(rollupDay) < 24*time.Hour {
+			want++
+		}
+	}
+	if rep.Total.Calls != int64(want) {
+		t.Fatalf("report through Fresh counted %d calls, want %d", rep.Total.Calls, want)
+	}
+	sameReports(t, w.Fresh(db), w.Fresh(scanOnly{db}))
+}
+
+// TestRollupOtherTimeZone: a day that is not a UTC day is scanned (the
+// rollups hold UTC days); a zone that is UTC under another name uses them.
+func TestRollupOtherTimeZone(t *testing.T) {
+	db := openTest(t)
+	rng := rand.New(rand.NewPCG(8, 8))
+	appendShuffled(t, rng, db, randomLedger(rng, "z", 300))
+	for _, loc := range []*time.Location{time.FixedZone("UTC+5", 5*3600), time.FixedZone("Z", 0)} {
+		p := ledger.ReportParams{Day: rollupDay.Add(12 * time.Hour), Location: loc}
+		got, err := ledger.BuildReport(ctx, db, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ledger.BuildReport(ctx, scanOnly{db}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("zone %s: report\n%+v\nwant\n%+v", loc, got, want)
+		}
+	}
+}
