@@ -119,7 +119,8 @@ old AS (
 	SELECT k.day, k.tenant, k.request_hash, h.operation, h.first_time AS time, h.first_id AS id, h.full_cost AS fk, h.shadow AS sh
 	FROM (SELECT DISTINCT day, tenant, request_hash FROM bop) k
 	CROSS JOIN LATERAL (SELECT * FROM ledger_rollup_hash h
-		WHERE h.day = ANY(` + days + `) AND h.day = k.day AND h.tenant = k.tenant AND h.request_hash = k.request_hash) h
+		WHERE h.day = ANY(` + days + `) AND h.day = k.day AND h.tenant = k.tenant AND h.request_hash = k.request_hash
+		OFFSET 0) h -- not flattened: one index probe per hash, never a scan of the day's hashes
 ),
 oldfirst AS (
 	SELECT DISTINCT ON (day, tenant, request_hash) * FROM old ORDER BY day, tenant, request_hash, time, id
@@ -135,7 +136,12 @@ moved AS (
 ),
 upd_hash AS (
 	INSERT INTO ledger_rollup_hash AS h (day, tenant, request_hash, operation, first_time, first_id, full_cost, shadow)
-	SELECT day, tenant, request_hash, operation, time, id, fk, sh FROM bop
+	SELECT b.day, b.tenant, b.request_hash, b.operation, b.time, b.id, b.fk, b.sh FROM bop b
+	LEFT JOIN old o ON o.day = b.day AND o.tenant = b.tenant AND o.request_hash = b.request_hash AND o.operation = b.operation
+	-- Only new hashes of an operation and earlier first rows: a stored row
+	-- left as it is is not even locked (the append holds the (day, tenant)
+	-- lock, so old is current).
+	WHERE o.time IS NULL OR (b.time, b.id) < (o.time, o.id)
 	ON CONFLICT (day, tenant, request_hash, operation) DO UPDATE SET first_time = excluded.first_time,
 		first_id = excluded.first_id, full_cost = excluded.full_cost, shadow = excluded.shadow
 	WHERE (excluded.first_time, excluded.first_id) < (h.first_time, h.first_id)
@@ -305,6 +311,11 @@ func (db *DB) RebuildLedgerRollup(ctx context.Context, day time.Time) error {
 	}
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1::int4, $2::int4)", rollupDayLock, int32(d)); err != nil {
+			return err
+		}
+		// The rebuild sorts the day's rows (first rows of each hash): in
+		// memory rather than in temporary files, for this transaction only.
+		if _, err := tx.Exec(ctx, "SET LOCAL work_mem = '256MB'"); err != nil {
 			return err
 		}
 		return rebuildRollupDay(ctx, tx, d)
