@@ -93,8 +93,8 @@ func utcDay(p ReportParams) (time.Time, bool) {
 	return start.UTC(), end.Sub(start) == day && start.UnixNano()%int64(day) == 0
 }
 
-// add adds c into r (a Row being summed from rollups; the repeat figures
-// are kept as Firsts etc. until finishRollup).
+// rollupSum sums rollup rows into one report Row; the repeat figures are
+// kept as first-row sums until result.
 type rollupSum struct {
 	row                                          Row
 	firsts                                       int64
