@@ -313,11 +313,6 @@ func (db *DB) RebuildLedgerRollup(ctx context.Context, day time.Time) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1::int4, $2::int4)", rollupDayLock, int32(d)); err != nil {
 			return err
 		}
-		// The rebuild sorts the day's rows (first rows of each hash): in
-		// memory rather than in temporary files, for this transaction only.
-		if _, err := tx.Exec(ctx, "SET LOCAL work_mem = '256MB'"); err != nil {
-			return err
-		}
 		return rebuildRollupDay(ctx, tx, d)
 	})
 	if err != nil {
@@ -328,6 +323,13 @@ func (db *DB) RebuildLedgerRollup(ctx context.Context, day time.Time) error {
 
 // rebuildRollupDay empties day d's rollups and rolls up its ledger rows.
 func rebuildRollupDay(ctx context.Context, tx pgx.Tx, d int64) error {
+	// One statement reads the whole day: no statement_timeout (the
+	// gateway's default of 10 s would fail a migration over a day of more
+	// than a few hundred thousand rows), and its sorts (first rows of each
+	// hash) in memory rather than temporary files. For this transaction only.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL work_mem = '256MB'", pgx.QueryExecModeSimpleProtocol); err != nil {
+		return err
+	}
 	if err := createRollupPartitions(ctx, tx, d); err != nil {
 		return err
 	}

@@ -385,3 +385,30 @@ func TestRollupOtherTimeZone(t *testing.T) {
 		}
 	}
 }
+
+// TestRebuildIgnoresStatementTimeout: the gateway runs with a
+// statement_timeout (10 s by default); a rebuild (and migration 0005's
+// backfill, the same function) reads a whole day in one statement and must
+// not be cut by it.
+func TestRebuildIgnoresStatementTimeout(t *testing.T) {
+	db, err := Open(ctx, freshSchema(t)+"&statement_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var before, after string
+	if err := tx.QueryRow(ctx, "SHOW statement_timeout").Scan(&before); err != nil || before != "5s" {
+		t.Fatalf("statement_timeout before = %q (%v), want 5s", before, err)
+	}
+	if err := rebuildRollupDay(ctx, tx, dayOf(rollupDay.UnixNano())); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, "SHOW statement_timeout").Scan(&after); err != nil || after != "0" {
+		t.Fatalf("statement_timeout during the rebuild = %q (%v), want 0", after, err)
+	}
+}
