@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -24,6 +25,18 @@ func (w *Writer) Fresh(store groundhog.LedgerStore) groundhog.LedgerStore {
 type freshStore struct {
 	groundhog.LedgerStore
 	w *Writer
+}
+
+// LedgerRollup flushes w first, like ScanLedger.
+func (s freshStore) LedgerRollup(ctx context.Context, day time.Time, tenant string, pending []groundhog.LedgerEntry) (*Rollup, error) {
+	agg, ok := s.LedgerStore.(Aggregator)
+	if !ok {
+		return nil, ErrNoRollup
+	}
+	if err := s.w.Flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
+		return nil, fmt.Errorf("ledger: flush before reading: %w", err)
+	}
+	return agg.LedgerRollup(ctx, day, tenant, pending)
 }
 
 func (s freshStore) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(*groundhog.LedgerEntry) error) error {
@@ -91,6 +104,28 @@ func WithPending(store groundhog.LedgerStore, rows []groundhog.LedgerEntry) grou
 type pendingStore struct {
 	groundhog.LedgerStore
 	rows []groundhog.LedgerEntry // sorted by (Time, ID)
+}
+
+// LedgerRollup passes the pending rows of the day and tenant on to the
+// store's rollup, which counts those it does not hold (each ID once).
+func (s pendingStore) LedgerRollup(ctx context.Context, day time.Time, tenant string, pending []groundhog.LedgerEntry) (*Rollup, error) {
+	agg, ok := s.LedgerStore.(Aggregator)
+	if !ok {
+		return nil, ErrNoRollup
+	}
+	f := groundhog.LedgerFilter{Tenant: tenant, From: day, To: day.Add(24 * time.Hour)}
+	ids := map[string]bool{}
+	for i := range pending {
+		ids[pending[i].ID] = true
+	}
+	rows := append([]groundhog.LedgerEntry(nil), pending...)
+	for i := range s.rows {
+		if e := &s.rows[i]; matches(f, e) && !ids[e.ID] {
+			rows = append(rows, *e)
+			ids[e.ID] = true
+		}
+	}
+	return agg.LedgerRollup(ctx, day, tenant, rows)
 }
 
 func before(a, b *groundhog.LedgerEntry) bool {

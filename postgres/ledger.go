@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/groundhog-ai/groundhog"
@@ -78,12 +79,17 @@ func (db *DB) appendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 		return mapErr(fmt.Errorf("postgres: append ledger: %w", err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	// One round trip: the rollup locks (see rollup.go), then each chunk's
+	// insert and rollup.
+	b := &pgx.Batch{}
+	rollupLocks(b, rows)
 	for len(rows) > 0 {
 		chunk := rows[:min(len(rows), ledgerChunk)]
 		rows = rows[len(chunk):]
-		if _, err := tx.Exec(ctx, qAppendLedger, ledgerArrays(chunk)...); err != nil {
-			return mapErr(fmt.Errorf("postgres: append ledger: %w", err))
-		}
+		b.Queue(qAppendRollup, appendRollupArgs(chunk)...)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return mapErr(fmt.Errorf("postgres: append ledger: %w", err))
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return mapErr(fmt.Errorf("postgres: append ledger: commit: %w", err))

@@ -95,6 +95,9 @@ func (db *DB) ensureLedgerDays(ctx context.Context, days []int64) error {
 			return err
 		}
 		for _, d := range missing {
+			if err := createRollupPartitions(ctx, tx, d); err != nil {
+				return err
+			}
 			if _, ok := have[d]; ok {
 				continue
 			}
@@ -184,6 +187,9 @@ func (db *DB) MaintainLedger(ctx context.Context, now time.Time, retention time.
 				continue
 			}
 			if _, err := tx.Exec(ctx, "DROP TABLE "+pgx.Identifier{name}.Sanitize()); err != nil {
+				return err
+			}
+			if err := dropRollupPartitions(ctx, tx, d); err != nil {
 				return err
 			}
 			dropped = append(dropped, name)

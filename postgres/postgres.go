@@ -204,6 +204,12 @@ func (db *DB) migrate(ctx context.Context) (err error) {
 	return nil
 }
 
+// migrationAfter holds the Go part of a migration, run after its SQL in
+// its transaction.
+var migrationAfter = map[int]func(context.Context, pgx.Tx) error{
+	5: migrateRollups, // backfill the ledger rollups of the existing days
+}
+
 func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		var n int
@@ -216,6 +222,11 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
 		// Simple protocol: a migration file holds several statements.
 		if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
 			return mapErr(fmt.Errorf("postgres: apply migration %s: %w", m.Name, err))
+		}
+		if after := migrationAfter[m.Version]; after != nil {
+			if err := after(ctx, tx); err != nil {
+				return mapErr(fmt.Errorf("postgres: apply migration %s: %w", m.Name, err))
+			}
 		}
 		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
 			return mapErr(fmt.Errorf("postgres: record migration %s: %w", m.Name, err))

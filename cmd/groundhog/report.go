@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ func init() {
 		cf                  configFlags
 		day, tenant, op, tz string
 		format              string
+		rebuild             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
@@ -72,7 +74,12 @@ reuse by cause with an example request hash each.`,
 			// (then the store), so the report includes every answered call.
 			journal := cfg.Ledger.JournalDir
 			if journal == "" {
-				journal = cfg.DB + ".journal"
+				journal = defaultJournalDir(cfg) // where serve keeps it
+			}
+			if rebuild {
+				if err := rebuildRollups(cmd.Context(), db, d, loc); err != nil {
+					return err
+				}
 			}
 			pending, err := ledger.ReadJournal(journal)
 			if err != nil {
@@ -92,7 +99,26 @@ reuse by cause with an example request hash each.`,
 	fs.StringVar(&op, "operation", "", "only this operation")
 	fs.StringVar(&tz, "tz", "UTC", `time zone of the day boundaries (IANA name such as Europe/Paris, or "Local")`)
 	fs.StringVar(&format, "format", "table", "output format: table, json or csv")
+	fs.BoolVar(&rebuild, "rebuild-rollups", false, "PostgreSQL: first recompute the day's rollups from its rows (after rows were loaded around the gateway, or appended by replicas older than migration 0005)")
 	rootCmd.AddCommand(cmd)
+}
+
+// rebuildRollups recomputes the rollups of the UTC days the report day
+// touches, when the store keeps rollups (PostgreSQL).
+func rebuildRollups(ctx context.Context, db any, d time.Time, loc *time.Location) error {
+	r, ok := db.(interface {
+		RebuildLedgerRollup(context.Context, time.Time) error
+	})
+	if !ok {
+		return fmt.Errorf("--rebuild-rollups: this database keeps no rollups (SQLite reports by scanning)")
+	}
+	start, end := ledger.DayBounds(d, loc)
+	for t := start.UTC().Truncate(24 * time.Hour); t.Before(end); t = t.Add(24 * time.Hour) {
+		if err := r.RebuildLedgerRollup(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadZone resolves --tz.
