@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/gateway"
 )
 
@@ -26,20 +27,31 @@ type otherReplicas struct {
 	store     func(ctx context.Context, tenant, hash string) bool
 }
 
-func (o *otherReplicas) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry) (*groundhog.CacheEntry, bool, func()) {
+func (o *otherReplicas) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.calls++
 	if o.shared != nil {
 		e := *o.shared
 		e.Tenant, e.RequestHash = tenant, hash
-		return &e, o.followed, func() {}
+		return &e, o.followed, endFunc(nil), nil
 	}
-	return nil, false, func() {
+	return nil, false, endFunc(func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		o.doneCalls++
 		o.storedAt = o.store(context.Background(), tenant, hash)
+	}), nil
+}
+
+// endFunc is a Sink that only counts its End.
+type endFunc func()
+
+func (endFunc) Head(int, string, bool) {}
+func (endFunc) Event(groundhog.Event)  {}
+func (f endFunc) End(*groundhog.Response) {
+	if f != nil {
+		f()
 	}
 }
 
