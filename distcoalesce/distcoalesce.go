@@ -229,7 +229,7 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			g.uncoordinated(ctx, err)
 			return run()
 		}
-		if h := holder.Val(); relay != nil && g.live != nil && h != "" && h != lv.holder && !lv.started && time.Until(deadline) > 0 {
+		if h := holder.Val(); relay != nil && g.live != nil && h != "" && h != lv.holder && !lv.started && g.renewed(pttl.Val()) && time.Until(deadline) > 0 {
 			switch g.follow(ctx, &lv, g.streamKey(tenant, hash, h), key, h, relay, woken, deadline) {
 			case liveComplete:
 				g.waited.Add(1)
@@ -265,6 +265,16 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			return e, true, nopSink{}, nil
 		}
 	}
+}
+
+// renewed reports whether a claim with ttl left was renewed on time (a
+// live holder renews every third of the lease). A waiter does not start
+// relaying the stream of a holder that missed a renewal — probably a dead
+// replica, whose partial stream it could only end with an error — but
+// waits (and takes over once the claim expires). The lease is the
+// deployment's, the same on every replica.
+func (g *Group) renewed(ttl time.Duration) bool {
+	return ttl >= g.o.Lease*2/3-100*time.Millisecond
 }
 
 // uncoordinated logs a Redis failure and lets the caller run the call.

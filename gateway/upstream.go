@@ -106,7 +106,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if shared != nil || err != nil {
 		return shared, err
 	}
-	defer lead.End(nil) // a return without a result (the first End counts)
+	// A return without a result ends the cross-replica flight as failed
+	// (the first End counts).
+	defer lead.End(nil)
 	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold (before the upstream deadline starts)
 	defer c.pc.pending.Done()
 	up := s.upstreamFor(c.shape)
