@@ -41,7 +41,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -140,13 +140,14 @@ type leaderSink struct {
 	live    bool   // the caller's waiters may relay a stream: write one if the answer streams
 
 	// Used only from the flight's goroutine.
-	started, abandoned bool
-	seq                int // ID of the last entry queued
-	ended              bool
+	started bool
+	seq     int // ID of the last entry queued
+	ended   bool
 
-	q   chan []any     // entries (XADD field-value lists) for the writer
-	end chan []any     // the end marker
-	wg  sync.WaitGroup // the writer, for tests' leak checks
+	gaveUp atomic.Bool // the relay was abandoned (by the flight or the writer)
+
+	q   chan []any // entries (XADD field-value lists) for the writer
+	end chan []any // the end marker
 }
 
 func (g *Group) leaderSink(tenant, hash, key, token, topic string, relay bool) *leaderSink {
@@ -160,13 +161,12 @@ func (s *leaderSink) Head(status int, contentType string, streamed bool) {
 	s.started = true
 	s.q = make(chan []any, s.g.o.Live.Queue)
 	s.end = make(chan []any, 1)
-	s.wg.Add(1)
 	go s.write()
 	s.put([]any{fKind, kindHead, fStatus, strconv.Itoa(status), fType, contentType})
 }
 
 func (s *leaderSink) Event(ev groundhog.Event) {
-	if !s.started || s.abandoned || s.ended {
+	if !s.started || s.ended || s.gaveUp.Load() {
 		return
 	}
 	if len(ev.Name)+len(ev.Data) > s.g.o.Live.MaxEntryBytes {
@@ -187,8 +187,7 @@ func (s *leaderSink) put(fields []any) {
 }
 
 func (s *leaderSink) abandon() {
-	if !s.abandoned {
-		s.abandoned = true
+	if s.gaveUp.CompareAndSwap(false, true) {
 		s.g.abandoned.Add(1)
 	}
 }
@@ -204,7 +203,7 @@ func (s *leaderSink) End(resp *groundhog.Response) {
 	}
 	marker := []any{strconv.Itoa(s.seq + 1), fKind, kindEnd, fEnd, endError}
 	switch {
-	case s.abandoned:
+	case s.gaveUp.Load():
 		marker[4] = endAbandoned
 	case resp.OK() && resp.Streamed:
 		meta, err := json.Marshal(groundhog.Response{Status: resp.Status, ContentType: resp.ContentType, Streamed: true, Model: resp.Model, Usage: resp.Usage, Cost: resp.Cost})
@@ -220,7 +219,6 @@ func (s *leaderSink) End(resp *groundhog.Response) {
 // end marker, and then releases the claim (so a woken waiter finds the
 // marker before the claim is gone).
 func (s *leaderSink) write() {
-	defer s.wg.Done()
 	failed := false
 	for {
 		var batch [][]any
@@ -319,8 +317,7 @@ type xbatch struct {
 func (g *Group) follow(ctx context.Context, lv *liveFollow, skey, key, holder string, relay coalesce.Tap, woken <-chan struct{}, deadline time.Time) int {
 	lv.holder = holder
 	select {
-	case g.live <- struct{}{}:
-		defer func() { <-g.live }()
+	case g.live <- struct{}{}: // released by readStream when its last read is over
 	default:
 		return liveStored // too many readers: wait for the stored result
 	}
@@ -402,8 +399,9 @@ func (g *Group) follow(ctx context.Context, lv *liveFollow, skey, key, holder st
 
 // readStream reads skey from its start and sends every read's entries (an
 // empty batch when a read timed out) to out until ctx ends, a read fails or
-// the deadline passes; then it closes out.
+// the deadline passes; then it closes out and frees its reader slot.
 func (g *Group) readStream(ctx context.Context, skey string, deadline time.Time, out chan<- xbatch) {
+	defer func() { <-g.live }()
 	defer close(out)
 	last := "0-0"
 	for {

@@ -400,7 +400,7 @@ func TestDeadLeaderMidStream(t *testing.T) {
 	t.Cleanup(up.open) // before the gateways close: their flights wait for the provider
 	a, b, c := rs[0], rs[1], rs[2]
 
-	stream(a.url, liveBody)
+	own := stream(a.url, liveBody)
 	<-up.started
 	relayed := stream(b.url, liveBody)
 	relayed.until(t, `" world"`, "live follower")
@@ -418,6 +418,13 @@ func TestDeadLeaderMidStream(t *testing.T) {
 	}
 	if st := c.g.Stats(); st.TookOver != 1 {
 		t.Errorf("waiter's replica: %+v, want TookOver 1", st)
+	}
+	// The leader's process lives on without Redis: its own client, once
+	// the provider goes on, gets its whole stream (publishing to Redis
+	// never fails the leader's client).
+	up.open()
+	if ob := own.whole(t); !bytes.Contains(ob, []byte("data: [DONE]")) || !bytes.Contains(ob, []byte(`"Hello"`)) {
+		t.Errorf("the leader's own client got %q, want its whole stream", ob)
 	}
 	if n := up.calls.Load(); n != 2 {
 		t.Errorf("the provider was called %d times, want 2 (the dead leader's, the takeover's)", n)
