@@ -241,7 +241,7 @@ func (s *leaderSink) write() {
 			batch[0][4] = endAbandoned
 			batch[0] = batch[0][:5]
 		}
-		if err := s.xadd(batch, end); err != nil {
+		if err := s.xadd(batch); err != nil {
 			if !failed {
 				failed = true
 				s.abandon()
@@ -269,7 +269,7 @@ func drain(q chan []any, batch [][]any, n int) [][]any {
 	return batch
 }
 
-func (s *leaderSink) xadd(batch [][]any, end bool) error {
+func (s *leaderSink) xadd(batch [][]any) error {
 	lv := s.g.o.Live
 	ctx, cancel := context.WithTimeout(context.Background(), max(s.g.o.Lease/3, time.Second))
 	defer cancel()
