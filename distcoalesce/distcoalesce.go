@@ -7,7 +7,9 @@
 // flight in Redis — SET NX PX of a lease key holding a random token — runs
 // the call; the leaders of the other replicas wait, woken by a pub/sub
 // message when the flight ends (never a hot poll), and then serve the
-// result the flight stored in the shared cache.
+// result the flight stored in the shared cache — or, when the answer
+// streams, receive its events as they arrive through a Redis Stream
+// (live.go).
 //
 // The claim is a lease renewed while the call runs. A leader whose process
 // dies stops renewing: its claim expires after at most one lease, and one
