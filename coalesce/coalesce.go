@@ -227,7 +227,8 @@ func (f *flight) waitChan() <-chan struct{} {
 // after fn has returned are ignored, since the log may then be referenced
 // by the final Response.
 type Publisher struct {
-	f *flight
+	f   *flight
+	tap Tap // a copy of the output (tap.go); nil when none
 }
 
 // Head publishes the response head: status, content type and whether the
@@ -237,12 +238,16 @@ type Publisher struct {
 func (p *Publisher) Head(status int, contentType string, streamed bool) {
 	f := p.f
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.done || f.headSet {
+		f.mu.Unlock()
 		return
 	}
 	f.headSet, f.status, f.ctype, f.streamed = true, status, contentType, streamed
 	f.broadcast()
+	f.mu.Unlock()
+	if p.tap != nil {
+		p.tap.Head(status, contentType, streamed)
+	}
 }
 
 // Event appends ev to the flight's log and wakes the subscribers. The log
@@ -251,15 +256,20 @@ func (p *Publisher) Head(status int, contentType string, streamed bool) {
 func (p *Publisher) Event(ev groundhog.Event) {
 	f := p.f
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.done {
+		f.mu.Unlock()
 		return
 	}
 	if !f.headSet {
+		f.mu.Unlock()
 		panic("coalesce: Publisher.Event before Head")
 	}
 	f.events = append(f.events, ev)
 	f.broadcast()
+	f.mu.Unlock()
+	if p.tap != nil {
+		p.tap.Event(ev)
+	}
 }
 
 // Events returns the events published so far. The slice is shared with the

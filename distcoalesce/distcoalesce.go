@@ -7,7 +7,9 @@
 // flight in Redis — SET NX PX of a lease key holding a random token — runs
 // the call; the leaders of the other replicas wait, woken by a pub/sub
 // message when the flight ends (never a hot poll), and then serve the
-// result the flight stored in the shared cache.
+// result the flight stored in the shared cache — or, when the answer
+// streams, receive its events as they arrive through a Redis Stream
+// (live.go).
 //
 // The claim is a lease renewed while the call runs. A leader whose process
 // dies stops renewing: its claim expires after at most one lease, and one
@@ -22,6 +24,7 @@ package distcoalesce
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -30,6 +33,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/internal/wake"
 )
 
@@ -62,6 +66,9 @@ type Options struct {
 	// trip or a log line per call.
 	Degraded func() bool
 	Logger   *slog.Logger
+	// Live configures the live relay of streamed answers to the other
+	// replicas' waiters (live.go).
+	Live LiveOptions
 }
 
 // Group coordinates flights across replicas. It is safe for concurrent use.
@@ -69,7 +76,9 @@ type Group struct {
 	o Options
 
 	led, waited, tookOver, errors atomic.Uint64
+	liveFollowed, abandoned       atomic.Uint64
 	waiting                       atomic.Int64
+	live                          chan struct{} // one slot per live reader; nil when live relay is off
 }
 
 // Stats are the counters of a Group since New.
@@ -79,6 +88,11 @@ type Stats struct {
 	TookOver uint64 // claims taken after another leader's claim ended without a result
 	Errors   uint64 // Redis failures (the call then ran uncoordinated)
 	Waiting  int64  // calls waiting for another replica's flight now
+	// LiveFollowed counts the Shared calls that received another replica's
+	// stream live and whole; Abandoned the streams this replica led whose
+	// live relay was given up (queue overflow, event over the entry bound,
+	// Redis error): their followers served the stored result.
+	LiveFollowed, Abandoned uint64
 }
 
 // New returns a Group.
@@ -92,12 +106,18 @@ func New(o Options) *Group {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Group{o: o}
+	g := &Group{o: o}
+	g.o.Live = o.Live.withDefaults(o.Client)
+	if !g.o.Live.Off {
+		g.live = make(chan struct{}, g.o.Live.MaxReaders)
+	}
+	return g
 }
 
 // Stats returns the counters.
 func (g *Group) Stats() Stats {
-	return Stats{Led: g.led.Load(), Shared: g.waited.Load(), TookOver: g.tookOver.Load(), Errors: g.errors.Load(), Waiting: g.waiting.Load()}
+	return Stats{Led: g.led.Load(), Shared: g.waited.Load(), TookOver: g.tookOver.Load(), Errors: g.errors.Load(), Waiting: g.waiting.Load(),
+		LiveFollowed: g.liveFollowed.Load(), Abandoned: g.abandoned.Load()}
 }
 
 // renewScript extends the claim KEYS[1] by ARGV[2] ms if it still holds
@@ -122,21 +142,31 @@ func (g *Group) claimKey(tenant, hash string) string {
 // Lead coordinates the call (tenant, hash) with the other replicas.
 //
 // lookup reads the shared cache for the call's result (nil when absent).
-// Lead returns either a non-nil entry — another replica's flight stored it:
-// serve it and do not call upstream — or a nil entry with done: run the
-// call, store its result in the shared cache, then call done exactly once,
-// which ends the claim (if this replica held it) and wakes the waiters of
-// every replica. done must be called after the cache write, so that a
-// woken waiter finds the result.
+// Lead returns either a non-nil entry — another replica's flight stored it
+// or streamed it whole: serve it and do not call upstream — or a nil entry
+// and lead: run the call, store its result in the shared cache, then call
+// lead.End exactly once with the result (nil on failure), which ends the
+// claim (if this replica held it) and wakes the waiters of every replica.
+// End must be called after the cache write, so that a woken waiter finds
+// the result. lead is also the Tap the caller's flight publishes its output
+// to: a streamed answer then goes live to the other replicas (live.go).
+//
+// relay, when not nil, is where a call that waits for another replica's
+// streaming flight publishes that flight's head and events as they arrive
+// (live.go); the returned entry then holds the whole stream, of which the
+// caller has published a prefix to relay (the rest comes from the stored
+// result). Once something was published to relay the call can no longer
+// run upstream itself: if the other replica's flight then fails or dies,
+// Lead returns ErrLeaderLost.
 //
 // followed is true when the entry came from a flight that was running on
 // another replica when this call found it claimed (the call shared it, as
 // a coalesced follower does in one process); false when the entry was
 // already stored once this call held the claim (a flight that ended just
 // before: a cache hit).
-func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry) (e *groundhog.CacheEntry, followed bool, done func()) {
+func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap) (e *groundhog.CacheEntry, followed bool, lead coalesce.Sink, err error) {
 	if g.o.Degraded != nil && g.o.Degraded() {
-		return nil, false, func() {}
+		return nil, false, nopSink{}, nil
 	}
 	key := g.claimKey(tenant, hash)
 	topic := wake.Topic("f", tenant, hash)
@@ -148,10 +178,20 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 	deadline := time.Now().Add(g.o.MaxWait)
 	token := groundhog.NewID()
 	waited := false
+	var lv liveFollow // what this call relayed of another replica's stream
+	// run is the answer when this call must not wait any longer: run the
+	// call itself — unless it already relayed part of another's stream.
+	run := func() (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
+		if lv.started {
+			return nil, false, nopSink{}, ErrLeaderLost
+		}
+		return nil, false, nopSink{}, nil
+	}
 	for {
 		ok, err := g.o.Client.SetNX(ctx, key, token, g.o.Lease).Result()
 		if err != nil {
-			return g.uncoordinated(ctx, err)
+			g.uncoordinated(ctx, err)
+			return run()
 		}
 		if ok {
 			// A flight may have stored its result and ended its claim
@@ -160,28 +200,51 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			if e := lookup(ctx); e != nil {
 				g.release(key, token, topic)
 				g.waited.Add(1)
-				return e, waited, func() {}
+				return e, waited, nopSink{}, nil
+			}
+			if lv.started {
+				// The flight this call relayed ended without a result:
+				// hand the claim to the other waiters.
+				g.release(key, token, topic)
+				return run()
 			}
 			g.led.Add(1)
 			if waited {
 				g.tookOver.Add(1)
 			}
-			return nil, false, g.hold(key, token, topic)
+			return nil, false, g.leaderSink(tenant, hash, key, token, topic, relay != nil), nil
 		}
-		// Another replica leads: wait for its end, its lease's expiry, our
-		// fallback poll or our own deadline, whichever comes first.
+		// Another replica leads: follow its stream live, or wait for its
+		// end, its lease's expiry, our fallback poll or our own deadline,
+		// whichever comes first.
 		waited = true
 		if e := lookup(ctx); e != nil {
 			g.waited.Add(1)
-			return e, true, func() {}
+			return e, true, nopSink{}, nil
 		}
-		ttl, err := g.o.Client.PTTL(ctx, key).Result()
-		if err != nil {
-			return g.uncoordinated(ctx, err)
+		var holder *goredis.StringCmd
+		var pttl *goredis.DurationCmd
+		if _, err := g.o.Client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			holder, pttl = p.Get(ctx, key), p.PTTL(ctx, key)
+			return nil
+		}); err != nil && !errors.Is(err, goredis.Nil) {
+			g.uncoordinated(ctx, err)
+			return run()
 		}
+		if h := holder.Val(); relay != nil && g.live != nil && h != "" && h != lv.holder && !lv.started && g.renewed(pttl.Val()) && time.Until(deadline) > 0 {
+			switch g.follow(ctx, &lv, g.streamKey(tenant, hash, h), key, h, relay, woken, deadline) {
+			case liveComplete:
+				g.waited.Add(1)
+				g.liveFollowed.Add(1)
+				return lv.entry(tenant, hash), true, nopSink{}, nil
+			default: // fall back to the stored result, or take over
+				continue
+			}
+		}
+		ttl := pttl.Val()
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, false, func() {}
+			return run()
 		}
 		wait := min(fallbackPoll, left)
 		if ttl > 0 {
@@ -195,24 +258,33 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 		case <-ctx.Done():
 			g.waiting.Add(-1)
 			t.Stop()
-			return nil, false, func() {}
+			return run()
 		}
 		g.waiting.Add(-1)
 		t.Stop()
 		if e := lookup(ctx); e != nil {
 			g.waited.Add(1)
-			return e, true, func() {}
+			return e, true, nopSink{}, nil
 		}
 	}
 }
 
+// renewed reports whether a claim with ttl left was renewed on time (a
+// live holder renews every third of the lease). A waiter does not start
+// relaying the stream of a holder that missed a renewal — probably a dead
+// replica, whose partial stream it could only end with an error — but
+// waits (and takes over once the claim expires). The lease is the
+// deployment's, the same on every replica.
+func (g *Group) renewed(ttl time.Duration) bool {
+	return ttl >= g.o.Lease*2/3-100*time.Millisecond
+}
+
 // uncoordinated logs a Redis failure and lets the caller run the call.
-func (g *Group) uncoordinated(ctx context.Context, err error) (*groundhog.CacheEntry, bool, func()) {
+func (g *Group) uncoordinated(ctx context.Context, err error) {
 	if ctx.Err() == nil {
 		g.errors.Add(1)
 		g.o.Logger.Warn("distcoalesce: redis failed; running the call without cross-replica coalescing", "err", err)
 	}
-	return nil, false, func() {}
 }
 
 // hold renews the claim until the returned function is called, which

@@ -76,13 +76,23 @@ type led struct {
 	e        *groundhog.CacheEntry
 	followed bool
 	done     func()
+	err      error
+}
+
+// lead calls r's Lead without a relay; done ends the flight without a result.
+func lead(r replica, tenant, hash string) (*groundhog.CacheEntry, bool, func()) {
+	e, followed, s, err := r.g.Lead(ctx, tenant, hash, r.lookup(tenant, hash), nil)
+	if err != nil {
+		panic(err)
+	}
+	return e, followed, func() { s.End(nil) }
 }
 
 func leadAsync(r replica, c context.Context, tenant, hash string) <-chan led {
 	ch := make(chan led, 1)
 	go func() {
-		e, followed, done := r.g.Lead(c, tenant, hash, r.lookup(tenant, hash))
-		ch <- led{e, followed, done}
+		e, followed, lead, err := r.g.Lead(c, tenant, hash, r.lookup(tenant, hash), nil)
+		ch <- led{e, followed, func() { lead.End(nil) }, err}
 	}()
 	return ch
 }
@@ -92,7 +102,7 @@ func leadAsync(r replica, c context.Context, tenant, hash string) <-chan led {
 func TestFollowerOnAnotherReplicaGetsLeadersResult(t *testing.T) {
 	rs := replicas(t, 2, distcoalesce.Options{Lease: 5 * time.Second})
 	a, b := rs[0], rs[1]
-	e, _, done := a.g.Lead(ctx, "acme", "sha256:h", a.lookup("acme", "sha256:h"))
+	e, _, done := lead(a, "acme", "sha256:h")
 	if e != nil {
 		t.Fatal("the first replica got an entry; want the claim")
 	}
@@ -144,7 +154,7 @@ func TestDeadLeaderIsTakenOverAfterLease(t *testing.T) {
 func TestFailedLeaderHandsOver(t *testing.T) {
 	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute})
 	a, b := rs[0], rs[1]
-	_, _, done := a.g.Lead(ctx, "acme", "sha256:f", a.lookup("acme", "sha256:f"))
+	_, _, done := lead(a, "acme", "sha256:f")
 	follower := leadAsync(b, ctx, "acme", "sha256:f")
 	b.waitingOn()
 	done() // no cache write
@@ -162,7 +172,7 @@ func TestFailedLeaderHandsOver(t *testing.T) {
 func TestWaiterBoundedByItsDeadline(t *testing.T) {
 	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute, MaxWait: 200 * time.Millisecond})
 	a, b := rs[0], rs[1]
-	_, _, done := a.g.Lead(ctx, "acme", "sha256:w", a.lookup("acme", "sha256:w"))
+	_, _, done := lead(a, "acme", "sha256:w")
 	defer done()
 	got := <-leadAsync(b, ctx, "acme", "sha256:w")
 	if got.e != nil {
@@ -183,12 +193,12 @@ func TestWaiterBoundedByItsDeadline(t *testing.T) {
 func TestFlightEndedJustBeforeTheClaimIsNotRunAgain(t *testing.T) {
 	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute})
 	a, b := rs[0], rs[1]
-	_, _, done := a.g.Lead(ctx, "acme", "sha256:j", a.lookup("acme", "sha256:j"))
+	_, _, done := lead(a, "acme", "sha256:j")
 	if err := a.db.PutCache(ctx, result("acme", "sha256:j", `{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	done()
-	e, followed, bdone := b.g.Lead(ctx, "acme", "sha256:j", b.lookup("acme", "sha256:j"))
+	e, followed, bdone := lead(b, "acme", "sha256:j")
 	defer bdone()
 	if e == nil || string(e.Response.Body) != `{"n":1}` {
 		t.Fatalf("entry = %v, want the ended flight's result", e)

@@ -85,12 +85,19 @@ func freshRedisPrefix(t *testing.T, redisURL string) string {
 
 func startCluster(t *testing.T, n int) *cluster {
 	t.Helper()
+	// ~200 ms to the first token, plus 2 ms per uncached prompt token so a
+	// long prompt keeps a call running for seconds.
+	return startClusterWith(t, n, []string{"--first-token", "200ms", "--per-prompt-token", "2ms"}, nil)
+}
+
+// startClusterWith starts a cluster whose sim takes simArgs and whose
+// replicas run with env added to their environment.
+func startClusterWith(t *testing.T, n int, simArgs, env []string) *cluster {
+	t.Helper()
 	redisURL := storetest.RedisURL(t)
 	pg := freshPostgres(t)
 	prefix := freshRedisPrefix(t, redisURL)
-	// ~200 ms to the first token, plus 2 ms per uncached prompt token so a
-	// long prompt keeps a call running for seconds.
-	sim := start(t, nil, "sim", "--first-token", "200ms", "--per-prompt-token", "2ms")
+	sim := start(t, nil, append([]string{"sim"}, simArgs...)...)
 	cl := &cluster{sim: sim, pgURL: pg, redisURL: redisURL, prefix: prefix}
 	dir := t.TempDir()
 	var wg sync.WaitGroup
@@ -100,7 +107,7 @@ func startCluster(t *testing.T, n int) *cluster {
 		wg.Add(1)
 		go func() { // replicas start together: migrations must not race
 			defer wg.Done()
-			p := start(t, nil, "serve", "--db", pg, "--cache", redisURL, "--redis-prefix", prefix,
+			p := start(t, env, "serve", "--db", pg, "--cache", redisURL, "--redis-prefix", prefix,
 				"--upstream", sim.URL+"/v1", "--lease", "2s", "--journal-dir", filepath.Join(dir, fmt.Sprint("journal", i)))
 			mu.Lock()
 			cl.replicas[i] = p

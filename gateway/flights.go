@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/groundhog-ai/groundhog"
@@ -13,46 +14,108 @@ import (
 // before paying for the upstream call.
 //
 // Lead returns a non-nil entry when another replica's flight stored the
-// result meanwhile (the call is then served from it), or nil and done: the
-// call runs, writes the cache, and then calls done exactly once, which
-// wakes the other replicas' waiters. followed says the entry came from a
-// flight still running on another replica when this call found it: the
-// call is then accounted as coalesced (outcome coalesced, Groundhog-Cache:
+// result meanwhile, or streamed it whole to relay (the call is then served
+// from it), or nil and lead: the call runs with lead tapping its flight's
+// output (a streamed answer goes live to the other replicas' waiters),
+// writes the cache, and then calls lead.End exactly once with its result,
+// which wakes the other replicas' waiters. While it waits for another
+// replica's streaming flight, Lead publishes that flight's head and events
+// to relay as they arrive; the entry it returns then starts with them. An
+// error means the call relayed part of a stream that then failed: it
+// cannot run upstream itself. followed says the entry came from a flight
+// still running on another replica when this call found it: the call is
+// then accounted as coalesced (outcome coalesced, Groundhog-Cache:
 // coalesced, InFlight set, saved = the flight's cost), like a follower in
 // one process; otherwise (a flight that had just ended) as a cache hit.
 type Flights interface {
-	Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry) (e *groundhog.CacheEntry, followed bool, done func())
+	Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap) (e *groundhog.CacheEntry, followed bool, lead coalesce.Sink, err error)
 }
 
 // leadAcross runs the cross-replica stage of c's flight. It returns the
-// response shared by another replica's flight (already published to pub;
-// c counts as coalesced when it followed that flight, else as a cache
-// hit), or nil and the function to call once the call has stored its
-// result.
-func (s *Server) leadAcross(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, func()) {
+// response shared by another replica's flight (published to pub; c counts
+// as coalesced when it followed that flight, else as a cache hit), or nil
+// and the Sink that taps pub and receives the call's result once stored.
+func (s *Server) leadAcross(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, coalesce.Sink, error) {
 	if s.opts.Flights == nil || c.policy != policyUse || c.noStore {
-		return nil, func() {}
+		return nil, noSink{}, nil
 	}
-	e, followed, done := s.opts.Flights.Lead(ctx, c.tenant, c.fp.Hash, func(ctx context.Context) *groundhog.CacheEntry {
+	e, followed, lead, err := s.opts.Flights.Lead(ctx, c.tenant, c.fp.Hash, func(ctx context.Context) *groundhog.CacheEntry {
 		e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)
 		if err != nil {
 			return nil
 		}
 		return e
-	})
+	}, relayTap{c, pub})
+	if err != nil {
+		return nil, noSink{}, err
+	}
 	if e == nil {
-		return nil, done
+		pub.SetTap(lead)
+		return nil, &endOnce{Sink: lead}, nil
 	}
 	// Not this call's own upstream answer either way (no usage, no upstream
 	// headers, echoed fields rewritten): recheckHit says so to the pipeline.
 	c.recheckHit.Store(true)
 	c.peerFollowed.Store(followed)
 	resp := e.Response
-	pub.Head(resp.Status, resp.ContentType, resp.Streamed)
-	for _, ev := range resp.Events {
+	pub.Head(resp.Status, resp.ContentType, resp.Streamed) // ignored when relayed live
+	sent := pub.Events()
+	if !isPrefix(sent, resp.Events) {
+		return nil, noSink{}, groundhog.Errorf(groundhog.EUPSTREAM, "the stream relayed from another replica does not match its stored result; retry the request")
+	}
+	for _, ev := range resp.Events[len(sent):] {
 		pub.Event(ev)
 	}
-	return &resp, func() {}
+	return &resp, noSink{}, nil
+}
+
+// relayTap publishes another replica's stream to c's flight as it arrives:
+// from its head on, c is that flight's follower (coalesced).
+type relayTap struct {
+	c   *call
+	pub *coalesce.Publisher
+}
+
+func (r relayTap) Head(status int, contentType string, streamed bool) {
+	r.c.recheckHit.Store(true) // before the head: deliver reads them once it has the head
+	r.c.peerFollowed.Store(true)
+	r.pub.Head(status, contentType, streamed)
+}
+
+func (r relayTap) Event(ev groundhog.Event) { r.pub.Event(ev) }
+
+// endOnce passes on the first End only (callUpstream ends a successful call
+// explicitly and every other one in a defer).
+type endOnce struct {
+	coalesce.Sink
+	ended bool
+}
+
+func (e *endOnce) End(resp *groundhog.Response) {
+	if !e.ended {
+		e.ended = true
+		e.Sink.End(resp)
+	}
+}
+
+// noSink is the Sink of a call that leads no cross-replica flight.
+type noSink struct{}
+
+func (noSink) Head(int, string, bool)  {}
+func (noSink) Event(groundhog.Event)   {}
+func (noSink) End(*groundhog.Response) {}
+
+// isPrefix reports whether sent is a prefix of all.
+func isPrefix(sent, all []groundhog.Event) bool {
+	if len(sent) > len(all) {
+		return false
+	}
+	for i, ev := range sent {
+		if ev.Name != all[i].Name || !bytes.Equal(ev.Data, all[i].Data) {
+			return false
+		}
+	}
+	return true
 }
 
 // stateAcross is the Groundhog-Cache state of a call that led its flight in

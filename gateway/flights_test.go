@@ -2,12 +2,15 @@ package gateway_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/gateway"
 )
 
@@ -26,20 +29,31 @@ type otherReplicas struct {
 	store     func(ctx context.Context, tenant, hash string) bool
 }
 
-func (o *otherReplicas) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry) (*groundhog.CacheEntry, bool, func()) {
+func (o *otherReplicas) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.calls++
 	if o.shared != nil {
 		e := *o.shared
 		e.Tenant, e.RequestHash = tenant, hash
-		return &e, o.followed, func() {}
+		return &e, o.followed, endFunc(nil), nil
 	}
-	return nil, false, func() {
+	return nil, false, endFunc(func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		o.doneCalls++
 		o.storedAt = o.store(context.Background(), tenant, hash)
+	}), nil
+}
+
+// endFunc is a Sink that only counts its End.
+type endFunc func()
+
+func (endFunc) Head(int, string, bool) {}
+func (endFunc) Event(groundhog.Event)  {}
+func (f endFunc) End(*groundhog.Response) {
+	if f != nil {
+		f()
 	}
 }
 
@@ -149,5 +163,77 @@ func TestFlightsStreamingFollowerIsCoalesced(t *testing.T) {
 	}
 	if b := h.bill(); b.Calls != 0 {
 		t.Errorf("the sim billed %d calls, want 0", b.Calls)
+	}
+}
+
+// relayingReplica relays a head and first events of "another replica's"
+// stream to the call's flight, then returns what its flight turned out to
+// be: a stored result (entry) or a failure (err).
+type relayingReplica struct {
+	relayed []groundhog.Event
+	entry   *groundhog.CacheEntry
+	err     error
+}
+
+func (o *relayingReplica) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
+	relay.Head(200, "text/event-stream", true)
+	for _, ev := range o.relayed {
+		relay.Event(ev)
+	}
+	return o.entry, true, endFunc(nil), o.err
+}
+
+// A call that relayed part of another replica's stream is never spliced
+// with another answer: when the rest does not continue what it relayed, or
+// the other replica's flight failed, its client's stream ends with an error
+// event (and no [DONE]); when the stored result continues it, the client
+// gets the exact whole stream once, coalesced.
+func TestFlightsRelayedStreamIsNeverSpliced(t *testing.T) {
+	ev := func(s string) groundhog.Event {
+		return groundhog.Event{Data: []byte(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"sim-small","choices":[{"index":0,"delta":{"content":"` + s + `"},"finish_reason":null}]}`)}
+	}
+	done := groundhog.Event{Data: []byte("[DONE]")}
+	whole := func(events ...groundhog.Event) *groundhog.CacheEntry {
+		return &groundhog.CacheEntry{Shape: groundhog.ShapeChat, Response: groundhog.Response{
+			Status: 200, ContentType: "text/event-stream", Streamed: true, Cost: 2000, Events: events}}
+	}
+	body := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"relayed"}]}`
+	for _, tc := range []struct {
+		name string
+		o    *relayingReplica
+		ok   bool
+	}{
+		{"the stored result continues the relayed events", &relayingReplica{relayed: []groundhog.Event{ev("a")}, entry: whole(ev("a"), ev("b"), done)}, true},
+		{"the stored result is another answer", &relayingReplica{relayed: []groundhog.Event{ev("a")}, entry: whole(ev("x"), ev("b"), done)}, false},
+		{"the other replica's flight died", &relayingReplica{relayed: []groundhog.Event{ev("a")}, err: groundhog.Errorf(groundhog.EUPSTREAM, "leader lost")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, withFlights(tc.o))
+			req, _ := http.NewRequest(http.MethodPost, h.URL+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Groundhog-Cache", "use")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(res.Body) // a broken stream ends in an aborted connection
+			res.Body.Close()
+			if n := strings.Count(string(got), `"content":"a"`); n != 1 {
+				t.Errorf("the relayed event was sent %d times, want once: %s", n, got)
+			}
+			if tc.ok {
+				if !strings.Contains(string(got), `"content":"b"`) || !strings.HasSuffix(string(got), "data: [DONE]\n\n") || strings.Contains(string(got), `"x"`) {
+					t.Errorf("stream %q, want a, b, [DONE]", got)
+				}
+				if st := res.Header.Get("Groundhog-Cache"); st != "coalesced" {
+					t.Errorf("Groundhog-Cache = %q, want coalesced", st)
+				}
+			} else if strings.Contains(string(got), "[DONE]") || !strings.Contains(string(got), `"error"`) || strings.Contains(string(got), `"content":"x"`) {
+				t.Errorf("stream %q, want the relayed event, then an error event, no [DONE]", got)
+			}
+			if b := h.bill(); b.Calls != 0 {
+				t.Errorf("the sim billed %d calls, want 0", b.Calls)
+			}
+		})
 	}
 }

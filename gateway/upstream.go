@@ -102,11 +102,13 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			return &resp, nil
 		}
 	}
-	shared, done := s.leadAcross(ctx, c, pub) // other replicas (flights.go)
-	defer done()
-	if shared != nil {
-		return shared, nil
+	shared, lead, err := s.leadAcross(ctx, c, pub) // other replicas (flights.go)
+	if shared != nil || err != nil {
+		return shared, err
 	}
+	// A return without a result ends the cross-replica flight as failed
+	// (the first End counts).
+	defer lead.End(nil)
 	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold (before the upstream deadline starts)
 	defer c.pc.pending.Done()
 	up := s.upstreamFor(c.shape)
@@ -207,6 +209,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if c.policy.on() && !c.noStore && storable(c.shape, resp) {
 		s.store(ctx, c, resp)
 	}
+	lead.End(resp) // after the cache write: wakes the other replicas' waiters
 	return resp, nil
 }
 
