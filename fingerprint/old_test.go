@@ -28,7 +28,6 @@ import (
 	"github.com/groundhog-ai/groundhog/fingerprint"
 )
 
-
 // maxDepth bounds the nesting of arrays and objects. The scanner is
 // recursive; the bound keeps a hostile body from costing more than a few
 // kilobytes of stack, and no real request comes close to it.
@@ -868,7 +867,6 @@ func (s *scanner) number() error {
 	return nil
 }
 
-
 // appendNumber appends f as ECMAScript's Number.prototype.toString prints it
 // (ECMA-262 Number::toString, the form RFC 8785 §3.2.2.3 prescribes): the
 // shortest digits that round-trip, plain notation for 1e-7 < |f| < 1e21,
@@ -936,12 +934,11 @@ func appendNumber(dst []byte, f float64) []byte {
 	}
 	return dst
 }
+
 // versionTag starts the hash input. Bump it whenever the hash of any
 // request would change. v2: Responses "store" joins the key; OpenAI
 // prompt_cache_options and prompt_cache_breakpoint markers leave it.
 const versionTag = "groundhog-fp-v2"
-
-
 
 // Compute validates body as a JSON object and fingerprints it with p.
 //
@@ -1057,6 +1054,7 @@ func putScanner(s *pooledScanner) {
 	}
 	pool.Put(s)
 }
+
 // node is one position of the exclusion trie: the value found at some path.
 type node struct {
 	drop   bool             // the member at this path is removed
