@@ -292,7 +292,7 @@ func (s *scanner) object(n *node, top bool) error {
 
 		var child *node
 		if n != nil {
-			child = n.fields[string(key)]
+			child = n.child(key)
 		}
 		s.skipWS()
 		valIn, valOut := s.pos, len(s.out)
