@@ -72,6 +72,7 @@ type scanner struct {
 
 	// Filled by the top-level object when scanning for Compute.
 	model     string
+	lastModel string // the previous call's plain model name, reused when it repeats
 	stream    bool
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
@@ -360,7 +361,12 @@ func (s *scanner) topField(key []byte, valIn, valOut int) {
 			return
 		}
 		if v := s.out[valOut+1 : len(s.out)-1]; bytes.IndexByte(v, '\\') < 0 {
-			s.model = string(v)
+			// A scanner sees the same few model names over and over:
+			// the last one is kept, so a repeat costs no allocation.
+			if string(v) != s.lastModel {
+				s.lastModel = string(v)
+			}
+			s.model = s.lastModel
 		} else {
 			s.model = string(unescapeCanonical(nil, v))
 		}
