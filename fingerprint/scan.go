@@ -72,7 +72,8 @@ type scanner struct {
 
 	// Filled by the top-level object when scanning for Compute.
 	model     string
-	lastModel string // the previous call's plain model name, reused when it repeats
+	models    [4]string // recent plain model names (internModel)
+	nextModel int
 	stream    bool
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
@@ -361,12 +362,7 @@ func (s *scanner) topField(key []byte, valIn, valOut int) {
 			return
 		}
 		if v := s.out[valOut+1 : len(s.out)-1]; bytes.IndexByte(v, '\\') < 0 {
-			// A scanner sees the same few model names over and over:
-			// the last one is kept, so a repeat costs no allocation.
-			if string(v) != s.lastModel {
-				s.lastModel = string(v)
-			}
-			s.model = s.lastModel
+			s.model = s.internModel(v)
 		} else {
 			s.model = string(unescapeCanonical(nil, v))
 		}
@@ -379,6 +375,21 @@ func (s *scanner) topField(key []byte, valIn, valOut int) {
 		}
 		s.stream = c == 't'
 	}
+}
+
+// internModel returns v as a string, without allocating when it is one of
+// the last few model names this (pooled) scanner returned: a gateway or a
+// log sees the same few models over and over.
+func (s *scanner) internModel(v []byte) string {
+	for _, m := range s.models {
+		if m == string(v) {
+			return m
+		}
+	}
+	m := string(v)
+	s.models[s.nextModel] = m
+	s.nextModel = (s.nextModel + 1) % len(s.models)
+	return m
 }
 
 func (s *scanner) typeError(off int, msg string) {

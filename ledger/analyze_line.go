@@ -89,6 +89,7 @@ func (p *parser) parse(b []byte, n int64) (pendingCall, error) {
 		return pendingCall{}, fmt.Errorf("request: %s", groundhog.ErrorMessage(err))
 	}
 	c.hash, c.model = fp.Hash, fp.Model
+	c.sum = decodeHash(c.hash) // here, on a worker, not in the serial collector
 	if dur != nil && !isNull(dur) {
 		ms, ok := jsonFloat(dur)
 		if !ok || ms < 0 || math.IsInf(ms, 0) || ms > 1e12 {
