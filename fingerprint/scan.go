@@ -72,7 +72,7 @@ type scanner struct {
 
 	// Filled by the top-level object when scanning for Compute.
 	model     string
-	models    [4]string // recent plain model names (internModel)
+	models    [8]string // recent plain model names (internModel)
 	nextModel int
 	stream    bool
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid

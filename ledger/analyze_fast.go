@@ -115,3 +115,14 @@ func fastShape(v []byte) (groundhog.Shape, bool) {
 	sh, ok := shapeAliases[string(c)] // no allocation: a map index by converted bytes
 	return sh, ok
 }
+
+// fastPath is shapeForPath of a plain "path" value without making a string
+// that outlives the call (the conversion stays on the stack). ok is false
+// when the general code must decide, errors included.
+func fastPath(v []byte) (groundhog.Shape, bool) {
+	c, ok := plainContent(v)
+	if !ok {
+		return "", false
+	}
+	return shapeForPath(string(c))
+}

@@ -89,6 +89,33 @@ func TestFastShape(t *testing.T) {
 	}
 }
 
+func TestFastPath(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want string
+		ok   bool
+	}{
+		{`"/v1/chat/completions"`, "chat", true},
+		{`"/v1/responses?x=1"`, "responses", true},
+		{`"https://api.anthropic.com/v1/messages/"`, "messages", true},
+		{`"/v1/embeddings#a"`, "embeddings", true},
+		{`"/v1/models"`, "", false},
+		{`"/v1\/messages"`, "", false}, // escapes: the general code decodes it
+		{`5`, "", false},
+	} {
+		sh, ok := fastPath([]byte(c.v))
+		if string(sh) != c.want || ok != c.ok {
+			t.Errorf("fastPath(%s) = %q %v, want %q %v", c.v, sh, ok, c.want, c.ok)
+		}
+		if ok {
+			p, _ := plainString([]byte(c.v))
+			if want, _ := shapeForPath(p); want != sh {
+				t.Errorf("fastPath(%s) = %q, shapeForPath %q", c.v, sh, want)
+			}
+		}
+	}
+}
+
 func TestInferShapeModel(t *testing.T) {
 	for _, c := range []struct{ req, want string }{
 		{`{"model":"claude-haiku-4-5","messages":[]}`, "messages"},

@@ -147,6 +147,9 @@ func (p *parser) shapeOf(shapeField, pathField, req []byte) (groundhog.Shape, er
 		return sh, nil
 	}
 	if pathField != nil && !isNull(pathField) {
+		if sh, ok := fastPath(pathField); ok {
+			return sh, nil
+		}
 		p, ok := plainString(pathField)
 		if !ok {
 			if err := json.Unmarshal(pathField, &p); err != nil {
