@@ -277,11 +277,11 @@ func parseTimestamp(v []byte) (time.Time, error) {
 	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC(), nil
 }
 
+var errBadUSD = errors.New(`"cost_usd" must be a non-negative number of dollars, as a JSON number or a decimal string`)
+
 // parseUSD reads a JSON number of dollars, or a string holding one, into
 // exact picodollars. Decimals
 // beyond the picodollar are rounded half away from zero.
-var errBadUSD = errors.New(`"cost_usd" must be a non-negative number of dollars, as a JSON number or a decimal string`)
-
 func parseUSD(v []byte) (groundhog.Money, error) {
 	bad := errBadUSD // one value, not an allocation per line
 	if len(v) > 0 && v[0] == '"' {
