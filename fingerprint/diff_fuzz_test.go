@@ -23,7 +23,7 @@ func errText(err error) string {
 }
 
 // checkSame compares the scanner with the copy of the one it replaced
-// (old_test.go): same Result or same error for Compute under every shape,
+// (old_scan_test.go, old_compute_test.go): same Result or same error for Compute under every shape,
 // same canonical text or same error for Canonicalize.
 func checkSame(t *testing.T, tenant string, body []byte) {
 	t.Helper()

@@ -3,7 +3,7 @@ package fingerprint
 import "github.com/groundhog-ai/groundhog"
 
 // ExcludedPaths gives the differential fuzz target's copy of the old
-// scanner (old_test.go, package fingerprint_test) the exclusion paths of
+// scanner (old_compute_test.go, package fingerprint_test) the exclusion paths of
 // every shape.
 func ExcludedPaths() map[groundhog.Shape][]string {
 	m := map[groundhog.Shape][]string{}
