@@ -63,18 +63,22 @@ func fingerprintBench() []FingerprintResult {
 	return out
 }
 
-// AnalyzeResult compares ledger.Analyze with reading the same request log
-// line by line.
+// AnalyzeResult compares ledger.Analyze with two baselines over the same
+// request log: reading it line by line (the baseline), and its own
+// floor, ledger.FingerprintLines — the same reading and workers doing only
+// what every line needs, one fingerprint of its request.
 type AnalyzeResult struct {
 	Lines        int
 	Bytes        int64
 	AnalyzeLPS   float64 // lines per second, best of the rounds
 	ReadLinesLPS float64
+	FloorLPS     float64 // ledger.FingerprintLines
 }
 
 // analyzeBench writes a request log of n lines (ledgertest's workload) to
-// dir and measures, in alternating rounds, bufio line reading and Analyze
-// over it; each keeps its best round.
+// dir and measures, in alternating rounds, bufio line reading, Analyze's
+// floor (ledger.FingerprintLines) and Analyze over it; each keeps its best
+// round.
 func analyzeBench(ctx context.Context, dir string, n int) (*AnalyzeResult, error) {
 	path := filepath.Join(dir, fmt.Sprintf("analyze-%d.jsonl", n))
 	f, err := os.Create(path)
@@ -127,6 +131,21 @@ func analyzeBench(ctx context.Context, dir string, n int) (*AnalyzeResult, error
 		}
 		return nil
 	}
+	floor := func() error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		got, err := ledger.FingerprintLines(ctx, f)
+		if err != nil {
+			return err
+		}
+		if got != int64(n) {
+			return fmt.Errorf("fingerprinted %d requests, want %d", got, n)
+		}
+		return nil
+	}
 	best := func(fn func() error, d *time.Duration) error {
 		t := time.Now()
 		if err := fn(); err != nil {
@@ -137,14 +156,18 @@ func analyzeBench(ctx context.Context, dir string, n int) (*AnalyzeResult, error
 		}
 		return nil
 	}
-	var rl, an time.Duration
+	var rl, fl, an time.Duration
 	for range 3 {
 		if err := best(readLines, &rl); err != nil {
+			return nil, err
+		}
+		if err := best(floor, &fl); err != nil {
 			return nil, err
 		}
 		if err := best(analyze, &an); err != nil {
 			return nil, err
 		}
 	}
-	return &AnalyzeResult{Lines: n, Bytes: size, AnalyzeLPS: float64(n) / an.Seconds(), ReadLinesLPS: float64(n) / rl.Seconds()}, nil
+	return &AnalyzeResult{Lines: n, Bytes: size, AnalyzeLPS: float64(n) / an.Seconds(),
+		ReadLinesLPS: float64(n) / rl.Seconds(), FloorLPS: float64(n) / fl.Seconds()}, nil
 }

@@ -110,3 +110,9 @@ func TestChatBodyIsRealistic(t *testing.T) {
 		t.Errorf("1KB body is %d bytes", n)
 	}
 }
+
+// bodyLine is a request as Analyze reads one from a log line (ledgertest's
+// workload): about 200 bytes, where the fixed cost of a call shows.
+var bodyLine = []byte(`{"model":"claude-haiku-4-5","max_tokens":1024,"system":"You are a careful analyst.","messages":[{"role":"user","content":"Document 0 of the quarterly filings: revenue, margins, outlook. "}]}`)
+
+func BenchmarkFingerprintLine(b *testing.B) { benchFingerprint(b, bodyLine) }

@@ -176,6 +176,21 @@ type node struct {
 	drop   bool             // the member at this path is removed
 	fields map[string]*node // rules for members, when the value is an object
 	elem   *node            // rules for elements, when the value is an array
+	names  []string         // the keys of fields, for child
+	kids   []*node          // fields[names[i]] == kids[i]
+}
+
+// child returns the rules of the member key, nil if there are none. A
+// linear scan: a node has at most a dozen rules, and comparing lengths
+// first rejects almost every key without touching its bytes, which is
+// cheaper than hashing the key for a map lookup on every member.
+func (n *node) child(key []byte) *node {
+	for i, name := range n.names {
+		if len(name) == len(key) && name == string(key) {
+			return n.kids[i]
+		}
+	}
+	return nil
 }
 
 // roots holds the compiled exclusion trie of each shape.
@@ -214,6 +229,7 @@ func compile(fs []field) (*node, error) {
 			if next == nil {
 				next = &node{}
 				cur.fields[name] = next
+				cur.names, cur.kids = append(cur.names, name), append(cur.kids, next)
 			}
 			cur = next
 			for range stars {

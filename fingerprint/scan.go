@@ -72,6 +72,8 @@ type scanner struct {
 
 	// Filled by the top-level object when scanning for Compute.
 	model     string
+	models    [8]string // recent plain model names (internModel)
+	nextModel int
 	stream    bool
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
@@ -292,7 +294,7 @@ func (s *scanner) object(n *node, top bool) error {
 
 		var child *node
 		if n != nil {
-			child = n.fields[string(key)]
+			child = n.child(key)
 		}
 		s.skipWS()
 		valIn, valOut := s.pos, len(s.out)
@@ -360,7 +362,7 @@ func (s *scanner) topField(key []byte, valIn, valOut int) {
 			return
 		}
 		if v := s.out[valOut+1 : len(s.out)-1]; bytes.IndexByte(v, '\\') < 0 {
-			s.model = string(v)
+			s.model = s.internModel(v)
 		} else {
 			s.model = string(unescapeCanonical(nil, v))
 		}
@@ -373,6 +375,21 @@ func (s *scanner) topField(key []byte, valIn, valOut int) {
 		}
 		s.stream = c == 't'
 	}
+}
+
+// internModel returns v as a string, without allocating when it is one of
+// the last few model names this (pooled) scanner returned: a gateway or a
+// log sees the same few models over and over.
+func (s *scanner) internModel(v []byte) string {
+	for _, m := range s.models {
+		if m == string(v) {
+			return m
+		}
+	}
+	m := string(v)
+	s.models[s.nextModel] = m
+	s.nextModel = (s.nextModel + 1) % len(s.models)
+	return m
 }
 
 func (s *scanner) typeError(off int, msg string) {

@@ -154,6 +154,7 @@ type pendingCall struct {
 	tenant    string
 	operation string
 	hash      string
+	sum       hashSum // hash decoded by the worker
 	model     string
 	cost      groundhog.Money
 	duration  int64 // nanoseconds
@@ -474,7 +475,7 @@ func (an *analyzer) release(c *pendingCall) {
 		// stays with one day's hashes.
 		an.inFlight.deleteFunc(func(until int64) bool { return until <= an.dayStart })
 	}
-	ref := an.inFlight.ref(c.tenant, c.hash)
+	ref := an.inFlight.refSum(c.tenant, c.hash, &c.sum)
 	until, seen := an.inFlight.get(ref)
 	end := c.t + c.duration
 	if !seen || end > until {

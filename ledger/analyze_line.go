@@ -53,11 +53,15 @@ func (p *parser) parse(b []byte, n int64) (pendingCall, error) {
 	if ts == nil || isNull(ts) {
 		return pendingCall{}, errors.New(`missing "timestamp"`)
 	}
-	t, err := parseTimestamp(ts)
-	if err != nil {
-		return pendingCall{}, err
+	if ns, ok := fastTimestamp(ts); ok {
+		c.t = ns
+	} else {
+		t, err := parseTimestamp(ts)
+		if err != nil {
+			return pendingCall{}, err
+		}
+		c.t = t.UnixNano()
 	}
-	c.t = t.UnixNano()
 	if c.operation, err = p.optString("operation", op); err != nil {
 		return pendingCall{}, err
 	}
@@ -85,6 +89,7 @@ func (p *parser) parse(b []byte, n int64) (pendingCall, error) {
 		return pendingCall{}, fmt.Errorf("request: %s", groundhog.ErrorMessage(err))
 	}
 	c.hash, c.model = fp.Hash, fp.Model
+	c.sum = decodeHash(c.hash) // here, on a worker, not in the serial collector
 	if dur != nil && !isNull(dur) {
 		ms, ok := jsonFloat(dur)
 		if !ok || ms < 0 || math.IsInf(ms, 0) || ms > 1e12 {
@@ -131,6 +136,9 @@ func (p *parser) optString(name string, v []byte) (string, error) {
 // shapeOf picks the shape of a line's request (see Analyze).
 func (p *parser) shapeOf(shapeField, pathField, req []byte) (groundhog.Shape, error) {
 	if shapeField != nil && !isNull(shapeField) {
+		if sh, ok := fastShape(shapeField); ok {
+			return sh, nil
+		}
 		s, ok := jsonString(shapeField)
 		sh, known := ParseShape(s)
 		if !ok || !known {
@@ -139,6 +147,9 @@ func (p *parser) shapeOf(shapeField, pathField, req []byte) (groundhog.Shape, er
 		return sh, nil
 	}
 	if pathField != nil && !isNull(pathField) {
+		if sh, ok := fastPath(pathField); ok {
+			return sh, nil
+		}
 		p, ok := plainString(pathField)
 		if !ok {
 			if err := json.Unmarshal(pathField, &p); err != nil {
@@ -201,7 +212,7 @@ func plainString(v []byte) (string, bool) {
 // inferShape guesses a request's shape from its top-level fields.
 func inferShape(req []byte) groundhog.Shape {
 	var hasMessages, hasSystem, hasInput, embedHint bool
-	var model string
+	var model []byte // decoded
 	scanObject(req, func(key, val []byte) error {
 		switch string(key) {
 		case "messages":
@@ -213,16 +224,22 @@ func inferShape(req []byte) groundhog.Shape {
 		case "encoding_format", "dimensions":
 			embedHint = true
 		case "model":
-			json.Unmarshal(val, &model)
+			if c, ok := plainContent(val); ok {
+				model = c // the common case: no copy, no decoder
+			} else {
+				m := string(model) // as before: null or a non-string leaves it
+				json.Unmarshal(val, &m)
+				model = []byte(m)
+			}
 		}
 		return nil
 	})
 	switch {
-	case hasMessages && (hasSystem || strings.HasPrefix(model, "claude")):
+	case hasMessages && (hasSystem || bytes.HasPrefix(model, []byte("claude"))):
 		return groundhog.ShapeMessages
 	case hasMessages:
 		return groundhog.ShapeChat
-	case hasInput && (embedHint || strings.Contains(model, "embed")):
+	case hasInput && (embedHint || bytes.Contains(model, []byte("embed"))):
 		return groundhog.ShapeEmbeddings
 	case hasInput:
 		return groundhog.ShapeResponses
@@ -260,11 +277,13 @@ func parseTimestamp(v []byte) (time.Time, error) {
 	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC(), nil
 }
 
+var errBadUSD = errors.New(`"cost_usd" must be a non-negative number of dollars, as a JSON number or a decimal string`)
+
 // parseUSD reads a JSON number of dollars, or a string holding one, into
 // exact picodollars. Decimals
 // beyond the picodollar are rounded half away from zero.
 func parseUSD(v []byte) (groundhog.Money, error) {
-	bad := errors.New(`"cost_usd" must be a non-negative number of dollars, as a JSON number or a decimal string`)
+	bad := errBadUSD // one value, not an allocation per line
 	if len(v) > 0 && v[0] == '"' {
 		// A decimal string ("0.004", as many loggers write money): the
 		// same number syntax, read from the text, never through a float.

@@ -1,0 +1,47 @@
+//go:build linux
+
+package fingerprint
+
+import (
+	"crypto/sha256"
+	"runtime"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// BenchmarkPartsCPU200KB times the parts of Compute at 200 KB in thread
+// CPU time, taking turns: the whole-body UTF-8 check, the scan into the
+// canonical text (UTF-8 check included, no hashing), the whole Compute
+// and SHA-256 of the body. Each is reported in µs per call.
+func BenchmarkPartsCPU200KB(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p := Params{Shape: "chat", Tenant: "acme", Versions: "schema=3"}
+	var tu, ts, tc, th time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := threadCPU()
+		benchSink = utf8.Valid(body200KB)
+		t1 := threadCPU()
+		s := getScanner(body200KB)
+		if err := s.document(roots["chat"], true); err != nil {
+			b.Fatal(err)
+		}
+		putScanner(s)
+		t2 := threadCPU()
+		r, _ := Compute(p, body200KB)
+		benchSink = r
+		t3 := threadCPU()
+		benchSink = sha256.Sum256(body200KB)
+		t4 := threadCPU()
+		tu, ts, tc, th = tu+t1-t0, ts+t2-t1, tc+t3-t2, th+t4-t3
+		n++
+	}
+	us := func(d time.Duration) float64 { return float64(d) / float64(n) / 1e3 }
+	b.ReportMetric(us(tu), "utf8-µs")
+	b.ReportMetric(us(ts), "scan-µs")
+	b.ReportMetric(us(tc), "compute-µs")
+	b.ReportMetric(us(th), "sha-µs")
+	b.ReportMetric(float64(tc)/float64(th), "x-sha256-cpu")
+}

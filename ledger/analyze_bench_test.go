@@ -1,0 +1,85 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/groundhog-ai/groundhog/ledger/ledgertest"
+)
+
+// analyzeBenchFile is BenchmarkAnalyze's N-line request log.
+func analyzeBenchFile(b *testing.B) (string, int) {
+	n := benchCalls(b)
+	return benchFile(b, fmt.Sprintf("groundhog-ledger-bench-%d.jsonl", n), func(path string) error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if _, err := ledgertest.WriteJSONL(f, benchWorkload(n)); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}), n
+}
+
+// BenchmarkAnalyzeFloor is Analyze's own floor over BenchmarkAnalyze's
+// file: the same reading and workers, one fingerprint per line and nothing
+// else (FingerprintLines).
+func BenchmarkAnalyzeFloor(b *testing.B) {
+	path, n := analyzeBenchFile(b)
+	defer reportCPU(b, cpuTime())
+	for b.Loop() {
+		f, _ := os.Open(path)
+		got, err := FingerprintLines(context.Background(), f)
+		f.Close()
+		if err != nil || got != int64(n) {
+			b.Fatalf("%d requests, %v", got, err)
+		}
+	}
+	b.ReportMetric(float64(n)/(b.Elapsed().Seconds()/float64(b.N)), "lines/s")
+}
+
+// BenchmarkAnalyzeParse is the workers' share of Analyze on one
+// goroutine: every line of the file parsed (fields, shape, fingerprint,
+// usage, cost), in ns per line.
+func BenchmarkAnalyzeParse(b *testing.B) {
+	path, n := analyzeBenchFile(b)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	p := newAnalyzer(AnalyzeOptions{}).newParser()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, ok, err := p.line(lines[i%n], int64(i%n+1)); !ok || err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkAnalyzeFloorLine is BenchmarkAnalyzeParse's floor: the same
+// lines, one fingerprint each (fingerprintLine).
+func BenchmarkAnalyzeFloorLine(b *testing.B) {
+	path, n := analyzeBenchFile(b)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	p := newAnalyzer(AnalyzeOptions{}).newParser()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := p.fingerprintLine(lines[i%n]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

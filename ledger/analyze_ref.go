@@ -1,0 +1,42 @@
+package ledger
+
+// hashSum is a request hash of the gateway's form ("sha256:" and 64
+// lowercase hex digits) decoded to its digest by the worker that parsed
+// the line, so that the collector, which is serial, does not decode it
+// again for the in-flight map (reqMap.ref does the same decoding).
+type hashSum struct {
+	sum [32]byte
+	ok  bool // hash has the gateway's form; else the map keeps the string
+}
+
+func decodeHash(hash string) (h hashSum) {
+	const prefix = "sha256:"
+	if len(hash) != len(prefix)+64 || hash[:len(prefix)] != prefix {
+		return hashSum{}
+	}
+	hex := hash[len(prefix):]
+	var bad byte
+	for i := range 32 {
+		hi, lo := unhexTable[hex[2*i]], unhexTable[hex[2*i+1]]
+		bad |= hi | lo
+		h.sum[i] = hi<<4 | lo&0x0f
+	}
+	if bad&0xf0 != 0 {
+		return hashSum{}
+	}
+	h.ok = true
+	return h
+}
+
+// refSum is m.ref(tenant, hash) for a hash already decoded into h.
+func (m *reqMap[V]) refSum(tenant, hash string, h *hashSum) reqRef {
+	if !h.ok {
+		return reqRef{slow: hashKey{tenant, hash}}
+	}
+	t, ok := m.tenants[tenant]
+	if !ok {
+		t = uint32(len(m.tenants))
+		m.tenants[tenant] = t
+	}
+	return reqRef{compact: true, k: reqKey{tenant: t, sum: h.sum}}
+}
