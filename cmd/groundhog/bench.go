@@ -48,7 +48,7 @@ Each scenario runs for --duration per body (default small and large): about
 	fs.BoolVar(&o.Stream, "stream", false, `send "stream": true (SSE answers; the floor answers the stored events)`)
 	fs.StringVar(&o.Profile, "profile", "", "write CPU and allocation profiles of the gateway process for each scenario to this directory")
 	fs.StringSliceVar(&o.Only, "only", nil, "run only scenarios whose name starts with one of these prefixes (e.g. gateway-hit/,floor/)")
-	fs.BoolVar(&o.Micro, "micro", true, "measure the in-process figures (fingerprint ÷ sha256, analyze ÷ line reading)")
+	fs.BoolVar(&o.Micro, "micro", true, "measure the in-process figures (fingerprint ÷ sha256, analyze ÷ line reading and ÷ its own floor: line reading + one fingerprint per line)")
 	fs.IntVar(&o.AnalyzeLines, "analyze-lines", 200_000, "lines of the request log of the analyze figure")
 	rootCmd.AddCommand(cmd)
 
