@@ -270,8 +270,10 @@ func strView(b []byte, v span) string {
 
 // unescape decodes the JSON escapes of a string's contents (invalid escapes
 // are kept as they are: the body was validated before).
-func unescape(raw []byte) string {
-	out := make([]byte, 0, len(raw))
+func unescape(raw []byte) string { return string(unescapeAppend(make([]byte, 0, len(raw)), raw)) }
+
+// unescapeAppend appends the decoded contents to out.
+func unescapeAppend(out, raw []byte) []byte {
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		if c != '\\' || i+1 >= len(raw) {
@@ -313,7 +315,7 @@ func unescape(raw []byte) string {
 			out = append(out, raw[i])
 		}
 	}
-	return string(out)
+	return out
 }
 
 func isNull(b []byte, v span) bool { return !v.ok() || string(b[v.start:v.end]) == "null" }

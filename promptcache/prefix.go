@@ -216,6 +216,7 @@ type builder struct {
 	d       *xxhash.Digest
 	ix      *index // the walk's record of the body (nil on the full path: walk again)
 	segCap  int    // the Segments capacity to start with
+	unesc   []byte // a decoded string being counted
 }
 
 // fullPath turns off the index and the fast token count: every look-up
@@ -693,6 +694,17 @@ func view(b []byte) string {
 // its text when it is text, else of its JSON.
 func (bd *builder) count(seg *Segment, data []byte) int {
 	b := bd.p.body
+	if !fullPath {
+		switch {
+		case seg.Kind == KindParams:
+			return 0
+		case seg.textTokens:
+			return bd.countString(seg.val)
+		case seg.text.ok() && b[seg.text.start] == '"':
+			return bd.countString(seg.text)
+		}
+		return countTokens(data)
+	}
 	switch {
 	case seg.Kind == KindParams:
 		return 0
