@@ -1,6 +1,9 @@
 package promptcache
 
-import "bytes"
+import (
+	"bytes"
+	"sync"
+)
 
 // index is what the one validating walk over a request body (parse) keeps
 // so that the prefix model never walks the body again: the members and
@@ -40,8 +43,29 @@ type ixNode struct{ from, to int32 }
 // quotes) or an array element (key zero).
 type ixKid struct{ key, val span }
 
-func newIndex(mk []byte, size int) *index {
-	return &index{nodes: make(map[int]ixNode, 64), kids: make([]ixKid, 0, 64+size/256), mk: mk}
+// newIndex returns an empty index from the pool; release gives it back
+// (parse does, before returning: nothing keeps an index).
+func newIndex(mk []byte) *index {
+	ix, _ := indexPool.Get().(*index)
+	if ix == nil {
+		ix = &index{nodes: make(map[int]ixNode, 64)}
+	}
+	ix.mk = mk
+	return ix
+}
+
+var indexPool sync.Pool
+
+func (ix *index) release() {
+	if ix == nil || len(ix.kids) > 1<<20 {
+		return // a huge body's index is left to the GC
+	}
+	clear(ix.nodes)
+	ix.kids, ix.marks, ix.mk = ix.kids[:0], ix.marks[:0], nil
+	for d := range ix.stack {
+		ix.stack[d] = ix.stack[d][:0]
+	}
+	indexPool.Put(ix)
 }
 
 // walk is skipValue recording into ix (nil: not recording).

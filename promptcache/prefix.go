@@ -147,7 +147,8 @@ func parse(shape groundhog.Shape, body []byte, hint func(*Prefix) *promptRec) (*
 	mk := []byte(`"` + markerKey(shape) + `"`)
 	var ix *index
 	if !fullPath {
-		ix = newIndex(mk, len(body))
+		ix = newIndex(mk)
+		defer ix.release()
 	}
 	e, err := ix.walk(body, s, 0)
 	if err == nil && skipWS(body, e) != len(body) {
