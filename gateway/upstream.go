@@ -197,7 +197,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response body is incomplete or not JSON")
 		}
 		resp.Body = body
-		resp.Model, resp.Usage, _ = wire.UsageFromBody(c.shape, body)
+		resp.Model, resp.Usage, _ = wire.UsageFromValidBody(c.shape, body) // json.Valid above
 		pub.Head(res.StatusCode, ct, false)
 	}
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
