@@ -22,10 +22,15 @@ func setIncludeUsage(body []byte) []byte {
 	if i >= end || b[i] != '{' || b[end-1] != '}' {
 		return withIncludeUsage(body)
 	}
-	so, ok := topMember(b, i, end, "stream_options")
-	if !ok {
-		return withIncludeUsage(body)
-	}
+	var so jsonMember
+	if bytes.Contains(b, []byte("stream_options")) || mayEscapeKey(b) {
+		// The key may be there: find the top-level member (a walk over
+		// the top-level values; rare: most clients send no stream_options).
+		var ok bool
+		if so, ok = topMember(b, i, end, "stream_options"); !ok {
+			return withIncludeUsage(body)
+		}
+	} // else no key anywhere decodes to stream_options: no walk needed
 	const member = `"stream_options":{"include_usage":true}`
 	switch {
 	case so.val.end == 0: // absent: add the member last
@@ -53,6 +58,26 @@ func setIncludeUsage(body []byte) []byte {
 		return splice(b, open, open, `"include_usage":true`+sep)
 	}
 	return withIncludeUsage(body)
+}
+
+// mayEscapeKey reports whether b holds a \u00XX escape of a lower-case
+// letter or '_': the only way a key can decode to "stream_options" without
+// holding those bytes (the other escapes decode to no letter).
+func mayEscapeKey(b []byte) bool {
+	for i := 0; ; {
+		k := bytes.Index(b[i:], []byte(`\u00`))
+		if k < 0 {
+			return false
+		}
+		i += k + 4
+		if i+2 > len(b) {
+			return false
+		}
+		hi, lo := b[i]|0x20, b[i+1]|0x20 // hex digits, either case
+		if hi == '5' && lo == 'f' || hi == '6' && (lo >= '1' && lo <= '9' || lo >= 'a' && lo <= 'f') || hi == '7' && lo >= '0' && lo <= 'a' {
+			return true
+		}
+	}
 }
 
 // splice returns a new slice: b with b[from:to] replaced by s.
@@ -113,18 +138,21 @@ func skipJSONSpace(b []byte, i int) int {
 // JSON.
 func jsonStringEnd(b []byte, i int) int {
 	j := i + 1
-	for j < len(b) {
-		k := bytes.IndexAny(b[j:], `"\`)
+	for {
+		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
 			return len(b)
 		}
 		j += k
-		if b[j] == '"' {
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
 			return j + 1
 		}
-		j += 2
+		j++
 	}
-	return len(b)
 }
 
 // jsonValueEnd returns the offset past the value at b[i] of valid JSON.

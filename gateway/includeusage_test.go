@@ -24,7 +24,8 @@ func TestSetIncludeUsageMatches(t *testing.T) {
 		`"stream_options":{"x":1,"include_usage":false}`, `"stream_options": {"include_usage" : false , "y":[1,{"include_usage":false}]}`,
 		`"stream_options":{"x":"a<b>&c"}`, `"stream_options":1`, `"stream_options":"s"`, `"stream_options":[]`,
 		`"stream_options":{"include_usage":false,"include_usage":false}`, `"stream_options":{"include\u005fusage":false}`,
-		`"stream_options":{},"stream_options":null`, `"stream\u005foptions":{}`} {
+		`"stream_options":{},"stream_options":null`, `"stream\u005foptions":{}`, `"\u0073tream_options":{"x":1}`, `"stream\u005Foptions":{"x":1}`,
+		`"x":"stream_options"`, `"x":"caf\u00e9 \u00E9"`} {
 		for _, tmpl := range []string{
 			`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi <b> & \"q\" \u00e9"}]%s}`,
 			`{ %s "model" : "m" , "stream" : true }`,
