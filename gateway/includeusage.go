@@ -61,20 +61,23 @@ func setIncludeUsage(body []byte) []byte {
 }
 
 // mayEscapeKey reports whether b holds a \u00XX escape of a lower-case
-// letter or '_': the only way a key can decode to "stream_options" without
-// holding those bytes (the other escapes decode to no letter).
+// letter or '_' (\u005f, \u0061–\u007a, hex digits in either case): the
+// only way a key can decode to "stream_options" without holding those
+// bytes (the other escapes decode to no letter). It hops over "u00" (rare
+// in text; a search for the backslash would stop at every escaped quote).
 func mayEscapeKey(b []byte) bool {
 	for i := 0; ; {
-		k := bytes.Index(b[i:], []byte(`\u00`))
+		k := bytes.Index(b[i:], []byte("u00"))
 		if k < 0 {
 			return false
 		}
-		i += k + 4
-		if i+2 > len(b) {
-			return false
+		k += i
+		i = k + 3
+		if k == 0 || b[k-1] != '\\' || k+5 > len(b) {
+			continue
 		}
-		hi, lo := b[i]|0x20, b[i+1]|0x20 // hex digits, either case
-		if hi == '5' && lo == 'f' || hi == '6' && (lo >= '1' && lo <= '9' || lo >= 'a' && lo <= 'f') || hi == '7' && lo >= '0' && lo <= 'a' {
+		hi, lo := b[k+3], b[k+4]|0x20 // the hex digits, either case
+		if hi == '5' && lo == 'f' || hi == '6' && (lo >= '1' && lo <= '9' || lo >= 'a' && lo <= 'f') || hi == '7' && (lo >= '0' && lo <= '9' || lo == 'a') {
 			return true
 		}
 	}
