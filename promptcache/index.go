@@ -73,7 +73,7 @@ func (ix *index) walk(b []byte, i, depth int) (int, error) {
 	return walkValue(b, i, depth, ix)
 }
 
-// open records the children of a container at depth d that starts at
+// close records the children of a container at depth d that starts at
 // start; kids were gathered on the stack of depth d.
 func (ix *index) close(d, start int) {
 	k := ix.stack[d]
