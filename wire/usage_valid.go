@@ -92,18 +92,21 @@ func asciiFoldEqual(key []byte, name string) bool {
 // valid JSON text.
 func validStringEnd(b []byte, i int) int {
 	j := i + 1
-	for j < len(b) {
-		k := bytes.IndexAny(b[j:], `"\`)
+	for {
+		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
 			return len(b)
 		}
 		j += k
-		if b[j] == '"' {
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
 			return j + 1
 		}
-		j += 2 // an escape: skip the escaped byte
+		j++
 	}
-	return len(b)
 }
 
 // validValueEnd returns the offset past the value at b[i] of a valid JSON
