@@ -63,7 +63,7 @@ func chatChunkFast(data []byte, dst []chatChoice) (out []chatChoice, ok, fast bo
 	}
 	var choices []byte
 	sawError, sawChoices, errored := false, false, false
-	okMembers := members(b, func(key, val []byte) bool {
+	okMembers := validMembers(b, func(key, val []byte) bool {
 		switch {
 		case asciiFoldEqual(key, "error"):
 			if sawError {
@@ -92,7 +92,7 @@ func chatChunkFast(data []byte, dst []chatChoice) (out []chatChoice, ok, fast bo
 		return dst, false, true // a type error
 	}
 	ok, fast = true, true
-	elements(choices, func(e []byte) bool {
+	validElements(choices, func(e []byte) bool {
 		switch e[0] {
 		case 'n': // null: a zero choice, no index
 			dst = append(dst, chatChoice{})
@@ -104,7 +104,7 @@ func chatChunkFast(data []byte, dst []chatChoice) (out []chatChoice, ok, fast bo
 		}
 		var cc chatChoice
 		sawIndex, sawFinish := false, false
-		if !members(e, func(key, val []byte) bool {
+		if !validMembers(e, func(key, val []byte) bool {
 			switch {
 			case asciiFoldEqual(key, "index"):
 				if sawIndex {
@@ -149,10 +149,10 @@ func chatChunkFast(data []byte, dst []chatChoice) (out []chatChoice, ok, fast bo
 	return dst, ok, true
 }
 
-// members calls fn with the raw key (no quotes) and value of each member of
+// validMembers calls fn with the raw key (no quotes) and value of each member of
 // the valid JSON object b; it returns false when a key has an escape or a
 // non-ASCII byte, or when fn does.
-func members(b []byte, fn func(key, val []byte) bool) bool {
+func validMembers(b []byte, fn func(key, val []byte) bool) bool {
 	i := skipSpace(b, 1)
 	for i < len(b) && b[i] == '"' {
 		ke := validStringEnd(b, i)
@@ -174,9 +174,9 @@ func members(b []byte, fn func(key, val []byte) bool) bool {
 	return true
 }
 
-// elements calls fn with each element of the valid JSON array b until fn
+// validElements calls fn with each element of the valid JSON array b until fn
 // returns false.
-func elements(b []byte, fn func(e []byte) bool) {
+func validElements(b []byte, fn func(e []byte) bool) {
 	i := skipSpace(b, 1)
 	for i < len(b) && b[i] != ']' {
 		ve := validValueEnd(b, i)
