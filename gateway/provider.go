@@ -476,7 +476,12 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 	buf := make([]byte, 0, 4096)
 	recorded := false
 	echo := echoRewriter(c, leader)
+	unflushed := false
 	for {
+		if unflushed && !sub.Buffered() { // flush before waiting: events already there go in one write
+			_ = rc.Flush()
+			unflushed = false
+		}
 		ev, err := sub.Next(ctx)
 		if err == io.EOF {
 			if !recorded {
@@ -509,7 +514,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 			}
 			return // the client went away; the flight goes on for the others
 		}
-		_ = rc.Flush()
+		unflushed = true
 	}
 }
 

@@ -58,33 +58,51 @@ func skipString(b []byte, i int) (int, error) {
 
 // skipValue returns the offset just past the value starting at b[i] (no
 // leading whitespace).
-func skipValue(b []byte, i, depth int) (int, error) {
+func skipValue(b []byte, i, depth int) (int, error) { return walkValue(b, i, depth, nil) }
+
+// walkValue is skipValue; with ix given it also records the children of
+// the containers down to indexDepth and the marker's occurrences (index).
+func walkValue(b []byte, i, depth int, ix *index) (int, error) {
 	if i >= len(b) {
 		return 0, syntaxErr(i, "unexpected end of input")
 	}
 	switch c := b[i]; {
 	case c == '"':
-		return skipString(b, i)
+		e, err := skipString(b, i)
+		if ix != nil && err == nil {
+			ix.str(b, i, e)
+		}
+		return e, err
 	case c == '{' || c == '[':
 		if depth >= maxDepth {
 			return 0, syntaxErr(i, "nested too deeply")
 		}
+		rec := ix != nil && depth <= indexDepth
 		end := byte('}')
 		if c == '[' {
 			end = ']'
 		}
 		j := skipWS(b, i+1)
 		if j < len(b) && b[j] == end {
+			if rec {
+				ix.close(depth, i)
+			}
 			return j + 1, nil
 		}
 		for {
 			var err error
+			var key span
 			if c == '{' {
 				if j >= len(b) || b[j] != '"' {
 					return 0, syntaxErr(j, "expected object key")
 				}
+				ks := j
 				if j, err = skipString(b, j); err != nil {
 					return 0, err
+				}
+				key = span{ks, j}
+				if ix != nil {
+					ix.str(b, ks, j)
 				}
 				j = skipWS(b, j)
 				if j >= len(b) || b[j] != ':' {
@@ -92,14 +110,21 @@ func skipValue(b []byte, i, depth int) (int, error) {
 				}
 				j = skipWS(b, j+1)
 			}
-			if j, err = skipValue(b, j, depth+1); err != nil {
+			vs := j
+			if j, err = walkValue(b, j, depth+1, ix); err != nil {
 				return 0, err
+			}
+			if rec {
+				ix.stack[depth] = append(ix.stack[depth], ixKid{key: key, val: span{vs, j}})
 			}
 			j = skipWS(b, j)
 			if j >= len(b) {
 				return 0, syntaxErr(j, "unexpected end of input")
 			}
 			if b[j] == end {
+				if rec {
+					ix.close(depth, i)
+				}
 				return j + 1, nil
 			}
 			if b[j] != ',' {
@@ -245,8 +270,10 @@ func strView(b []byte, v span) string {
 
 // unescape decodes the JSON escapes of a string's contents (invalid escapes
 // are kept as they are: the body was validated before).
-func unescape(raw []byte) string {
-	out := make([]byte, 0, len(raw))
+func unescape(raw []byte) string { return string(unescapeAppend(make([]byte, 0, len(raw)), raw)) }
+
+// unescapeAppend appends the decoded contents to out.
+func unescapeAppend(out, raw []byte) []byte {
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		if c != '\\' || i+1 >= len(raw) {
@@ -288,7 +315,7 @@ func unescape(raw []byte) string {
 			out = append(out, raw[i])
 		}
 	}
-	return string(out)
+	return out
 }
 
 func isNull(b []byte, v span) bool { return !v.ok() || string(b[v.start:v.end]) == "null" }
@@ -308,26 +335,31 @@ func scanObj(b []byte, v span, mk string, others bool) objInfo {
 		return o
 	}
 	members(b, v, func(m member) error {
-		switch string(m.key) {
-		case "type":
-			o.typ = m.val
-		case "text":
-			o.text = m.val
-		case "role":
-			o.role = m.val
-		case "content":
-			o.content = m.val
-			return nil
-		case "output":
-			o.output = m.val
-			return nil
-		case mk:
-			o.marker = m.val
-		}
-		if others {
-			o.others = append(o.others, m.whole)
-		}
+		o.add(m, mk, others)
 		return nil
 	})
 	return o
+}
+
+// add takes one member into o (scanObj's step).
+func (o *objInfo) add(m member, mk string, others bool) {
+	switch string(m.key) {
+	case "type":
+		o.typ = m.val
+	case "text":
+		o.text = m.val
+	case "role":
+		o.role = m.val
+	case "content":
+		o.content = m.val
+		return
+	case "output":
+		o.output = m.val
+		return
+	case mk:
+		o.marker = m.val
+	}
+	if others {
+		o.others = append(o.others, m.whole)
+	}
 }

@@ -144,7 +144,13 @@ func parse(shape groundhog.Shape, body []byte, hint func(*Prefix) *promptRec) (*
 	if s >= len(body) || body[s] != '{' {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "request body must be a JSON object")
 	}
-	e, err := skipValue(body, s, 0)
+	mk := []byte(`"` + markerKey(shape) + `"`)
+	var ix *index
+	if !fullPath {
+		ix = newIndex(mk)
+		defer ix.release()
+	}
+	e, err := ix.walk(body, s, 0)
 	if err == nil && skipWS(body, e) != len(body) {
 		err = syntaxErr(e, "trailing data")
 	}
@@ -152,13 +158,24 @@ func parse(shape groundhog.Shape, body []byte, hint func(*Prefix) *promptRec) (*
 		return nil, groundhog.WrapError(groundhog.EINVALID, "request body is not valid JSON", err)
 	}
 	p := &Prefix{Shape: shape, body: body, root: span{s, e}, fields: map[string]span{}}
-	members(body, p.root, func(m member) error {
+	bd := builder{p: p, mk: mk, ix: ix}
+	bd.members(p.root, func(m member) error {
 		p.fields[string(m.key)] = m.val
 		return nil
 	})
 	p.Model = str(body, p.fields["model"])
 	p.CacheKey = str(body, p.fields["prompt_cache_key"])
-	bd := builder{p: p, mk: []byte(`"` + markerKey(shape) + `"`)}
+	if ix != nil {
+		// Room for one segment per top-level element (tools, messages):
+		// the common case needs no growing.
+		n := 4
+		for _, k := range []string{"tools", "functions", "system", "messages", "input"} {
+			if ks, ok := ix.children(p.fields[k]); ok {
+				n += len(ks)
+			}
+		}
+		bd.segCap = n
+	}
 	if hint != nil && shape != groundhog.ShapeEmbeddings {
 		bd.hint = hint(p)
 	}
@@ -198,6 +215,51 @@ type builder struct {
 	vm      []volMatch
 	hint    *promptRec // the earlier prompt whose matching segments need no counting
 	d       *xxhash.Digest
+	ix      *index // the walk's record of the body (nil on the full path: walk again)
+	segCap  int    // the Segments capacity to start with
+	unesc   []byte // a decoded string being counted
+}
+
+// fullPath turns off the index and the fast token count: every look-up
+// walks the body again and every count is sim.CountTokens, as before they
+// existed. Tests set it to pin that both paths give the same prefix model.
+var fullPath = false
+
+func (bd *builder) members(v span, fn func(m member) error) error {
+	if bd.ix == nil {
+		return members(bd.p.body, v, fn)
+	}
+	return bd.ix.members(bd.p.body, v, fn)
+}
+
+func (bd *builder) elems(v span, fn func(i int, e span) error) error {
+	if bd.ix == nil {
+		return elems(bd.p.body, v, fn)
+	}
+	return bd.ix.elems(bd.p.body, v, fn)
+}
+
+func (bd *builder) field(v span, key string) span {
+	if bd.ix == nil {
+		return field(bd.p.body, v, key)
+	}
+	return bd.ix.field(bd.p.body, v, key)
+}
+
+func (bd *builder) scanObj(v span, others bool) objInfo {
+	mk := string(bd.mk[1 : len(bd.mk)-1])
+	if bd.ix == nil {
+		return scanObj(bd.p.body, v, mk, others)
+	}
+	return bd.ix.scanObj(bd.p.body, v, mk, others)
+}
+
+// markers counts the marker in v: bytes.Count of the marker pattern.
+func (bd *builder) markers(v span) int {
+	if bd.ix == nil {
+		return bytes.Count(bd.p.body[v.start:v.end], bd.mk)
+	}
+	return bd.ix.count(v)
 }
 
 // add fingerprints the value at seg.val (with head, the bytes of the
@@ -206,9 +268,9 @@ type builder struct {
 func (bd *builder) add(seg Segment, head []span, overhead int) {
 	b := bd.p.body
 	raw := b[seg.val.start:seg.val.end]
-	markers := bytes.Count(raw, bd.mk)
+	markers := bd.markers(seg.val)
 	if !seg.scanned && b[seg.val.start] == '{' {
-		o := scanObj(b, seg.val, string(bd.mk[1:len(bd.mk)-1]), false)
+		o := bd.scanObj(seg.val, false)
 		seg.text, seg.mark = o.text, o.marker
 	}
 	// Hash the message's other fields, then the block, without copying
@@ -219,7 +281,7 @@ func (bd *builder) add(seg Segment, head []span, overhead int) {
 	d := bd.d
 	d.Reset()
 	for _, h := range head {
-		if bytes.Contains(b[h.start:h.end], bd.mk) {
+		if bd.markers(h) > 0 {
 			bd.scratch = bd.strip(bd.scratch[:0], h)
 			d.Write(bd.scratch)
 		} else {
@@ -259,13 +321,16 @@ func (bd *builder) add(seg Segment, head []span, overhead int) {
 	if !isNull(b, seg.mark) {
 		seg.Marker = true
 		if b[seg.mark.start] == '{' {
-			seg.MarkerTTL = parseTTL(str(b, field(b, seg.mark, "ttl")))
+			seg.MarkerTTL = parseTTL(str(b, bd.field(seg.mark, "ttl")))
 		}
 		bd.p.TTL = max(bd.p.TTL, seg.MarkerTTL)
 	}
 	// Every marker counts against the limit, nested ones (inside a
 	// tool_result) too.
 	bd.p.Markers += markers
+	if bd.p.Segments == nil && bd.segCap > 0 {
+		bd.p.Segments = make([]Segment, 0, bd.segCap)
+	}
 	bd.p.Segments = append(bd.p.Segments, seg)
 }
 
@@ -348,7 +413,7 @@ func (bd *builder) tools(top string, markable bool) error {
 	if isNull(bd.p.body, v) {
 		return nil
 	}
-	return elems(bd.p.body, v, func(i int, e span) error {
+	return bd.elems(v, func(i int, e span) error {
 		s := seg(KindTool, top, i, e)
 		s.markable = markable && bd.p.body[e.start] == '{'
 		bd.add(s, nil, sim.MessageOverhead)
@@ -368,9 +433,9 @@ func (bd *builder) messages() error {
 			s := seg(KindInstructions, "system", -1, sys)
 			s.textTokens = true
 			bd.add(s, nil, sim.MessageOverhead)
-		} else if err := elems(b, sys, func(i int, e span) error {
+		} else if err := bd.elems(sys, func(i int, e span) error {
 			s := seg(KindInstructions, "system", i, e)
-			s.markable = b[e.start] == '{' && str(b, field(b, e, "text")) != ""
+			s.markable = b[e.start] == '{' && str(b, bd.field(e, "text")) != ""
 			oh := 0
 			if i == 0 {
 				oh = sim.MessageOverhead
@@ -392,19 +457,18 @@ func (bd *builder) messages() error {
 	if cc := p.fields["cache_control"]; !isNull(b, cc) {
 		p.AutoMarker = true
 		p.Markers++
-		p.TTL = max(p.TTL, parseTTL(str(b, field(b, cc, "ttl"))))
+		p.TTL = max(p.TTL, parseTTL(str(b, bd.field(cc, "ttl"))))
 	}
 	msgs := p.fields["messages"]
 	if isNull(b, msgs) {
 		return nil
 	}
-	mk := string(bd.mk[1 : len(bd.mk)-1])
 	var blocks []span
-	return elems(b, msgs, func(i int, m span) error {
+	return bd.elems(msgs, func(i int, m span) error {
 		if b[m.start] != '{' {
 			return syntaxErr(m.start, "a message must be an object")
 		}
-		mo := scanObj(b, m, mk, true)
+		mo := bd.scanObj(m, true)
 		content := mo.content
 		userTurn := str(b, mo.role) == "user"
 		if !content.ok() || b[content.start] != '[' {
@@ -415,13 +479,13 @@ func (bd *builder) messages() error {
 		}
 		head := mo.others
 		blocks = blocks[:0]
-		elems(b, content, func(_ int, e span) error { blocks = append(blocks, e); return nil })
+		bd.elems(content, func(_ int, e span) error { blocks = append(blocks, e); return nil })
 		for j, e := range blocks {
 			s := seg(KindMessage, "messages", i, e)
 			s.sub, s.j, s.Message = "content", j, i
 			typ := ""
 			if b[e.start] == '{' {
-				o := scanObj(b, e, mk, false)
+				o := bd.scanObj(e, false)
 				typ = str(b, o.typ)
 				s.text, s.mark, s.scanned = o.text, o.marker, true
 			}
@@ -467,11 +531,11 @@ func (bd *builder) chat() error {
 		return nil
 	}
 	lead := true
-	return elems(b, msgs, func(i int, m span) error {
+	return bd.elems(msgs, func(i int, m span) error {
 		if b[m.start] != '{' {
 			return syntaxErr(m.start, "a message must be an object")
 		}
-		role := str(b, field(b, m, "role"))
+		role := str(b, bd.field(m, "role"))
 		lead = lead && (role == "system" || role == "developer")
 		kind := KindMessage
 		if lead {
@@ -486,7 +550,7 @@ func (bd *builder) chat() error {
 // other fields mixed into the first).
 func (bd *builder) openAIMessage(kind Kind, top string, i int, m span, userTurn bool) error {
 	b := bd.p.body
-	content := field(b, m, "content")
+	content := bd.field(m, "content")
 	if !content.ok() || b[content.start] != '[' {
 		s := seg(kind, top, i, m)
 		s.Message, s.turnEnd = i, userTurn
@@ -497,7 +561,7 @@ func (bd *builder) openAIMessage(kind Kind, top string, i int, m span, userTurn 
 		return nil
 	}
 	var head []span
-	members(b, m, func(mb member) error {
+	bd.members(m, func(mb member) error {
 		if string(mb.key) != "content" {
 			head = append(head, mb.whole)
 		}
@@ -512,7 +576,7 @@ func (bd *builder) openAIMessage(kind Kind, top string, i int, m span, userTurn 
 func (bd *builder) parts(kind Kind, top string, i int, sub string, v span, head []span, userTurn bool) {
 	b := bd.p.body
 	var ps []span
-	elems(b, v, func(_ int, e span) error { ps = append(ps, e); return nil })
+	bd.elems(v, func(_ int, e span) error { ps = append(ps, e); return nil })
 	if len(ps) == 0 {
 		s := seg(kind, top, i, v)
 		s.Message = i
@@ -527,7 +591,7 @@ func (bd *builder) parts(kind Kind, top string, i int, sub string, v span, head 
 		}
 		typ := ""
 		if b[e.start] == '{' {
-			typ = str(b, field(b, e, "type"))
+			typ = str(b, bd.field(e, "type"))
 		}
 		switch typ {
 		case "image_url", "input_image", "input_file", "file":
@@ -549,8 +613,8 @@ func (bd *builder) parts(kind Kind, top string, i int, sub string, v span, head 
 func (bd *builder) responses() error {
 	b, p := bd.p.body, bd.p
 	if opts := p.fields["prompt_cache_options"]; !isNull(b, opts) {
-		p.Explicit = str(b, field(b, opts, "mode")) == "explicit"
-		p.TTL = max(p.TTL, parseTTL(str(b, field(b, opts, "ttl"))))
+		p.Explicit = str(b, bd.field(opts, "mode")) == "explicit"
+		p.TTL = max(p.TTL, parseTTL(str(b, bd.field(opts, "ttl"))))
 	}
 	if r := str(b, p.fields["prompt_cache_retention"]); r != "" && r != "in_memory" && r != "in-memory" {
 		p.TTL = max(p.TTL, parseTTL(r))
@@ -574,12 +638,12 @@ func (bd *builder) responses() error {
 		return nil
 	}
 	lead := true
-	return elems(b, in, func(i int, it span) error {
+	return bd.elems(in, func(i int, it span) error {
 		if b[it.start] != '{' {
 			return syntaxErr(it.start, "an input item must be an object")
 		}
-		typ := str(b, field(b, it, "type"))
-		role := str(b, field(b, it, "role"))
+		typ := str(b, bd.field(it, "type"))
+		role := str(b, bd.field(it, "role"))
 		lead = lead && (role == "system" || role == "developer")
 		switch {
 		case typ == "additional_tools":
@@ -587,10 +651,10 @@ func (bd *builder) responses() error {
 			s.Message = i
 			bd.add(s, nil, sim.MessageOverhead)
 		case typ == "function_call_output":
-			out := field(b, it, "output")
+			out := bd.field(it, "output")
 			if out.ok() && b[out.start] == '[' {
 				var head []span
-				members(b, it, func(mb member) error {
+				bd.members(it, func(mb member) error {
 					if string(mb.key) != "output" {
 						head = append(head, mb.whole)
 					}
@@ -631,6 +695,17 @@ func view(b []byte) string {
 // its text when it is text, else of its JSON.
 func (bd *builder) count(seg *Segment, data []byte) int {
 	b := bd.p.body
+	if !fullPath {
+		switch {
+		case seg.Kind == KindParams:
+			return 0
+		case seg.textTokens:
+			return bd.countString(seg.val)
+		case seg.text.ok() && b[seg.text.start] == '"':
+			return bd.countString(seg.text)
+		}
+		return countTokens(data)
+	}
 	switch {
 	case seg.Kind == KindParams:
 		return 0

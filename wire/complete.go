@@ -42,29 +42,24 @@ func chatComplete(events []groundhog.Event) bool {
 	}
 	finished := map[int64]bool{}
 	sawFinish := false
+	var choices []chatChoice
 	for _, ev := range events[:n-1] {
 		if ev.Name == "error" {
 			return false
 		}
-		var c struct {
-			Error   json.RawMessage `json:"error"`
-			Choices []struct {
-				Index        *int64  `json:"index"`
-				FinishReason *string `json:"finish_reason"`
-			} `json:"choices"`
-		}
-		if unmarshalObject(ev.Data, &c) != nil || (c.Error != nil && !isNull(c.Error)) {
+		var ok bool
+		if choices, ok = chatChunk(ev.Data, choices[:0]); !ok {
 			return false // includes a "[DONE]" before the end
 		}
-		for _, ch := range c.Choices {
-			if ch.Index == nil {
+		for _, ch := range choices {
+			if !ch.hasIndex {
 				return false
 			}
-			if ch.FinishReason != nil {
-				finished[*ch.Index] = true
+			if ch.finished {
+				finished[ch.index] = true
 				sawFinish = true
-			} else if !finished[*ch.Index] {
-				finished[*ch.Index] = false
+			} else if !finished[ch.index] {
+				finished[ch.index] = false
 			}
 		}
 	}

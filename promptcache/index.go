@@ -1,0 +1,193 @@
+package promptcache
+
+import (
+	"bytes"
+	"sync"
+)
+
+// index is what the one validating walk over a request body (parse) keeps
+// so that the prefix model never walks the body again: the members and
+// elements of every container down to indexDepth (the body, its top-level
+// arrays, messages or input items, their content/output arrays and the
+// blocks or parts in them), and where the shape's cache marker occurs.
+//
+// Before it, the prefix model walked each message about six times (the
+// validating skip, the top-level members, the messages array, a field
+// look-up for the role, another for the content, the block's members) and
+// searched every segment and message head for the marker. The answers are
+// the same by construction: the walk is skipValue's, recording what
+// members/elems would find, and a marker occurrence is found where
+// bytes.Count would find it (see marks).
+type index struct {
+	// nodes maps a recorded container's start offset to its children:
+	// kids[n.from:n.to].
+	nodes map[int]ixNode
+	kids  []ixKid
+	// stack holds the children of the containers being walked, one level
+	// per depth (reused across containers of the same depth).
+	stack [indexDepth + 1][]ixKid
+	// mk is the marker pattern (`"cache_control"`); marks are the offsets
+	// at which it starts, in increasing order.
+	mk    []byte
+	marks []int
+}
+
+// indexDepth is the deepest container depth recorded: 0 the body, 1 its
+// top-level arrays (tools, system, messages, input), 2 a tool, message or
+// input item, 3 its content or output array, 4 a content block or part.
+const indexDepth = 4
+
+type ixNode struct{ from, to int32 }
+
+// ixKid is one child: an object member (key: the key's span including its
+// quotes) or an array element (key zero).
+type ixKid struct{ key, val span }
+
+// newIndex returns an empty index from the pool; release gives it back
+// (parse does, before returning: nothing keeps an index).
+func newIndex(mk []byte) *index {
+	ix, _ := indexPool.Get().(*index)
+	if ix == nil {
+		ix = &index{nodes: make(map[int]ixNode, 64)}
+	}
+	ix.mk = mk
+	return ix
+}
+
+var indexPool sync.Pool
+
+func (ix *index) release() {
+	if ix == nil || len(ix.kids) > 1<<20 {
+		return // a huge body's index is left to the GC
+	}
+	clear(ix.nodes)
+	ix.kids, ix.marks, ix.mk = ix.kids[:0], ix.marks[:0], nil
+	for d := range ix.stack {
+		ix.stack[d] = ix.stack[d][:0]
+	}
+	indexPool.Put(ix)
+}
+
+// walk is skipValue recording into ix (nil: not recording).
+func (ix *index) walk(b []byte, i, depth int) (int, error) {
+	return walkValue(b, i, depth, ix)
+}
+
+// close records the children of a container at depth d that starts at
+// start; kids were gathered on the stack of depth d.
+func (ix *index) close(d, start int) {
+	k := ix.stack[d]
+	from := len(ix.kids)
+	ix.kids = append(ix.kids, k...)
+	ix.nodes[start] = ixNode{int32(from), int32(len(ix.kids))}
+	ix.stack[d] = k[:0]
+}
+
+// str notes a string token b[s:e] (quotes included): the marker pattern
+// can only end at a string's closing quote (it ends in an unescaped quote
+// that follows a letter, and outside strings a quote only opens one), and
+// it starts at the opening quote or at an escaped quote inside it, so each
+// string holds at most one occurrence, as its last len(mk) bytes.
+func (ix *index) str(b []byte, s, e int) {
+	if n := len(ix.mk); e-s >= n && b[e-1] == '"' && bytes.Equal(b[e-n:e], ix.mk) {
+		ix.marks = append(ix.marks, e-n)
+	}
+}
+
+// children returns the recorded children of the container at v.
+func (ix *index) children(v span) ([]ixKid, bool) {
+	if ix == nil || !v.ok() {
+		return nil, false
+	}
+	n, ok := ix.nodes[v.start]
+	if !ok {
+		return nil, false
+	}
+	return ix.kids[n.from:n.to], true
+}
+
+// count returns how many times the marker occurs within v (bytes.Count of
+// the marker over the span's bytes).
+func (ix *index) count(v span) int {
+	lo := lowerBound(ix.marks, v.start)
+	n := 0
+	for k := lo; k < len(ix.marks) && ix.marks[k]+len(ix.mk) <= v.end; k++ {
+		n++
+	}
+	return n
+}
+
+func lowerBound(xs []int, x int) int {
+	lo, hi := 0, len(xs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if xs[m] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// members is the package's members over the index when v was recorded.
+func (ix *index) members(b []byte, v span, fn func(m member) error) error {
+	ks, ok := ix.children(v)
+	if !ok || b[v.start] != '{' {
+		return members(b, v, fn)
+	}
+	for _, k := range ks {
+		if err := fn(member{key: b[k.key.start+1 : k.key.end-1], whole: span{k.key.start, k.val.end}, val: k.val}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// elems is the package's elems over the index when v was recorded.
+func (ix *index) elems(b []byte, v span, fn func(i int, e span) error) error {
+	ks, ok := ix.children(v)
+	if !ok || b[v.start] != '[' {
+		return elems(b, v, fn)
+	}
+	for i, k := range ks {
+		if err := fn(i, k.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// field is the package's field over the index (the last member named key).
+func (ix *index) field(b []byte, v span, key string) span {
+	var out span
+	if !v.ok() || b[v.start] != '{' {
+		return out
+	}
+	ks, ok := ix.children(v)
+	if !ok {
+		return field(b, v, key)
+	}
+	for _, k := range ks {
+		if k.key.end-k.key.start-2 == len(key) && string(b[k.key.start+1:k.key.end-1]) == key {
+			out = k.val
+		}
+	}
+	return out
+}
+
+// scanObj is the package's scanObj over the index.
+func (ix *index) scanObj(b []byte, v span, mk string, others bool) objInfo {
+	var o objInfo
+	if !v.ok() || b[v.start] != '{' {
+		return o
+	}
+	if _, ok := ix.children(v); !ok {
+		return scanObj(b, v, mk, others)
+	}
+	ix.members(b, v, func(m member) error {
+		o.add(m, mk, others)
+		return nil
+	})
+	return o
+}
