@@ -196,10 +196,36 @@ type request struct {
 	path   string
 	body   []byte
 	header func(i int64) http.Header
+	// unique makes every request a body never sent before (a "safety_identifier" field
+	// with the request's number, first member): what a miss is in real
+	// traffic. The gateway's fingerprint memo (fingerprint.Memo) answers
+	// a body sent again, so a repeated body would measure a retry, not a
+	// miss. Every server of a miss scenario gets the same bodies.
+	unique bool
+}
+
+// uniqueSeq numbers unique bodies across the whole run (rounds and
+// scenarios), so no body is ever sent twice.
+var uniqueSeq atomic.Int64
+
+// uniqueBody returns body (a JSON object) with "safety_identifier":"bench-<i>" as its
+// first member.
+func uniqueBody(body []byte, i int64) []byte {
+	b := make([]byte, 0, len(body)+40)
+	b = fmt.Appendf(b, `{"safety_identifier":"bench-%d"`, i)
+	rest := bytes.TrimLeft(body[1:], " \t\r\n")
+	if len(rest) > 0 && rest[0] != '}' {
+		b = append(b, ',')
+	}
+	return append(b, rest...)
 }
 
 func (req request) do(ctx context.Context, client *http.Client, url string, i int64) (*http.Response, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url+req.path, bytes.NewReader(req.body))
+	body := req.body
+	if req.unique {
+		body = uniqueBody(body, uniqueSeq.Add(1))
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url+req.path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -493,12 +519,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		for _, sc := range []scenario{
 			{name: "floor", target: floor, req: request{path: path, body: b}},
-			{name: "direct-sim", target: simSrv, req: request{path: path, body: b}},
-			{name: "proxy-miss", target: proxy, req: request{path: path, body: b}},
-			{name: "gateway-miss", target: gw, req: request{path: path, body: b}},
+			{name: "direct-sim", target: simSrv, req: request{path: path, body: b, unique: true}},
+			{name: "proxy-miss", target: proxy, req: request{path: path, body: b, unique: true}},
+			{name: "gateway-miss", target: gw, req: request{path: path, body: b, unique: true}},
 			{name: "gateway-hit", target: gw, req: hit},
 			{name: "gateway-hit-no-ledger", target: gwNL, req: hit},
-			{name: "gateway-idempotent-new-keys", target: gw, req: request{path: path, body: b, header: func(int64) http.Header {
+			{name: "gateway-idempotent-new-keys", target: gw, req: request{path: path, body: b, unique: true, header: func(int64) http.Header {
 				// A counter of the whole run: keys stay new across rounds.
 				return http.Header{"Idempotency-Key": {fmt.Sprintf("bench-%d-%s-%d", run0, info.Label, keySeq.Add(1))}}
 			}}},

@@ -119,7 +119,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 		return nil, err
 	}
 	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
-	c.fp, err = fingerprint.Compute(params, body)
+	c.fp, err = s.fpMemo.Compute(params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 		c.op = s.cfg.OperationFor(c.route, c.fp.Model)
 		if v := s.cfg.Operations[c.op].Versions; v != "" {
 			params.Versions = versionsFor(v, shape, r.Header)
-			if c.fp, err = fingerprint.Compute(params, body); err != nil {
+			if c.fp, err = s.fpMemo.Compute(params, body); err != nil {
 				return nil, err
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/fanout"
+	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/promptcache"
 )
@@ -97,6 +98,10 @@ type Options struct {
 	// Extra registers more routes (report, dashboard, operations, metrics)
 	// on the server's mux; called once by New.
 	Extra func(mux *http.ServeMux, auth func(*http.Request) (string, error))
+	// FingerprintMemoBytes bounds the fingerprints remembered for large
+	// bodies sent again (fingerprint.Memo): 0 is
+	// fingerprint.DefaultMemoBytes, negative turns the memo off.
+	FingerprintMemoBytes int64
 }
 
 // Server is the gateway. Create it with New; it is an http.Handler.
@@ -108,10 +113,11 @@ type Server struct {
 	mux    *http.ServeMux
 	client *http.Client
 
-	flights  coalesce.Group   // identical cacheable calls in flight
-	tracker  coalesce.Tracker // every call in flight, for the ledger's in-flight flag
-	inflight atomic.Int64     // provider-route handlers running
-	working  atomic.Int64     // upstream flights running (they may outlive their handlers)
+	fpMemo   *fingerprint.Memo // fingerprints of large bodies sent again
+	flights  coalesce.Group    // identical cacheable calls in flight
+	tracker  coalesce.Tracker  // every call in flight, for the ledger's in-flight flag
+	inflight atomic.Int64      // provider-route handlers running
+	working  atomic.Int64      // upstream flights running (they may outlive their handlers)
 
 	pc *promptcache.Stage // provider prompt-cache stage (gateway/promptcache.go)
 
@@ -161,6 +167,7 @@ func New(o Options) *Server {
 		}},
 		keyCache: map[string]keyCacheEntry{},
 		stagesOn: wantsStages(o.Ledger),
+		fpMemo:   fingerprint.NewMemo(o.FingerprintMemoBytes, 0),
 	}
 	s.pc = newPromptCacheStage(o)
 	s.routes()

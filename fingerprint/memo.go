@@ -1,0 +1,129 @@
+package fingerprint
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync/atomic"
+
+	"github.com/maypok86/otter/v2"
+)
+
+// Memo remembers the fingerprints of large bodies seen recently, so that a
+// body sent again — the retry or the repeat that a cache hit answers — is
+// not canonicalized again. Memo.Compute always returns what Compute would:
+// a remembered result is used only when the Params are equal and the body
+// is equal byte for byte to the remembered copy (a 64-bit hash only finds
+// the candidate; it never decides), and errors are never remembered.
+//
+// Why: at 200 KB the canonical scan costs about 2.7 times SHA-256 over the
+// same bytes, while finding and comparing a remembered body costs a fast
+// non-cryptographic hash and a memory comparison — a small fraction of it.
+// The request hash itself (SHA-256 of the canonical form, DESIGN.md) is
+// unchanged: a memo hit returns the hash computed when the body was first
+// seen.
+//
+// A body is copied into the memo the second time it is seen (the first
+// time only its 64-bit key is noted), so bodies sent once cost the memo a
+// hash, not a copy.
+//
+// A nil *Memo computes every time. A Memo is safe for concurrent use.
+type Memo struct {
+	seed  maphash.Seed
+	min   int
+	cache *otter.Cache[uint64, *memoEntry]
+
+	hits, misses atomic.Uint64
+}
+
+type memoEntry struct {
+	p    Params
+	body []byte // a private copy: callers reuse their buffers
+	res  Result
+}
+
+// Default sizes of a Memo made by NewMemo with zero arguments.
+const (
+	DefaultMemoBytes   = 32 << 20 // memory for remembered bodies
+	DefaultMemoMinBody = 16 << 10 // smaller bodies are cheap to fingerprint: never remembered
+)
+
+// NewMemo returns a Memo holding at most maxBytes of remembered bodies
+// (least recently used first out), remembering only bodies of at least
+// minBody bytes; zero picks the defaults. A negative maxBytes returns nil
+// (no memo).
+func NewMemo(maxBytes int64, minBody int) *Memo {
+	if maxBytes < 0 {
+		return nil
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultMemoBytes
+	}
+	if minBody <= 0 {
+		minBody = DefaultMemoMinBody
+	}
+	return &Memo{
+		seed: maphash.MakeSeed(),
+		min:  minBody,
+		cache: otter.Must(&otter.Options[uint64, *memoEntry]{
+			MaximumWeight: uint64(maxBytes),
+			Weigher: func(_ uint64, e *memoEntry) uint32 {
+				n := len(e.body) + len(e.p.Tenant) + len(e.p.Versions) + len(e.res.Hash) + len(e.res.Model) + 128
+				return uint32(min(n, 1<<31))
+			},
+		}),
+	}
+}
+
+// Compute returns Compute(p, body), from memory when p and body were
+// fingerprinted before and are still remembered.
+func (m *Memo) Compute(p Params, body []byte) (Result, error) {
+	if m == nil || len(body) < m.min {
+		return Compute(p, body)
+	}
+	k := m.key(p, body)
+	e, seen := m.cache.GetIfPresent(k)
+	if seen && e.body != nil && e.p == p && bytes.Equal(e.body, body) {
+		m.hits.Add(1)
+		return e.res, nil
+	}
+	m.misses.Add(1)
+	res, err := Compute(p, body)
+	if err != nil {
+		return res, err
+	}
+	if !seen {
+		// First sight: only the key is kept. Most bodies are never sent
+		// again (each turn of a conversation is a new body), and copying
+		// every one would cost the miss path an allocation of its size;
+		// the second sight keeps the copy that later ones are answered by.
+		m.cache.Set(k, &memoEntry{})
+		return res, nil
+	}
+	m.cache.Set(k, &memoEntry{p: p, body: bytes.Clone(body), res: res})
+	return res, nil
+}
+
+func (m *Memo) key(p Params, body []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	h.WriteString(string(p.Shape))
+	h.WriteByte(0)
+	h.WriteString(p.Tenant)
+	h.WriteByte(0)
+	h.WriteString(p.Versions)
+	h.WriteByte(0)
+	h.Write(body)
+	return h.Sum64()
+}
+
+// MemoStats are a Memo's counters: look-ups of bodies large enough to be
+// remembered that were answered from memory, and those that were computed.
+type MemoStats struct{ Hits, Misses uint64 }
+
+// Stats returns the counters (zero for a nil Memo).
+func (m *Memo) Stats() MemoStats {
+	if m == nil {
+		return MemoStats{}
+	}
+	return MemoStats{Hits: m.hits.Load(), Misses: m.misses.Load()}
+}

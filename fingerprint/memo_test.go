@@ -1,0 +1,143 @@
+package fingerprint_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/fingerprint"
+	"github.com/groundhog-ai/groundhog/internal/benchbody"
+)
+
+// A memo answers exactly what Compute answers: for the body it remembers,
+// for the same body under other params, for a body differing by one byte,
+// for invalid bodies (never remembered), and after the caller reuses the
+// buffer it passed in (the memo keeps its own copy).
+func TestMemoEqualsCompute(t *testing.T) {
+	m := fingerprint.NewMemo(0, 1024)
+	body := benchbody.Chat(64<<10, benchbody.Options{})
+	p := fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: "t1", Versions: "v=1"}
+	check := func(name string, p fingerprint.Params, b []byte) {
+		t.Helper()
+		want, werr := fingerprint.Compute(p, b)
+		got, gerr := m.Compute(p, b)
+		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Errorf("%s: memo %+v %v, Compute %+v %v", name, got, gerr, want, werr)
+		}
+	}
+	check("first sight", p, body)
+	check("second sight", p, body)
+	check("third sight", p, body)
+	if s := m.Stats(); s.Hits != 1 || s.Misses != 2 {
+		t.Fatalf("stats after three sights = %+v, want 1 hit (the third) and 2 misses", s)
+	}
+	for _, q := range []fingerprint.Params{
+		{Shape: groundhog.ShapeChat, Tenant: "t2", Versions: "v=1"},
+		{Shape: groundhog.ShapeChat, Tenant: "t1", Versions: "v=2"},
+		{Shape: groundhog.ShapeChat, Tenant: "t1"},
+		{Shape: groundhog.ShapeResponses, Tenant: "t1", Versions: "v=1"},
+	} {
+		check(fmt.Sprintf("params %+v", q), q, body)
+	}
+	// One byte changed inside a string: another request.
+	other := append([]byte(nil), body...)
+	i := len(other) / 2
+	for other[i] < 'a' || other[i] > 'y' {
+		i++
+	}
+	other[i]++
+	check("one byte changed", p, other)
+	// The caller's buffer reused for another body after the call.
+	buf := append([]byte(nil), body...)
+	check("buffer before reuse", p, buf)
+	copy(buf, other)
+	check("buffer after reuse", p, buf)
+	check("original still", p, body)
+	// Invalid bodies: the same error every time, never remembered.
+	bad := append(append([]byte(nil), body[:len(body)-1]...), ',')
+	check("invalid", p, bad)
+	check("invalid again", p, bad)
+	// Small bodies bypass the memo.
+	small := []byte(`{"model":"m","messages":[]}`)
+	before := m.Stats()
+	check("small", p, small)
+	if m.Stats() != before {
+		t.Errorf("a small body went through the memo")
+	}
+}
+
+func TestMemoNilAndDisabled(t *testing.T) {
+	body := benchbody.Chat(32<<10, benchbody.Options{})
+	p := fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: "t"}
+	want, _ := fingerprint.Compute(p, body)
+	for _, m := range []*fingerprint.Memo{nil, fingerprint.NewMemo(-1, 0)} {
+		if got, err := m.Compute(p, body); err != nil || got != want {
+			t.Errorf("memo %v: %+v %v, want %+v", m, got, err, want)
+		}
+	}
+}
+
+// Bounded: bodies beyond the budget push older ones out, and whatever is
+// remembered or not, the answers stay Compute's. Concurrent callers (run
+// with -race) sharing bodies.
+func TestMemoBoundedAndConcurrent(t *testing.T) {
+	m := fingerprint.NewMemo(256<<10, 1024) // room for about three 64 KB bodies
+	p := fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: "t"}
+	bodies := make([][]byte, 12)
+	want := make([]fingerprint.Result, len(bodies))
+	for i := range bodies {
+		bodies[i] = benchbody.Chat(64<<10, benchbody.Options{Model: fmt.Sprintf("model-%d", i)})
+		want[i], _ = fingerprint.Compute(p, bodies[i])
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range 60 {
+				i := (g + n) % len(bodies)
+				if got, err := m.Compute(p, bodies[i]); err != nil || got != want[i] {
+					t.Errorf("body %d: %+v %v, want %+v", i, got, err, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if s := m.Stats(); s.Hits+s.Misses != 8*60 {
+		t.Errorf("stats %+v, want %d look-ups", s, 8*60)
+	}
+}
+
+// BenchmarkMemo compares fingerprinting a 200 KB body seen before through
+// the memo with computing it (the hit path's repeat), and the cost the
+// memo adds to a body seen for the first time.
+func BenchmarkMemo(b *testing.B) {
+	body := benchbody.Chat(200<<10, benchbody.Options{})
+	p := fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: "t"}
+	b.Run("compute", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			_, _ = fingerprint.Compute(p, body)
+		}
+	})
+	b.Run("memo-repeat", func(b *testing.B) {
+		m := fingerprint.NewMemo(0, 0)
+		_, _ = m.Compute(p, body)
+		_, _ = m.Compute(p, body)
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			_, _ = m.Compute(p, body)
+		}
+	})
+	b.Run("memo-first-sight", func(b *testing.B) {
+		m := fingerprint.NewMemo(0, 0)
+		b.SetBytes(int64(len(body)))
+		v := 0
+		for b.Loop() {
+			v++
+			_, _ = m.Compute(fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: fmt.Sprint(v)}, body)
+		}
+	})
+}
