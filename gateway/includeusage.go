@@ -1,6 +1,10 @@
 package gateway
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/groundhog-ai/groundhog/wire"
+)
 
 // setIncludeUsage is withIncludeUsage without decoding and re-encoding the
 // whole body: it copies the client's bytes and writes
@@ -18,7 +22,7 @@ import "bytes"
 func setIncludeUsage(body []byte) []byte {
 	b := body
 	end := len(bytes.TrimRight(b, " \t\r\n"))
-	i := skipJSONSpace(b, 0)
+	i := wire.SkipSpace(b, 0)
 	if i >= end || b[i] != '{' || b[end-1] != '}' {
 		return withIncludeUsage(body)
 	}
@@ -52,7 +56,7 @@ func setIncludeUsage(body []byte) []byte {
 		}
 		open := so.val.start + 1
 		sep := ","
-		if k := skipJSONSpace(b, open); b[k] == '}' {
+		if k := wire.SkipSpace(b, open); b[k] == '}' {
 			sep = ""
 		}
 		return splice(b, open, open, `"include_usage":true`+sep)
@@ -102,92 +106,30 @@ type jsonMember struct{ key, val jsonSpan }
 // does not); a zero val means name is absent.
 func topMember(b []byte, open, end int, name string) (m jsonMember, ok bool) {
 	seen := make(map[string]bool, 16)
-	i := skipJSONSpace(b, open+1)
+	i := wire.SkipSpace(b, open+1)
 	for i < end-1 && b[i] == '"' {
-		ke := jsonStringEnd(b, i)
+		ke := wire.StringEnd(b, i)
 		key := b[i+1 : ke-1]
 		if bytes.IndexByte(key, '\\') >= 0 || seen[string(key)] {
 			return m, false
 		}
 		seen[string(key)] = true
-		i = skipJSONSpace(b, ke)
+		i = wire.SkipSpace(b, ke)
 		if i >= end || b[i] != ':' {
 			return m, false
 		}
-		i = skipJSONSpace(b, i+1)
-		ve := jsonValueEnd(b, i)
+		i = wire.SkipSpace(b, i+1)
+		ve := wire.ValueEnd(b, i)
 		if ve <= i {
 			return m, false
 		}
 		if string(key) == name {
 			m = jsonMember{key: jsonSpan{i, ke}, val: jsonSpan{i, ve}}
 		}
-		i = skipJSONSpace(b, ve)
+		i = wire.SkipSpace(b, ve)
 		if i < end && b[i] == ',' {
-			i = skipJSONSpace(b, i+1)
+			i = wire.SkipSpace(b, i+1)
 		}
 	}
 	return m, true
-}
-
-func skipJSONSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// jsonStringEnd returns the offset past the string at b[i] == '"' of valid
-// JSON.
-func jsonStringEnd(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return len(b)
-		}
-		j += k
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// jsonValueEnd returns the offset past the value at b[i] of valid JSON.
-func jsonValueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return jsonStringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); {
-			switch b[j] {
-			case '"':
-				j = jsonStringEnd(b, j)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-			j++
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
-		j++
-	}
-	return j
 }

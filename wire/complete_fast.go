@@ -153,22 +153,22 @@ func chatChunkFast(data []byte, dst []chatChoice) (out []chatChoice, ok, fast bo
 // the valid JSON object b; it returns false when a key has an escape or a
 // non-ASCII byte, or when fn does.
 func validMembers(b []byte, fn func(key, val []byte) bool) bool {
-	i := skipSpace(b, 1)
+	i := SkipSpace(b, 1)
 	for i < len(b) && b[i] == '"' {
-		ke := validStringEnd(b, i)
+		ke := StringEnd(b, i)
 		key := b[i+1 : ke-1]
 		if bytes.IndexByte(key, '\\') >= 0 || !ascii(key) {
 			return false
 		}
-		i = skipSpace(b, ke)
-		i = skipSpace(b, i+1) // ':'
-		ve := validValueEnd(b, i)
+		i = SkipSpace(b, ke)
+		i = SkipSpace(b, i+1) // ':'
+		ve := ValueEnd(b, i)
 		if !fn(key, b[i:ve]) {
 			return false
 		}
-		i = skipSpace(b, ve)
+		i = SkipSpace(b, ve)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		}
 	}
 	return true
@@ -177,15 +177,15 @@ func validMembers(b []byte, fn func(key, val []byte) bool) bool {
 // validElements calls fn with each element of the valid JSON array b until fn
 // returns false.
 func validElements(b []byte, fn func(e []byte) bool) {
-	i := skipSpace(b, 1)
+	i := SkipSpace(b, 1)
 	for i < len(b) && b[i] != ']' {
-		ve := validValueEnd(b, i)
+		ve := ValueEnd(b, i)
 		if !fn(b[i:ve]) {
 			return
 		}
-		i = skipSpace(b, ve)
+		i = SkipSpace(b, ve)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		}
 	}
 }

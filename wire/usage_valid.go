@@ -25,25 +25,25 @@ func UsageFromValidBody(shape groundhog.Shape, body []byte) (model string, u gro
 		return UsageFromBody(shape, body)
 	}
 	var rawModel, rawUsage []byte
-	i := skipSpace(b, 1)
+	i := SkipSpace(b, 1)
 	for i < len(b) && b[i] == '"' {
-		ke := validStringEnd(b, i)
+		ke := StringEnd(b, i)
 		key := b[i+1 : ke-1]
 		if bytes.IndexByte(key, '\\') >= 0 || !ascii(key) {
 			return UsageFromBody(shape, body)
 		}
-		i = skipSpace(b, ke)
-		i = skipSpace(b, i+1) // ':'
-		ve := validValueEnd(b, i)
+		i = SkipSpace(b, ke)
+		i = SkipSpace(b, i+1) // ':'
+		ve := ValueEnd(b, i)
 		switch {
 		case asciiFoldEqual(key, "model"):
 			rawModel = b[i:ve]
 		case asciiFoldEqual(key, "usage"):
 			rawUsage = b[i:ve]
 		}
-		i = skipSpace(b, ve)
+		i = SkipSpace(b, ve)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		}
 	}
 	model, _ = rawString(json.RawMessage(rawModel))
@@ -52,13 +52,6 @@ func UsageFromValidBody(shape groundhog.Shape, body []byte) (model string, u gro
 		return model, groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
 	}
 	return model, u, nil
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
 }
 
 func ascii(b []byte) bool {
@@ -86,60 +79,4 @@ func asciiFoldEqual(key []byte, name string) bool {
 		}
 	}
 	return true
-}
-
-// validStringEnd returns the offset past the string at b[i] == '"' of a
-// valid JSON text.
-func validStringEnd(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return len(b)
-		}
-		j += k
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// validValueEnd returns the offset past the value at b[i] of a valid JSON
-// text.
-func validValueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return validStringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); {
-			switch b[j] {
-			case '"':
-				j = validStringEnd(b, j)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-			j++
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
-		j++
-	}
-	return j
 }
