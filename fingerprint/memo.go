@@ -44,7 +44,7 @@ type memoEntry struct {
 // Default sizes of a Memo made by NewMemo with zero arguments.
 const (
 	DefaultMemoBytes   = 32 << 20 // memory for remembered bodies
-	DefaultMemoMinBody = 1 << 10 // smaller bodies are cheap to fingerprint: never remembered
+	DefaultMemoMinBody = 1 << 10  // smaller bodies are cheap to fingerprint: never remembered
 )
 
 // NewMemo returns a Memo holding at most maxBytes of remembered bodies
