@@ -10,6 +10,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -208,8 +209,8 @@ type request struct {
 // scenarios), so no body is ever sent twice.
 var uniqueSeq atomic.Int64
 
-// uniqueBody returns body (a JSON object) with "safety_identifier":"bench-<i>" as its
-// first member.
+// uniqueBody returns body (a JSON object starting with '{', see body) with
+// "safety_identifier":"bench-<i>" as its first member.
 func uniqueBody(body []byte, i int64) []byte {
 	b := make([]byte, 0, len(body)+40)
 	b = fmt.Appendf(b, `{"safety_identifier":"bench-%d"`, i)
@@ -353,6 +354,16 @@ func body(spec string, stream bool) ([]byte, BodyInfo, error) {
 		var err error
 		if b, err = os.ReadFile(spec); err != nil {
 			return nil, info, err
+		}
+		// The miss scenarios write a "safety_identifier" first member into
+		// the object (uniqueBody).
+		b = bytes.TrimSpace(b)
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(b, &top); err != nil || len(b) == 0 || b[0] != '{' {
+			return nil, info, fmt.Errorf("--body %s: not a JSON object (a chat request is required)", spec)
+		}
+		if _, ok := top["safety_identifier"]; ok {
+			return nil, info, fmt.Errorf("--body %s: remove its top-level \"safety_identifier\": the miss scenarios set it to make every body new", spec)
 		}
 		info.Kind, info.Label = "file", filepath.Base(spec)
 	}

@@ -8,7 +8,8 @@ import (
 	"github.com/maypok86/otter/v2"
 )
 
-// Memo remembers the fingerprints of large bodies seen recently, so that a
+// Memo remembers the fingerprints of bodies seen recently (of at least
+// DefaultMemoMinBody bytes by default), so that a
 // body sent again — the retry or the repeat that a cache hit answers — is
 // not canonicalized again. Memo.Compute always returns what Compute would:
 // a remembered result is used only when the Params are equal and the body

@@ -98,7 +98,7 @@ type Options struct {
 	// Extra registers more routes (report, dashboard, operations, metrics)
 	// on the server's mux; called once by New.
 	Extra func(mux *http.ServeMux, auth func(*http.Request) (string, error))
-	// FingerprintMemoBytes bounds the fingerprints remembered for large
+	// FingerprintMemoBytes bounds the fingerprints remembered for
 	// bodies sent again (fingerprint.Memo): 0 is
 	// fingerprint.DefaultMemoBytes, negative turns the memo off.
 	FingerprintMemoBytes int64
