@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +41,9 @@ type harness struct {
 	GW     *gateway.Server
 	Cfg    *config.Config
 	Idem   *idempotency.Service
+	// Running counts the gateway's handlers that have not returned yet: a
+	// test waits on it to know the gateway itself has seen a client leave.
+	Running *atomic.Int64
 }
 
 // setup is what options may change before the harness starts.
@@ -194,13 +198,18 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
 		OpenAI: up, Anthropic: up, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
-	srv := httptest.NewServer(gw)
+	running := new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		running.Add(1)
+		defer running.Add(-1)
+		gw.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = lw.Close(context.Background())
 		_ = db.Close()
 	})
-	return &harness{t: t, URL: srv.URL, Sim: s, SimURL: simURL, DB: db, Ledger: lw, GW: gw, Cfg: &cfg, Idem: idem}
+	return &harness{t: t, URL: srv.URL, Sim: s, SimURL: simURL, DB: db, Ledger: lw, GW: gw, Cfg: &cfg, Idem: idem, Running: running}
 }
 
 // bill reads the simulated provider's bill over HTTP, as a user would.

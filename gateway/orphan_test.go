@@ -44,6 +44,10 @@ func TestLeaderClientGoneStillAccountsAndCommits(t *testing.T) {
 	if err := <-leaderDone; err == nil {
 		t.Fatal("the leader's request should have been cancelled")
 	}
+	// The client has left; the gateway notices when its connection closes.
+	// Until its handler has returned, an answer arriving now would still be
+	// written to the leader (a 200 into a dead socket), not abandoned.
+	waitFor(t, func() bool { return h.Running.Load() == 1 }) // the follower alone
 	g.open()
 	if r := <-followerDone; r.StatusCode != 200 || r.Header.Get("Groundhog-Cache") != "coalesced" {
 		t.Fatalf("follower: %d %q", r.StatusCode, r.Header.Get("Groundhog-Cache"))
