@@ -36,6 +36,15 @@ type StateVersion struct {
 	CreatedAt time.Time
 }
 
+// StateVersionInfo is what a version listing shows of one version: its
+// metadata, without the state.
+type StateVersionInfo struct {
+	Version   int64
+	Deleted   bool
+	Author    string
+	CreatedAt time.Time
+}
+
 // EvidenceRefPrefix starts every evidence reference: "ev_" + hex SHA-256 of
 // the content.
 const EvidenceRefPrefix = "ev_"
@@ -61,10 +70,14 @@ type EvidenceInfo struct {
 // version is not expect it stores nothing and returns an error with code
 // EPRECONDITION. A delete is a PutState of a tombstone (Deleted true).
 // ListStateVersions returns every version, newest first; GetStateVersion one,
-// or ENOTFOUND. Sessions of different tenants never see each other.
+// or ENOTFOUND. StateVersionInfos returns one page of the versions' metadata
+// (no state is read), newest first: at most limit versions older than
+// before (0: from the newest). Sessions of different tenants never see each
+// other.
 type StateStore interface {
 	GetState(ctx context.Context, tenant, session string) (*StateVersion, error)
 	PutState(ctx context.Context, v StateVersion, expect int64) (*StateVersion, error)
 	ListStateVersions(ctx context.Context, tenant, session string) ([]StateVersion, error)
+	StateVersionInfos(ctx context.Context, tenant, session string, before int64, limit int) ([]StateVersionInfo, error)
 	GetStateVersion(ctx context.Context, tenant, session string, version int64) (*StateVersion, error)
 }

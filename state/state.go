@@ -42,7 +42,7 @@ type Limits struct {
 //	PATCH  /groundhog/v1/sessions/{id}/state               JSON Merge Patch (RFC 7396), same preconditions;
 //	                                                       a member absent from the patch is kept as it is
 //	DELETE /groundhog/v1/sessions/{id}/state               If-Match "<v>": a tombstone version (204), versions kept
-//	GET    /groundhog/v1/sessions/{id}/state/versions      200 {"versions":[{"version","created_at","author","deleted"}…]} newest first
+//	GET    /groundhog/v1/sessions/{id}/state/versions      200 {"versions":[{"version","created_at","author","deleted"}…],"next_before":n} newest first, ?limit= (100, ≤ 1000) &before=<version> pages
 //	GET    /groundhog/v1/sessions/{id}/state/versions/{n}  200 that version's state + ETag; 404 unknown or a tombstone
 //
 // Preconditions: PUT, PATCH and DELETE need If-Match or If-None-Match: *
@@ -371,23 +371,79 @@ type versionInfo struct {
 	Deleted   bool      `json:"deleted"`
 }
 
+// Version listing pages: limit defaults to defaultVersionPage and may be
+// raised to maxVersionPage; next_before, when there are older versions, is
+// the before= of the next page.
+const (
+	defaultVersionPage = 100
+	maxVersionPage     = 1000
+)
+
 func (h *Handler) listVersions(w http.ResponseWriter, r *http.Request, tenant, session string) {
-	vs, err := h.store.ListStateVersions(r.Context(), tenant, session)
+	before, limit, err := versionPage(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	vs, err := h.store.StateVersionInfos(r.Context(), tenant, session, before, limit+1)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	if len(vs) == 0 {
-		h.fail(w, r, groundhog.Errorf(groundhog.ENOTFOUND, "session %q has no state", session))
-		return
+		// A page past the oldest version of a session is empty; a session
+		// with no version at all is unknown.
+		if before != 0 {
+			vs, err = h.store.StateVersionInfos(r.Context(), tenant, session, 0, 1)
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if len(vs) == 0 {
+			h.fail(w, r, groundhog.Errorf(groundhog.ENOTFOUND, "session %q has no state", session))
+			return
+		}
+		vs = vs[:0]
 	}
 	out := struct {
-		Versions []versionInfo `json:"versions"`
-	}{make([]versionInfo, len(vs))}
+		Versions   []versionInfo `json:"versions"`
+		NextBefore int64         `json:"next_before,omitempty"`
+	}{Versions: make([]versionInfo, 0, min(len(vs), limit))}
 	for i, v := range vs {
-		out.Versions[i] = versionInfo{v.Version, v.CreatedAt.UTC(), v.Author, v.Deleted}
+		if i == limit {
+			out.NextBefore = vs[i-1].Version
+			break
+		}
+		out.Versions = append(out.Versions, versionInfo{v.Version, v.CreatedAt.UTC(), v.Author, v.Deleted})
 	}
 	apierr.JSON(w, http.StatusOK, out)
+}
+
+// versionPage reads ?before=<version>&limit=<n> of a version listing.
+func versionPage(r *http.Request) (before int64, limit int, err error) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "before" && k != "limit" {
+			return 0, 0, groundhog.Errorf(groundhog.EINVALID, "unknown query parameter %q (before, limit)", k)
+		}
+	}
+	limit = defaultVersionPage
+	if s, ok := q["limit"]; ok {
+		n, perr := strconv.Atoi(s[0])
+		if perr != nil || n < 1 || n > maxVersionPage || len(s) > 1 {
+			return 0, 0, groundhog.Errorf(groundhog.EINVALID, "limit must be one integer from 1 to %d", maxVersionPage)
+		}
+		limit = n
+	}
+	if s, ok := q["before"]; ok {
+		n, perr := strconv.ParseInt(s[0], 10, 64)
+		if perr != nil || n < 1 || len(s) > 1 {
+			return 0, 0, groundhog.Errorf(groundhog.EINVALID, "before must be one positive version number")
+		}
+		before = n
+	}
+	return before, limit, nil
 }
 
 func (h *Handler) getVersion(w http.ResponseWriter, r *http.Request, tenant, session string) {

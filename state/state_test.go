@@ -372,6 +372,12 @@ func TestBadInput(t *testing.T) {
 		{"unknown version", "GET", path + "/versions/9", "", nil, 404, ""},
 		{"method", "POST", path, storetest.SeedState, nil, 405, "POST"},
 		{"method on versions", "DELETE", path + "/versions", "", nil, 405, "DELETE"},
+		{"versions limit zero", "GET", path + "/versions?limit=0", "", nil, 400, "limit"},
+		{"versions limit too big", "GET", path + "/versions?limit=1001", "", nil, 400, "limit"},
+		{"versions limit not a number", "GET", path + "/versions?limit=ten", "", nil, 400, "limit"},
+		{"versions limit twice", "GET", path + "/versions?limit=1&limit=2", "", nil, 400, "limit"},
+		{"versions before zero", "GET", path + "/versions?before=0", "", nil, 400, "before"},
+		{"versions unknown parameter", "GET", path + "/versions?page=2", "", nil, 400, "page"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr := append([]string{`If-Match: "1"`}, tc.hdr...)
@@ -401,4 +407,60 @@ func TestParseRenderCanonical(t *testing.T) {
 	if got := state.Render(s); !bytes.Equal(got, []byte(want)) {
 		t.Fatalf("Render:\n got %s\nwant %s", got, want)
 	}
+}
+
+// TestVersionPages: 250 versions listed 100 at a time by following
+// next_before: every version once, newest first, no next_before on the last
+// page; a page past the oldest version is empty, an unknown session 404.
+func TestVersionPages(t *testing.T) {
+	f := newFixture(t, state.Limits{})
+	f.do(t, "a", "PUT", path, storetest.SeedState, "If-None-Match: *").want(t, 201, "create")
+	for v := 1; v < 250; v++ {
+		f.do(t, "a", "PATCH", path, fmt.Sprintf(`{"next_step":"step %d"}`, v), fmt.Sprintf(`If-Match: "%d"`, v)).want(t, 200, "patch")
+	}
+	var seen []int64
+	url := path + "/versions"
+	pages := 0
+	for {
+		var page struct {
+			versionList
+			NextBefore int64 `json:"next_before"`
+		}
+		r := f.do(t, "a", "GET", url, "").want(t, 200, "page")
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(page.Versions) > 100 {
+			t.Fatalf("page of %d versions, default limit 100", len(page.Versions))
+		}
+		for _, v := range page.Versions {
+			seen = append(seen, v.Version)
+		}
+		if page.NextBefore == 0 {
+			break
+		}
+		if page.NextBefore != seen[len(seen)-1] {
+			t.Fatalf("next_before %d after version %d", page.NextBefore, seen[len(seen)-1])
+		}
+		url = fmt.Sprintf("%s/versions?before=%d", path, page.NextBefore)
+	}
+	if pages != 3 || len(seen) != 250 {
+		t.Fatalf("%d pages, %d versions; want 3 pages of 250 versions", pages, len(seen))
+	}
+	for i, v := range seen {
+		if v != int64(250-i) {
+			t.Fatalf("versions[%d] = %d, want %d (newest first, each once)", i, v, 250-i)
+		}
+	}
+	r := f.do(t, "a", "GET", path+"/versions?limit=2&before=3", "").want(t, 200, "small page")
+	if !strings.Contains(string(r.body), `"version":2`) || !strings.Contains(string(r.body), `"version":1`) || strings.Contains(string(r.body), "next_before") {
+		t.Fatalf("limit=2&before=3: %s", r.body)
+	}
+	r = f.do(t, "a", "GET", path+"/versions?before=1", "").want(t, 200, "past the oldest")
+	if string(r.body) != `{"versions":[]}`+"\n" {
+		t.Fatalf("past the oldest version: %s", r.body)
+	}
+	f.do(t, "a", "GET", "/groundhog/v1/sessions/nobody/state/versions?before=5", "").want(t, 404, "unknown session, paged")
+	f.do(t, "b", "GET", path+"/versions?before=5", "").want(t, 404, "other tenant, paged")
 }

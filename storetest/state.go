@@ -33,6 +33,7 @@ var stateTests = []struct {
 	{"State/CompareAndSwap", testStateCAS},
 	{"State/ConcurrentSameExpect", testStateConcurrent},
 	{"State/Versions", testStateVersions},
+	{"State/VersionInfoPages", testStateVersionInfos},
 	{"State/Tombstone", testStateTombstone},
 	{"State/TenantIsolation", testStateTenants},
 }
@@ -248,5 +249,47 @@ func testStateTenants(t *testing.T, s groundhog.StateStore) {
 	must(t, err, "GetState t1")
 	if got.State.Objective != seed(t).Objective || got.Version != 1 {
 		t.Fatalf("t2's write changed t1's state: %+v", got)
+	}
+}
+
+// testStateVersionInfos pages through 7 versions (one a tombstone) 3 at a
+// time: every version once, newest first, metadata equal to the full
+// listing's; another tenant sees none.
+func testStateVersionInfos(t *testing.T, s groundhog.StateStore) {
+	for i := range 6 {
+		put(t, s, "t1", "pages", seed(t), int64(i), time.Duration(i)*time.Minute)
+	}
+	_, err := s.PutState(ctx, groundhog.StateVersion{Tenant: "t1", Session: "pages", Deleted: true, State: seed(t), Author: "deleter", CreatedAt: at(time.Hour)}, 6)
+	must(t, err, "PutState tombstone")
+	full, err := s.ListStateVersions(ctx, "t1", "pages")
+	must(t, err, "ListStateVersions")
+	var got []groundhog.StateVersionInfo
+	before := int64(0)
+	for range 4 {
+		page, err := s.StateVersionInfos(ctx, "t1", "pages", before, 3)
+		must(t, err, "StateVersionInfos")
+		if len(page) > 3 {
+			t.Fatalf("page of %d versions, limit 3", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		before = page[len(page)-1].Version
+	}
+	if len(got) != len(full) || len(got) != 7 {
+		t.Fatalf("pages hold %d versions, the full listing %d, want 7", len(got), len(full))
+	}
+	for i, v := range got {
+		f := full[i]
+		if v.Version != f.Version || v.Deleted != f.Deleted || v.Author != f.Author || !timeEq(v.CreatedAt, f.CreatedAt) {
+			t.Fatalf("page entry %d = %+v, full listing has version %d deleted=%v by %q at %v", i, v, f.Version, f.Deleted, f.Author, f.CreatedAt)
+		}
+	}
+	if !got[0].Deleted || got[0].Version != 7 || got[6].Version != 1 {
+		t.Fatalf("newest first with the tombstone on top: %+v", got)
+	}
+	if vs, err := s.StateVersionInfos(ctx, "t2", "pages", 0, 10); err != nil || len(vs) != 0 {
+		t.Fatalf("t2 lists t1's versions: %d, %v", len(vs), err)
 	}
 }
