@@ -188,3 +188,28 @@ func TestContextCompactAndOperations(t *testing.T) {
 		t.Errorf("report: %v", err)
 	}
 }
+
+// TestStateVersionsFollowsPages: a history longer than one page of the
+// listing (1,000) comes back whole, newest first, each version once.
+func TestStateVersionsFollowsPages(t *testing.T) {
+	_, c := start(t)
+	ctx := context.Background()
+	if _, err := c.CreateState(ctx, "long", seed); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1003
+	for v := int64(1); v < n; v++ {
+		if _, err := c.PatchState(ctx, "long", map[string]any{"next_step": "step"}, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vs, err := c.StateVersions(ctx, "long")
+	if err != nil || len(vs) != n {
+		t.Fatalf("%d versions (%v), want %d", len(vs), err, n)
+	}
+	for i, v := range vs {
+		if v.Version != int64(n-i) {
+			t.Fatalf("versions[%d] = %d, want %d", i, v.Version, n-i)
+		}
+	}
+}

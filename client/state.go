@@ -51,15 +51,25 @@ func (c *Client) readState(ctx context.Context, path string) (*State, error) {
 	return &s, nil
 }
 
-// StateVersions lists every version of session's state, newest first.
+// StateVersions lists every version of session's state, newest first,
+// following the listing's pages (1,000 versions a request).
 func (c *Client) StateVersions(ctx context.Context, session string) ([]VersionInfo, error) {
-	var out struct {
-		Versions []VersionInfo `json:"versions"`
+	var all []VersionInfo
+	path := statePath(session) + "/versions?limit=1000"
+	for {
+		var out struct {
+			Versions   []VersionInfo `json:"versions"`
+			NextBefore int64         `json:"next_before"`
+		}
+		if _, _, err := c.doJSON(ctx, http.MethodGet, path, nil, &out, nil, http.StatusOK); err != nil {
+			return nil, err
+		}
+		all = append(all, out.Versions...)
+		if out.NextBefore == 0 || len(out.Versions) == 0 {
+			return all, nil
+		}
+		path = statePath(session) + "/versions?limit=1000&before=" + strconv.FormatInt(out.NextBefore, 10)
 	}
-	if _, _, err := c.doJSON(ctx, http.MethodGet, statePath(session)+"/versions", nil, &out, nil, http.StatusOK); err != nil {
-		return nil, err
-	}
-	return out.Versions, nil
 }
 
 // CreateState writes session's first state (If-None-Match: *): a 412
