@@ -57,3 +57,48 @@ func TestEvidenceOrphanChunks(t *testing.T) {
 		t.Fatalf("%d chunks left by a refused upload", n)
 	}
 }
+
+// TestSweepOrphanEvidence: the sweep removes the chunks of uploads that
+// never got their evidence row (two crashed uploads, one of 40 chunks:
+// several sweep statements), keeps every chunk of stored blobs, and a
+// blob stored after the sweep reads back whole.
+func TestSweepOrphanEvidence(t *testing.T) {
+	db := openTest(t)
+	kept := bytes.Repeat([]byte("kept line\n"), 150_000) // 1.5 MB: 2 chunks
+	if _, _, err := db.PutEvidence(ctx, "t1", "text/plain", bytes.NewReader(kept), 0); err != nil {
+		t.Fatal(err)
+	}
+	orphan := func(tenant, ref string, chunks int) {
+		for seq := range chunks {
+			if _, err := db.w.ExecContext(ctx, `INSERT INTO evidence_chunks (tenant, ref, seq, nl_before, nl, data) VALUES (?, ?, ?, 0, 0, x'00')`,
+				tenant, ref, seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	orphan("t1", storetest.Ref([]byte("crashed upload one")), 40)
+	orphan("t2", storetest.Ref([]byte("crashed upload two")), 3)
+	// The same ref under another tenant is not claimed by t1's row.
+	orphan("t2", storetest.Ref(kept), 1)
+	n, err := db.SweepOrphanEvidence(ctx)
+	if err != nil || n != 44 {
+		t.Fatalf("swept %d chunks (%v), want 44", n, err)
+	}
+	var left int
+	db.r.QueryRowContext(ctx, "SELECT count(*) FROM evidence_chunks").Scan(&left)
+	if left != 2 {
+		t.Fatalf("%d chunks left, want the stored blob's 2", left)
+	}
+	if n, err := db.SweepOrphanEvidence(ctx); err != nil || n != 0 {
+		t.Fatalf("second sweep removed %d (%v)", n, err)
+	}
+	rc, err := db.ReadEvidence(ctx, "t1", storetest.Ref(kept), 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if !bytes.Equal(got, kept) {
+		t.Fatalf("stored blob damaged by the sweep: %d bytes back of %d", len(got), len(kept))
+	}
+}

@@ -138,6 +138,9 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 	st.DB, st.Cache = db, db
 	st.closers = append(st.closers, db.Close)
 	desc := "database sqlite " + cfg.DB
+	if lite, ok := db.(*sqlite.DB); ok {
+		st.closers = append(st.closers, sweepOrphanEvidence(lite, log))
+	}
 	if pg, ok := db.(*postgres.DB); ok {
 		desc = fmt.Sprintf("database postgres %s (pool %d, statement timeout %s)", redact(cfg.DB), cfg.Postgres.MaxConns, cfg.Postgres.StatementTimeout)
 		st.closers = append(st.closers, maintainLedger(pg, cfg.Postgres.LedgerRetention, log))
@@ -242,4 +245,28 @@ func (st *stores) register(m *metrics.Metrics) {
 		}
 		return 0
 	})
+}
+
+// sweepOrphanEvidence removes, once at start and in the background, the
+// evidence chunks an upload killed mid-way left in a SQLite database (a
+// PostgreSQL upload is one transaction and leaves none). The function it
+// returns stops the sweep and waits for it (before the database closes).
+func sweepOrphanEvidence(db *sqlite.DB, log *slog.Logger) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n, err := db.SweepOrphanEvidence(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("sweep of orphan evidence chunks failed", "removed", n, "err", err)
+		case n > 0:
+			log.Info("evidence chunks left by an interrupted upload removed", "chunks", n)
+		}
+	}()
+	return func() error {
+		cancel()
+		<-done
+		return nil
+	}
 }
