@@ -20,7 +20,12 @@ func TestUpstreamFaults(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", fault, stream), func(t *testing.T) {
 				g := newGate()
-				h := newHarness(t, withGate(g), withConfig(func(c *config.Config) { c.UpstreamTimeout = 500 * time.Millisecond }))
+				// The upstream deadline ends the "timeout" fault; it runs from
+				// the leader's upstream request on, while the gate holds it
+				// until every follower joined: long enough for that on a
+				// loaded machine (a leader timed out before its followers
+				// joined leaves them to lead calls of their own).
+				h := newHarness(t, withGate(g), withConfig(func(c *config.Config) { c.UpstreamTimeout = 3 * time.Second }))
 				body := fmt.Sprintf(`{"model":"sim-small","stream":%v,"messages":[{"role":"user","content":"fault %s"}]}`, stream, fault)
 				const n = 5
 				type result struct {

@@ -168,10 +168,13 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rp := httputil.NewSingleHostReverseProxy(target)
 		rp.FlushInterval = -1
 		gated := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Read the body first: net/http notices a client that left (and
+			// cancels r.Context()) only once the body is read, and a held
+			// request whose caller gave up must not hold the test's cleanup.
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
 			if tap != nil {
-				b, _ := io.ReadAll(r.Body)
 				tap(r.URL.Path, b)
-				r.Body = io.NopCloser(bytes.NewReader(b))
 			}
 			if g == nil {
 				rp.ServeHTTP(w, r)
