@@ -148,6 +148,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
+	if err := db.moveLegacyLedger(ctx); err != nil {
+		db.wstmts.close()
+		w.Close()
+		return nil, err
+	}
 
 	rq := cloneValues(common)
 	// A reader can never write, even by mistake: writes must go through the
