@@ -126,10 +126,12 @@ func (r *appendRow) timed() bool { return r.keyed && r.key == r.t }
 
 // appender is the scratch of one append, pooled.
 type appender struct {
-	rows  []appendRow
-	index map[string]int // id → index in rows
-	keys  []int64
-	enc   blockEncoder
+	rows    []appendRow
+	index   map[string]int // id → index in rows
+	keys    []int64
+	enc     blockEncoder
+	order   []blockKey
+	tenants []string
 }
 
 var appenderPool = sync.Pool{New: func() any { return &appender{index: make(map[string]int)} }}
@@ -141,6 +143,7 @@ func appendBlocks(ctx context.Context, tx *sql.Tx, st blockStmts, rows []groundh
 	defer func() {
 		clear(a.index)
 		clear(a.rows) // no pointers into the caller's rows kept
+		clear(a.tenants)
 		a.rows, a.keys = a.rows[:0], a.keys[:0]
 		if cap(a.enc.out) > maxPooledArena {
 			a.enc.out = nil
@@ -303,39 +306,62 @@ func (a *appender) markInIDs(ctx context.Context, prefix *sql.Stmt, from, to str
 // store inserts the rows not marked as duplicates, as blocks: sorted by
 // (tenant, time, id), cut at each tenant, at blockSpan and at maxBlockRows.
 func (a *appender) store(ctx context.Context, tx *sql.Tx, st blockStmts) error {
-	rows := slices.DeleteFunc(a.rows, func(r appendRow) bool { return r.dup })
-	if len(rows) == 0 {
+	// Sort keys without pointers (cheap to swap), tenants numbered in
+	// order of appearance: a batch has few.
+	a.order, a.tenants = a.order[:0], a.tenants[:0]
+	for i := range a.rows {
+		r := &a.rows[i]
+		if r.dup {
+			continue
+		}
+		g := slices.Index(a.tenants, r.e.Tenant)
+		if g < 0 {
+			g = len(a.tenants)
+			a.tenants = append(a.tenants, r.e.Tenant)
+		}
+		a.order = append(a.order, blockKey{t: r.t, g: int32(g), i: int32(i)})
+	}
+	if len(a.order) == 0 {
 		return nil
 	}
-	slices.SortFunc(rows, func(x, y appendRow) int {
-		if c := cmp.Compare(x.e.Tenant, y.e.Tenant); c != 0 {
-			return c
+	byKey := func(x, y blockKey) int {
+		if x.g != y.g {
+			return cmp.Compare(x.g, y.g)
 		}
-		if c := cmp.Compare(x.t, y.t); c != 0 {
-			return c
+		if x.t != y.t {
+			return cmp.Compare(x.t, y.t)
 		}
-		return cmp.Compare(x.e.ID, y.e.ID)
-	})
+		return cmp.Compare(a.rows[x.i].e.ID, a.rows[y.i].e.ID)
+	}
+	if !slices.IsSortedFunc(a.order, byKey) {
+		slices.SortFunc(a.order, byKey)
+	}
 	insert := tx.StmtContext(ctx, st.insertBlock)
 	defer insert.Close()
-	for len(rows) > 0 {
-		first := rows[0]
+	for keys := a.order; len(keys) > 0; {
+		first := keys[0]
 		n := 1
-		for n < len(rows) && n < maxBlockRows && rows[n].e.Tenant == first.e.Tenant && rows[n].t-first.t < blockSpan {
+		for n < len(keys) && n < maxBlockRows && keys[n].g == first.g && keys[n].t-first.t < blockSpan {
 			n++
 		}
 		a.enc.reset()
-		for i := range rows[:n] {
-			a.enc.add(rows[i].e)
+		for _, k := range keys[:n] {
+			a.enc.add(a.rows[k.i].e)
 		}
-		// The driver copies the blob when it binds it: the arena is free
-		// again once the statement has run.
-		if _, err := insert.ExecContext(ctx, first.e.Tenant, first.t, rows[n-1].t, n, a.enc.out); err != nil {
+		// The driver copies the blob when it binds it: the encoder's
+		// buffer is free again once the statement has run.
+		if _, err := insert.ExecContext(ctx, a.tenants[first.g], first.t, keys[n-1].t, n, a.enc.out); err != nil {
 			return err
 		}
-		rows = rows[n:]
+		keys = keys[n:]
 	}
 	return nil
+}
+
+// blockKey sorts a row of an append: tenant number, time, index in rows.
+type blockKey struct {
+	t    int64
+	g, i int32
 }
 
 // satAdd is x+y for y ≥ 0, saturating at math.MaxInt64.

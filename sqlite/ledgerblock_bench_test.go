@@ -25,7 +25,7 @@ func cpuNow(b *testing.B) time.Duration {
 // cpu-ns/row is the CPU of the whole process per row (the figure that
 // competes with the request path); ns/row the wall time.
 func BenchmarkAppendLedgerBatch(b *testing.B) {
-	for _, n := range []int{64, 512} {
+	for _, n := range []int{64, 512, 2048} {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			db := openTest(b)
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

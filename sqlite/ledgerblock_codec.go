@@ -3,6 +3,7 @@ package sqlite
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"github.com/groundhog-ai/groundhog"
@@ -32,19 +33,6 @@ const (
 )
 
 const shaPrefix = "sha256:"
-
-// isLowerHex: s is a non-empty, even-length string of lowercase hex digits.
-func isLowerHex(s string) bool {
-	if len(s) == 0 || len(s)%2 != 0 {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
 
 // blockEncoder writes the rows of one block. It writes each field of
 // appendPackedLedger straight from the entry, against the previous entry:
@@ -84,9 +72,8 @@ func (w *blockEncoder) add(e *groundhog.LedgerEntry) {
 		}
 	}
 	// Order and values of appendPackedLedger.
-	if isLowerHex(e.ID) {
-		r = appendHexField(r, tagHex, e.ID)
-	} else {
+	var ok bool
+	if r, ok = appendHexField(r, tagHex, e.ID); !ok {
 		r = packText(r, e.ID)
 	}
 	t, pt := e.Time.UnixNano(), p.Time.UnixNano()
@@ -97,9 +84,11 @@ func (w *blockEncoder) add(e *groundhog.LedgerEntry) {
 	}
 	text(e.Tenant, p.Tenant)
 	text(e.Operation, p.Operation)
-	if h, ok := strings.CutPrefix(e.RequestHash, shaPrefix); ok && isLowerHex(h) && !(!first && e.RequestHash == p.RequestHash) {
-		r = appendHexField(r, tagSha, h)
-	} else {
+	ok = false
+	if h, sha := strings.CutPrefix(e.RequestHash, shaPrefix); sha && (first || e.RequestHash != p.RequestHash) {
+		r, ok = appendHexField(r, tagSha, h)
+	}
+	if !ok {
 		text(e.RequestHash, p.RequestHash)
 	}
 	text(string(e.Shape), string(p.Shape))
@@ -133,22 +122,41 @@ func (w *blockEncoder) add(e *groundhog.LedgerEntry) {
 
 var noPrev groundhog.LedgerEntry
 
-// appendHexField appends tag, the byte count and the bytes of hex digits s.
-func appendHexField(r []byte, tag byte, s string) []byte {
+// appendHexField appends tag, the byte count and the bytes of s when s is
+// lowercase hex digits, even in length and not empty; else it returns r
+// unchanged and false.
+func appendHexField(r []byte, tag byte, s string) ([]byte, bool) {
 	n := len(s) / 2
-	r = binary.AppendUvarint(append(r, tag), uint64(n))
-	for i := 0; i < len(s); i += 2 {
-		r = append(r, unhex(s[i])<<4|unhex(s[i+1]))
+	if n == 0 || len(s)%2 != 0 {
+		return r, false
 	}
-	return r
+	start := len(r)
+	r = binary.AppendUvarint(append(r, tag), uint64(n))
+	r = slices.Grow(r, n)
+	out := r[len(r) : len(r)+n]
+	for i := range out {
+		hi, lo := lowerHex[s[2*i]], lowerHex[s[2*i+1]]
+		if hi|lo > 0xf {
+			return r[:start], false
+		}
+		out[i] = hi<<4 | lo
+	}
+	return r[:len(r)+n], true
 }
 
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
+// lowerHex maps a lowercase hex digit to its value, anything else to 0xff.
+var lowerHex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return c - 'a' + 10
-}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 func varintLen(v int64) int {
 	var b [binary.MaxVarintLen64]byte
