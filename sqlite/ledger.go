@@ -53,7 +53,7 @@ func (db *DB) AppendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 		return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
 	}
 	defer tx.Rollback()
-	if err := appendBlocks(ctx, tx, st, rows); err != nil {
+	if err := db.appendBlocks(ctx, tx, st, rows); err != nil {
 		return mapErr(fmt.Errorf("sqlite: append ledger: %w", err))
 	}
 	if err := tx.Commit(); err != nil {

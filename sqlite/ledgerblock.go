@@ -134,21 +134,36 @@ type appender struct {
 	tenants []string
 }
 
-var appenderPool = sync.Pool{New: func() any { return &appender{index: make(map[string]int)} }}
+// appenderSlot is a DB's appender: appends run one at a time (each holds
+// the writer's only connection), so one appender, kept warm, serves them
+// all; a sync.Pool would lose it to every GC between two commits.
+type appenderSlot struct {
+	mu sync.Mutex
+	a  appender
+}
 
 // appendBlocks stores rows in tx as blocks, skipping the ids already stored
 // or repeated within rows (the first wins).
-func appendBlocks(ctx context.Context, tx *sql.Tx, st blockStmts, rows []groundhog.LedgerEntry) error {
-	a := appenderPool.Get().(*appender)
+func (db *DB) appendBlocks(ctx context.Context, tx *sql.Tx, st blockStmts, rows []groundhog.LedgerEntry) error {
+	db.ledgerApp.mu.Lock()
+	defer db.ledgerApp.mu.Unlock()
+	a := &db.ledgerApp.a
+	if a.index == nil {
+		a.index = make(map[string]int)
+	}
 	defer func() {
+		if len(a.index) > 4*maxBlockRows { // a map never shrinks: drop a big one
+			*a = appender{}
+			return
+		}
 		clear(a.index)
 		clear(a.rows) // no pointers into the caller's rows kept
 		clear(a.tenants)
 		a.rows, a.keys = a.rows[:0], a.keys[:0]
+		a.enc.prev = nil
 		if cap(a.enc.out) > maxPooledArena {
 			a.enc.out = nil
 		}
-		appenderPool.Put(a)
 	}()
 	for i := range rows {
 		e := &rows[i]

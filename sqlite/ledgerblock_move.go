@@ -69,7 +69,7 @@ func (db *DB) moveLegacyChunk(ctx context.Context) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	if err := appendBlocks(ctx, tx, st, rows); err != nil {
+	if err := db.appendBlocks(ctx, tx, st, rows); err != nil {
 		return 0, err
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM ledger WHERE rowid <= ?", last); err != nil {

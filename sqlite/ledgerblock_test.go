@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +103,136 @@ func TestKeyTime(t *testing.T) {
 	if p := keyPrefix(at.UnixNano()); p != groundhog.NewTimeID(at)[:16] {
 		t.Errorf("keyPrefix = %q, want the id's prefix %q", p, groundhog.NewTimeID(at)[:16])
 	}
+}
+
+// The SQLite store dedupes by id alone, also when a replay carries another
+// time than the stored row (PostgreSQL dedupes by (time, id)). Each case
+// takes another path of appendBlocks: a time-keyed id replayed at another
+// time (checked in ledger_ids, and in the blocks of its key time); an id
+// naming another time than its row's, replayed alone at the time it names
+// (found through ledger_ids by its prefix only); an arbitrary id.
+func TestLedgerDedupeByIDAcrossTimes(t *testing.T) {
+	db := openTest(t)
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	row := func(id string, when time.Time) groundhog.LedgerEntry {
+		return groundhog.LedgerEntry{ID: id, Time: when, Tenant: "t", Operation: "op", Model: "first"}
+	}
+	keyed := row(groundhog.NewTimeID(t0), t0)
+	far := t0.Add(3 * time.Hour)
+	odd := row(groundhog.NewTimeID(far), t0.Add(time.Second))
+	plain := row("plain", t0.Add(2*time.Second))
+	for _, batch := range [][]groundhog.LedgerEntry{{keyed}, {odd}, {plain}} {
+		if err := db.AppendLedger(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replay := func(e groundhog.LedgerEntry, when time.Time) []groundhog.LedgerEntry {
+		e.Time, e.Model = when, "replayed"
+		return []groundhog.LedgerEntry{e}
+	}
+	for _, batch := range [][]groundhog.LedgerEntry{
+		replay(keyed, t0.Add(time.Hour)),
+		replay(odd, far),
+		replay(plain, t0.Add(-time.Hour)),
+	} {
+		if err := db.AppendLedger(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	if err := db.ScanLedger(ctx, groundhog.LedgerFilter{}, func(e *groundhog.LedgerEntry) error {
+		got = append(got, e.ID+"@"+e.Time.Sub(t0).String()+"/"+e.Model)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{keyed.ID + "@0s/first", odd.ID + "@1s/first", "plain@2s/first"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows = %v, want %v", got, want)
+	}
+}
+
+// Rows of the per-row table of 0001 (a database written by an earlier
+// version, or by one still running) are read by every scan, and moved into
+// blocks when the store opens; a row stored in both is kept once.
+func TestLegacyLedgerMovedAtOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var want []groundhog.LedgerEntry
+	for i := range moveChunk + 10 { // more than one chunk
+		when := t0.Add(time.Duration(i) * time.Millisecond)
+		e := groundhog.LedgerEntry{ID: groundhog.NewTimeID(when), Time: when, Tenant: fmt.Sprintf("t%d", i%2), Operation: "op", Attempt: i}
+		if i%3 == 0 {
+			e.ID = fmt.Sprintf("legacy-%05d", i)
+		}
+		want = append(want, e)
+	}
+	// Two rows are also in blocks already (appended by this version).
+	if err := db.AppendLedger(ctx, []groundhog.LedgerEntry{want[3], want[4]}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		args, _ := appendLedgerArgs(nil, nil, &want[i])
+		if _, err := tx.ExecContext(ctx, qInsertLedgerOne, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(db *DB, f groundhog.LedgerFilter) []groundhog.LedgerEntry {
+		t.Helper()
+		var got []groundhog.LedgerEntry
+		if err := db.ScanLedger(ctx, f, func(e *groundhog.LedgerEntry) error {
+			got = append(got, *e)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	check := func(db *DB) {
+		t.Helper()
+		got := scan(db, groundhog.LedgerFilter{})
+		if len(got) != len(want) {
+			t.Fatalf("scanned %d rows, want %d", len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("row %d = %+v, want %+v", i, got[i], want[i])
+			}
+		}
+		if got := scan(db, groundhog.LedgerFilter{Tenant: "t1", From: want[100].Time, To: want[200].Time}); len(got) != 50 || got[0] != want[101] {
+			t.Fatalf("tenant t1, rows 100 to 199: %d rows", len(got))
+		}
+	}
+	check(db) // read from both tables
+	db.Close()
+
+	db, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var legacy int
+	if err := db.r.QueryRowContext(ctx, "SELECT count(*) FROM ledger").Scan(&legacy); err != nil {
+		t.Fatal(err)
+	}
+	if legacy != 0 {
+		t.Errorf("%d rows left in the per-row table after Open", legacy)
+	}
+	check(db) // from blocks only
+	// Replaying the moved rows changes nothing.
+	if err := db.AppendLedger(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	check(db)
 }
