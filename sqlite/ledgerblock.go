@@ -145,9 +145,9 @@ type appenderSlot struct {
 // appendBlocks stores rows in tx as blocks, skipping the ids already stored
 // or repeated within rows (the first wins).
 func (db *DB) appendBlocks(ctx context.Context, tx *sql.Tx, st blockStmts, rows []groundhog.LedgerEntry) error {
-	db.ledgerApp.mu.Lock()
-	defer db.ledgerApp.mu.Unlock()
-	a := &db.ledgerApp.a
+	db.ledger.mu.Lock()
+	defer db.ledger.mu.Unlock()
+	a := &db.ledger.a
 	if a.index == nil {
 		a.index = make(map[string]int)
 	}

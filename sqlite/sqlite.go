@@ -63,13 +63,13 @@ import (
 
 // DB is a groundhog store in one SQLite file. It is safe for concurrent use.
 type DB struct {
-	path      string
-	w         *sql.DB // exactly one connection: every write goes through it
-	r         *sql.DB // read-only pool of the request path
-	scan      *sql.DB // read-only pool of ledger scans (scanConns connections)
-	closed    atomic.Bool
-	wstmts    stmtCache    // prepared statements of the writer (stmtcache.go)
-	ledgerApp appenderSlot // scratch of AppendLedger (ledgerblock.go)
+	path   string
+	w      *sql.DB // exactly one connection: every write goes through it
+	r      *sql.DB // read-only pool of the request path
+	scan   *sql.DB // read-only pool of ledger scans (scanConns connections)
+	closed atomic.Bool
+	wstmts stmtCache    // prepared statements of the writer (stmtcache.go)
+	ledger appenderSlot // scratch of AppendLedger (ledgerblock.go)
 }
 
 // scanConns is how many ledger scans run at once; more wait for a turn.
