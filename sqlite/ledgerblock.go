@@ -84,7 +84,7 @@ func keyPrefix(k int64) string {
 
 const (
 	qBlocksCovering = `SELECT rows FROM ledger_blocks INDEXED BY ledger_blocks_max
-		WHERE max_time >= ? AND max_time < ? AND min_time <= ?`
+		WHERE max_time >= ? AND max_time <= ? AND min_time <= ?`
 	qIDsWithPrefix = `SELECT id FROM ledger_ids WHERE id >= ? AND id < ?`
 	qInsertID      = `INSERT OR IGNORE INTO ledger_ids (id) VALUES (?)`
 	qInsertBlock   = `INSERT INTO ledger_blocks (tenant, min_time, max_time, n, rows) VALUES (?, ?, ?, ?, ?)`
@@ -233,7 +233,7 @@ func (a *appender) dedupe(ctx context.Context, tx *sql.Tx, st blockStmts) error 
 // markInBlocks marks the rows whose id is in a block covering a time of
 // [lo, hi].
 func (a *appender) markInBlocks(ctx context.Context, covering *sql.Stmt, lo, hi int64) error {
-	res, err := covering.QueryContext(ctx, lo, satAdd(hi, blockSpan), hi)
+	res, err := covering.QueryContext(ctx, lo, satAdd(hi, blockSpan-1), hi)
 	if err != nil {
 		return err
 	}
@@ -356,7 +356,9 @@ func (a *appender) store(ctx context.Context, tx *sql.Tx, st blockStmts) error {
 	for keys := a.order; len(keys) > 0; {
 		first := keys[0]
 		n := 1
-		for n < len(keys) && n < maxBlockRows && keys[n].g == first.g && keys[n].t-first.t < blockSpan {
+		// keys are sorted: the difference is ≥ 0 and, taken unsigned, exact
+		// even where t - first.t overflows int64.
+		for n < len(keys) && n < maxBlockRows && keys[n].g == first.g && uint64(keys[n].t-first.t) < uint64(blockSpan) {
 			n++
 		}
 		a.enc.reset()
@@ -498,22 +500,35 @@ func (h *cursorHeap) popTop() {
 // emitted once no block still unread can hold a smaller one, so memory is
 // bounded by the blocks that overlap at one time, never the ledger.
 func scanBlocks(ctx context.Context, tx *sql.Tx, f groundhog.LedgerFilter, fn func(*groundhog.LedgerEntry) error) error {
-	from, to := int64(math.MinInt64), int64(math.MaxInt64)
-	if !f.From.IsZero() {
+	// Inclusive bounds of the blocks' min_time (an open end constrains
+	// nothing, even a row at the very end of the int64 range).
+	hasFrom, hasTo := !f.From.IsZero(), !f.To.IsZero()
+	var from, to int64
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if hasFrom {
 		from = f.From.UnixNano()
+		// A block holding a time ≥ from has max_time ≥ from, so min_time >
+		// from - blockSpan.
+		lo = satSub(from, blockSpan-1)
 	}
-	if !f.To.IsZero() {
+	if hasTo {
 		to = f.To.UnixNano()
+		if hasFrom && from >= to {
+			return nil
+		}
+		if to == math.MinInt64 {
+			return nil
+		}
+		hi = to - 1
 	}
-	if from >= to {
-		return nil
+	maxFrom := int64(math.MinInt64) // max_time >= maxFrom
+	if hasFrom {
+		maxFrom = from
 	}
-	// Blocks holding a time in [from, to): min_time < to, max_time >= from,
-	// and so min_time > from - blockSpan.
-	q := "SELECT min_time, rows FROM ledger_blocks INDEXED BY ledger_blocks_time WHERE min_time > ? AND min_time < ? AND max_time >= ?"
-	args := []any{satSub(from, blockSpan), to, from}
+	q := "SELECT min_time, rows FROM ledger_blocks INDEXED BY ledger_blocks_time WHERE min_time >= ? AND min_time <= ? AND max_time >= ?"
+	args := []any{lo, hi, maxFrom}
 	if f.Tenant != "" {
-		q = "SELECT min_time, rows FROM ledger_blocks INDEXED BY ledger_blocks_tenant WHERE tenant = ? AND min_time > ? AND min_time < ? AND max_time >= ?"
+		q = "SELECT min_time, rows FROM ledger_blocks INDEXED BY ledger_blocks_tenant WHERE tenant = ? AND min_time >= ? AND min_time <= ? AND max_time >= ?"
 		args = append([]any{f.Tenant}, args...)
 	}
 	q += " ORDER BY min_time"
@@ -574,7 +589,7 @@ func scanBlocks(ctx context.Context, tx *sql.Tx, f groundhog.LedgerFilter, fn fu
 			return nil
 		}
 		c := h[0]
-		if c.t >= from && c.t < to && (len(op) == 0 || bytes.Equal(c.op, op)) &&
+		if (!hasFrom || c.t >= from) && (!hasTo || c.t < to) && (len(op) == 0 || bytes.Equal(c.op, op)) &&
 			!(emitted && c.t == lastT && bytes.Equal(c.id, lastID)) { // a row an older process wrote to both tables
 			e := new(groundhog.LedgerEntry)
 			if err := u.unpack(c.cur, e); err != nil {

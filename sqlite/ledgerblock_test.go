@@ -236,3 +236,38 @@ func TestLegacyLedgerMovedAtOpen(t *testing.T) {
 	}
 	check(db)
 }
+
+// Rows at the ends of the int64 nanosecond range, in one batch: cut into
+// separate blocks (their difference overflows int64), all read back in
+// order, by every filter.
+func TestLedgerBlocksExtremeTimes(t *testing.T) {
+	db := openTest(t)
+	times := []time.Time{time.Unix(0, math.MinInt64).UTC(), time.Unix(0, -1).UTC(), time.Unix(0, 0).UTC(), time.Unix(0, math.MaxInt64).UTC()}
+	var rows []groundhog.LedgerEntry
+	for i, when := range times {
+		rows = append(rows, groundhog.LedgerEntry{ID: fmt.Sprintf("r%d", i), Time: when, Tenant: "t"})
+	}
+	if err := db.AppendLedger(ctx, []groundhog.LedgerEntry{rows[3], rows[0], rows[2], rows[1]}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		f    groundhog.LedgerFilter
+		want []string
+	}{
+		{groundhog.LedgerFilter{}, []string{"r0", "r1", "r2", "r3"}},
+		{groundhog.LedgerFilter{Tenant: "t", To: times[2]}, []string{"r0", "r1"}},
+		{groundhog.LedgerFilter{From: times[2]}, []string{"r2", "r3"}},
+		{groundhog.LedgerFilter{From: times[0], To: times[1]}, []string{"r0"}},
+	} {
+		var got []string
+		if err := db.ScanLedger(ctx, tc.f, func(e *groundhog.LedgerEntry) error {
+			got = append(got, e.ID)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("filter %+v: %v, want %v", tc.f, got, tc.want)
+		}
+	}
+}
