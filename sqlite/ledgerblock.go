@@ -124,7 +124,7 @@ type appendRow struct {
 // timed: e.ID names e.Time, so e is deduplicated by the blocks alone.
 func (r *appendRow) timed() bool { return r.keyed && r.key == r.t }
 
-// appender is the scratch of one append, pooled.
+// appender is the scratch of an append, kept warm in DB.ledger.
 type appender struct {
 	rows    []appendRow
 	index   map[string]int // id → index in rows
