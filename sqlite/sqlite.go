@@ -68,7 +68,8 @@ type DB struct {
 	r      *sql.DB // read-only pool of the request path
 	scan   *sql.DB // read-only pool of ledger scans (scanConns connections)
 	closed atomic.Bool
-	wstmts stmtCache // prepared statements of the writer (stmtcache.go)
+	wstmts stmtCache    // prepared statements of the writer (stmtcache.go)
+	ledger appenderSlot // scratch of AppendLedger (ledgerblock.go)
 }
 
 // scanConns is how many ledger scans run at once; more wait for a turn.
@@ -145,6 +146,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, mapErr(fmt.Errorf("sqlite: open %s: %w", path, err))
 	}
 	if err := db.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := db.moveLegacyLedger(ctx); err != nil {
+		db.wstmts.close()
 		w.Close()
 		return nil, err
 	}
