@@ -77,12 +77,18 @@ type scanner struct {
 	stream    bool
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
+	simd      bool       // use the assembly string scan and UTF-8 check (useSIMD)
 	topSorted bool       // the top-level object is sorted in members, not in out
 }
 
 func (s *scanner) reset(in []byte) {
 	s.in, s.pos, s.depth = in, 0, 0
-	s.badUTF8 = !utf8.Valid(in)
+	s.simd = useSIMD
+	if s.simd {
+		s.badUTF8 = !validUTF8(in)
+	} else {
+		s.badUTF8 = !utf8.Valid(in)
+	}
 	s.out, s.scratch, s.keys, s.members = s.out[:0], s.scratch[:0], s.keys[:0], s.members[:0]
 	if cap(s.out) < len(in) {
 		// The canonical text is about as long as the input: one
@@ -624,6 +630,11 @@ func (s *scanner) str() (esc bool, err error) {
 	start := s.pos // first byte not yet copied to out: the opening quote
 	i := start + 1
 	for {
+		if s.simd && len(in)-i >= 32 {
+			n, bs := strRun(in[i:])
+			i += n
+			esc = esc || bs
+		}
 		for i+8 <= len(in) {
 			w := binary.LittleEndian.Uint64(in[i:])
 			if m := special(w); m != 0 {
