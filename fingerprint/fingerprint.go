@@ -113,12 +113,16 @@ type Result struct {
 //   - "unknown API shape \"x\"" when p.Shape is not a known shape.
 //
 // A missing model is not an error here: the gateway decides.
-func Compute(p Params, body []byte) (Result, error) {
+func Compute(p Params, body []byte) (Result, error) { return compute(p, body, useSIMD) }
+
+// compute is Compute, with the assembly string scan and UTF-8 check or
+// without (the tests compare both).
+func compute(p Params, body []byte, simd bool) (Result, error) {
 	root, ok := roots[p.Shape]
 	if !ok {
 		return Result{}, groundhog.Errorf(groundhog.EINVALID, "unknown API shape %q", p.Shape)
 	}
-	s := getScanner(body)
+	s := getScanner(body, simd)
 	defer putScanner(s)
 	if err := s.document(root, true); err != nil {
 		return Result{}, clientError("request body", err.(*scanError))
@@ -154,8 +158,10 @@ func Compute(p Params, body []byte) (Result, error) {
 // groundhog.EINVALID ("invalid JSON: <what> at offset N", "duplicate key…",
 // "nested deeper than 256 levels…"). The result is a new slice owned by the
 // caller.
-func Canonicalize(raw []byte) ([]byte, error) {
-	s := getScanner(raw)
+func Canonicalize(raw []byte) ([]byte, error) { return canonicalize(raw, useSIMD) }
+
+func canonicalize(raw []byte, simd bool) ([]byte, error) {
+	s := getScanner(raw, simd)
 	defer putScanner(s)
 	if err := s.document(nil, false); err != nil {
 		return nil, clientError("JSON", err.(*scanError))
@@ -199,9 +205,9 @@ var pool = sync.Pool{New: func() any { return &pooledScanner{h: sha256.New()} }}
 // the pool: one rare huge body must not pin its buffers forever.
 const maxPooled = 4 << 20
 
-func getScanner(in []byte) *pooledScanner {
+func getScanner(in []byte, simd bool) *pooledScanner {
 	s := pool.Get().(*pooledScanner)
-	s.reset(in)
+	s.reset(in, simd)
 	return s
 }
 

@@ -24,7 +24,7 @@ func BenchmarkPartsCPU200KB(b *testing.B) {
 		t0 := threadCPU()
 		benchSink = utf8.Valid(body200KB)
 		t1 := threadCPU()
-		s := getScanner(body200KB)
+		s := getScanner(body200KB, useSIMD)
 		if err := s.document(roots["chat"], true); err != nil {
 			b.Fatal(err)
 		}

@@ -77,13 +77,13 @@ type scanner struct {
 	stream    bool
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
-	simd      bool       // use the assembly string scan and UTF-8 check (useSIMD)
+	simd      bool       // use the assembly string scan and UTF-8 check (see useSIMD)
 	topSorted bool       // the top-level object is sorted in members, not in out
 }
 
-func (s *scanner) reset(in []byte) {
+func (s *scanner) reset(in []byte, simd bool) {
 	s.in, s.pos, s.depth = in, 0, 0
-	s.simd = useSIMD
+	s.simd = simd
 	if s.simd {
 		s.badUTF8 = !validUTF8(in)
 	} else {

@@ -94,11 +94,16 @@ block:
 	ANDQ  CX, R13         // escaped, not canonical
 	TESTQ $1, R13
 	JNZ   prevblock       // its backslash ends the previous block
+	ORQ   R8, R9          // else an escape from there was canonical: seen
 	SHRQ  $1, R13
 	ORQ   R13, R11
 	JNZ   stop
 
-	ORQ  R12, R9
+	MOVQ R10, CX
+	SHLQ $31, CX
+	NOTQ CX
+	ANDQ R12, CX          // an escape into the next block is counted there
+	ORQ  CX, R9
 	MOVQ R10, R8
 	ADDQ $32, AX
 	JMP  block
