@@ -113,7 +113,9 @@ type Result struct {
 //   - "unknown API shape \"x\"" when p.Shape is not a known shape.
 //
 // A missing model is not an error here: the gateway decides.
-func Compute(p Params, body []byte) (Result, error) { return compute(p, body, useSIMD) }
+func Compute(p Params, body []byte) (Result, error) {
+	return compute(p, body, useSIMD && len(body) >= minSIMD)
+}
 
 // compute is Compute, with the assembly string scan and UTF-8 check or
 // without (the tests compare both).
@@ -158,7 +160,9 @@ func compute(p Params, body []byte, simd bool) (Result, error) {
 // groundhog.EINVALID ("invalid JSON: <what> at offset N", "duplicate key…",
 // "nested deeper than 256 levels…"). The result is a new slice owned by the
 // caller.
-func Canonicalize(raw []byte) ([]byte, error) { return canonicalize(raw, useSIMD) }
+func Canonicalize(raw []byte) ([]byte, error) {
+	return canonicalize(raw, useSIMD && len(raw) >= minSIMD)
+}
 
 func canonicalize(raw []byte, simd bool) ([]byte, error) {
 	s := getScanner(raw, simd)

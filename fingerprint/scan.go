@@ -631,6 +631,11 @@ func (s *scanner) str() (esc bool, err error) {
 	i := start + 1
 	for {
 		if s.simd && len(in)-i >= 32 {
+			// Short strings (keys, names) end in their first word.
+			if m := special(binary.LittleEndian.Uint64(in[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto found
+			}
 			n, bs := strRun(in[i:])
 			i += n
 			esc = esc || bs
