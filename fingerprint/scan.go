@@ -639,6 +639,9 @@ func (s *scanner) str() (esc bool, err error) {
 			n, bs := strRun(in[i:])
 			i += n
 			esc = esc || bs
+			if i < len(in) && !strSafe[in[i]] {
+				goto found // where strRun stopped, or a special byte after its last block
+			}
 		}
 		for i+8 <= len(in) {
 			w := binary.LittleEndian.Uint64(in[i:])
