@@ -622,9 +622,11 @@ var canonicalEscape = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n'
 // decoded, then only '"', '\\' and control characters re-escaped. The
 // escapes that already are canonical (\" \\ \b \f \n \r \t) are copied with
 // the text around them, so a string is normally one span copy (quotes
-// included); only \/ and \uXXXX are rewritten. UTF-8 is checked per span
-// only when the input as a whole is not valid UTF-8, to place the error.
-// esc reports whether the output holds any escape.
+// included); only \/ and \uXXXX are rewritten. In simd mode strRun finds
+// the end 32 bytes at a time, stepping over canonical escapes itself; the
+// eight-byte loop finds it otherwise, and for the tail of the input. UTF-8
+// is checked per span only when the input as a whole is not valid UTF-8,
+// to place the error. esc reports whether the output holds any escape.
 func (s *scanner) str() (esc bool, err error) {
 	in := s.in
 	start := s.pos // first byte not yet copied to out: the opening quote
