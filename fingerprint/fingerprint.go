@@ -58,7 +58,7 @@
 // 32 bytes at a time, canonical escapes stepped over without a branch.
 // Elsewhere the check is utf8.Valid and strings are searched eight bytes at
 // a time. For a 200 KB agent transcript (fingerprint_bench_test.go) that is
-// about 2.4–2.8× sha256.Sum256 over the same bytes in thread CPU time
+// about 2.5–2.7× sha256.Sum256 over the same bytes in thread CPU time
 // (1.3× faster than the generic path, BenchmarkSIMDCPU200KB); what is left
 // is SHA-256 itself (≈ 35 % of it) and the scan's work per token and per
 // member — copying, reordering objects, the branch at each string's end;
