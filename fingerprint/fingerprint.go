@@ -48,18 +48,21 @@
 //
 // # Cost
 //
-// No decoding into maps: one UTF-8 check of the whole body (utf8.Valid),
-// then one scan that writes the canonical text into a pooled buffer.
-// Strings are found eight bytes at a time and copied as spans, escapes
-// that already are canonical (\" \\ \n …) included; only objects whose keys
-// arrive out of order are rewritten, the largest member moved once; the
-// top-level object is never rewritten but hashed member by member in sorted
-// order. For a 200 KB agent transcript (fingerprint_bench_test.go) that is
-// about 2.8× sha256.Sum256 over the same bytes, in thread CPU time:
-// SHA-256 ≈ 118 µs, the UTF-8 check ≈ 44 µs and the scan ≈ 175 µs
-// (BenchmarkPartsCPU200KB). The scan's cost is mostly one hard-to-predict
-// branch per quote and backslash, of which such a body has one every ten
-// bytes; docs/notes/fpscan.md says what was tried against it.
+// No decoding into maps: one UTF-8 check of the whole body, then one scan
+// that writes the canonical text into a pooled buffer. Strings are copied
+// as spans, escapes that already are canonical (\" \\ \n …) included; only
+// objects whose keys arrive out of order are rewritten, the largest member
+// moved once; the top-level object is never rewritten but hashed member by
+// member in sorted order. On amd64 with AVX2, from 512-byte bodies on, the
+// UTF-8 check and the search for a string's end are assembly (simd.go):
+// 32 bytes at a time, canonical escapes stepped over without a branch.
+// Elsewhere the check is utf8.Valid and strings are searched eight bytes at
+// a time. For a 200 KB agent transcript (fingerprint_bench_test.go) that is
+// about 2.5–2.7× sha256.Sum256 over the same bytes in thread CPU time
+// (1.3× faster than the generic path, BenchmarkSIMDCPU200KB); what is left
+// is SHA-256 itself (≈ 35 % of it) and the scan's work per token and per
+// member — copying, reordering objects, the branch at each string's end;
+// docs/notes/fpscan.md and fpsimd.md say what was tried.
 package fingerprint
 
 import (
@@ -114,11 +117,17 @@ type Result struct {
 //
 // A missing model is not an error here: the gateway decides.
 func Compute(p Params, body []byte) (Result, error) {
+	return compute(p, body, useSIMD && len(body) >= minSIMD)
+}
+
+// compute is Compute, with the assembly string scan and UTF-8 check or
+// without (the tests compare both).
+func compute(p Params, body []byte, simd bool) (Result, error) {
 	root, ok := roots[p.Shape]
 	if !ok {
 		return Result{}, groundhog.Errorf(groundhog.EINVALID, "unknown API shape %q", p.Shape)
 	}
-	s := getScanner(body)
+	s := getScanner(body, simd)
 	defer putScanner(s)
 	if err := s.document(root, true); err != nil {
 		return Result{}, clientError("request body", err.(*scanError))
@@ -155,7 +164,11 @@ func Compute(p Params, body []byte) (Result, error) {
 // "nested deeper than 256 levels…"). The result is a new slice owned by the
 // caller.
 func Canonicalize(raw []byte) ([]byte, error) {
-	s := getScanner(raw)
+	return canonicalize(raw, useSIMD && len(raw) >= minSIMD)
+}
+
+func canonicalize(raw []byte, simd bool) ([]byte, error) {
+	s := getScanner(raw, simd)
 	defer putScanner(s)
 	if err := s.document(nil, false); err != nil {
 		return nil, clientError("JSON", err.(*scanError))
@@ -199,9 +212,9 @@ var pool = sync.Pool{New: func() any { return &pooledScanner{h: sha256.New()} }}
 // the pool: one rare huge body must not pin its buffers forever.
 const maxPooled = 4 << 20
 
-func getScanner(in []byte) *pooledScanner {
+func getScanner(in []byte, simd bool) *pooledScanner {
 	s := pool.Get().(*pooledScanner)
-	s.reset(in)
+	s.reset(in, simd)
 	return s
 }
 

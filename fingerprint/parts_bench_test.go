@@ -24,7 +24,7 @@ func BenchmarkPartsCPU200KB(b *testing.B) {
 		t0 := threadCPU()
 		benchSink = utf8.Valid(body200KB)
 		t1 := threadCPU()
-		s := getScanner(body200KB)
+		s := getScanner(body200KB, useSIMD)
 		if err := s.document(roots["chat"], true); err != nil {
 			b.Fatal(err)
 		}
@@ -45,3 +45,49 @@ func BenchmarkPartsCPU200KB(b *testing.B) {
 	b.ReportMetric(us(th), "sha-µs")
 	b.ReportMetric(float64(tc)/float64(th), "x-sha256-cpu")
 }
+
+// benchSIMDCPU alternates Compute (simd: with the assembly where it is
+// used, from minSIMD bytes) with the generic path every other platform
+// runs and with SHA-256 of the body, in thread CPU time, and reports each
+// per call and their ratios: a same-run A/B the machine's load affects
+// alike.
+func benchSIMDCPU(b *testing.B, body []byte) {
+	if !haveSIMD {
+		b.Skip("no AVX2/BMI2")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p := Params{Shape: "chat", Tenant: "acme", Versions: "schema=3"}
+	reps := max(1, 64<<10/len(body))
+	var ts, tg, th time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := threadCPU()
+		for range reps {
+			r, _ := Compute(p, body)
+			benchSink = r
+		}
+		t1 := threadCPU()
+		for range reps {
+			r, _ := compute(p, body, false)
+			benchSink = r
+		}
+		t2 := threadCPU()
+		for range reps {
+			benchSink = sha256.Sum256(body)
+		}
+		t3 := threadCPU()
+		ts, tg, th = ts+t1-t0, tg+t2-t1, th+t3-t2
+		n += reps
+	}
+	us := func(d time.Duration) float64 { return float64(d) / float64(n) / 1e3 }
+	b.ReportMetric(us(ts), "simd-µs")
+	b.ReportMetric(us(tg), "generic-µs")
+	b.ReportMetric(float64(tg)/float64(ts), "generic/simd")
+	b.ReportMetric(float64(ts)/float64(th), "simd-x-sha256")
+	b.ReportMetric(float64(tg)/float64(th), "generic-x-sha256")
+}
+
+func BenchmarkSIMDCPU200KB(b *testing.B) { benchSIMDCPU(b, body200KB) }
+func BenchmarkSIMDCPU1KB(b *testing.B)   { benchSIMDCPU(b, body1KB) }
+func BenchmarkSIMDCPULine(b *testing.B)  { benchSIMDCPU(b, bodyLine) }

@@ -77,12 +77,18 @@ type scanner struct {
 	stream    bool
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
+	simd      bool       // use the assembly string scan and UTF-8 check (see useSIMD)
 	topSorted bool       // the top-level object is sorted in members, not in out
 }
 
-func (s *scanner) reset(in []byte) {
+func (s *scanner) reset(in []byte, simd bool) {
 	s.in, s.pos, s.depth = in, 0, 0
-	s.badUTF8 = !utf8.Valid(in)
+	s.simd = simd
+	if s.simd {
+		s.badUTF8 = !validUTF8(in)
+	} else {
+		s.badUTF8 = !utf8.Valid(in)
+	}
 	s.out, s.scratch, s.keys, s.members = s.out[:0], s.scratch[:0], s.keys[:0], s.members[:0]
 	if cap(s.out) < len(in) {
 		// The canonical text is about as long as the input: one
@@ -616,14 +622,29 @@ var canonicalEscape = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n'
 // decoded, then only '"', '\\' and control characters re-escaped. The
 // escapes that already are canonical (\" \\ \b \f \n \r \t) are copied with
 // the text around them, so a string is normally one span copy (quotes
-// included); only \/ and \uXXXX are rewritten. UTF-8 is checked per span
-// only when the input as a whole is not valid UTF-8, to place the error.
-// esc reports whether the output holds any escape.
+// included); only \/ and \uXXXX are rewritten. In simd mode strRun finds
+// the end 32 bytes at a time, stepping over canonical escapes itself; the
+// eight-byte loop finds it otherwise, and for the tail of the input. UTF-8
+// is checked per span only when the input as a whole is not valid UTF-8,
+// to place the error. esc reports whether the output holds any escape.
 func (s *scanner) str() (esc bool, err error) {
 	in := s.in
 	start := s.pos // first byte not yet copied to out: the opening quote
 	i := start + 1
 	for {
+		if s.simd && len(in)-i >= 32 {
+			// Short strings (keys, names) end in their first word.
+			if m := special(binary.LittleEndian.Uint64(in[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto found
+			}
+			n, bs := strRun(in[i:])
+			i += n
+			esc = esc || bs
+			if i < len(in) && !strSafe[in[i]] {
+				goto found // where strRun stopped, or a special byte after its last block
+			}
+		}
 		for i+8 <= len(in) {
 			w := binary.LittleEndian.Uint64(in[i:])
 			if m := special(w); m != 0 {

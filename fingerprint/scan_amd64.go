@@ -1,0 +1,20 @@
+package fingerprint
+
+import "golang.org/x/sys/cpu"
+
+// haveSIMD says whether str may use strRunAVX2 (scan_amd64.s).
+var haveSIMD = cpu.X86.HasAVX2 && cpu.X86.HasBMI1 && cpu.X86.HasBMI2
+
+// strRunAVX2 is documented in scan_amd64.s.
+//
+//go:noescape
+func strRunAVX2(b []byte) (n int, bs bool)
+
+func strRun(b []byte) (n int, bs bool) { return strRunAVX2(b) }
+
+// validUTF8AVX2 is documented in utf8_amd64.s.
+//
+//go:noescape
+func validUTF8AVX2(b []byte) bool
+
+func validUTF8(b []byte) bool { return validUTF8AVX2(b) }

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package fingerprint
+
+// haveSIMD is false where there is no assembly string scan: str uses its
+// eight-byte loop only.
+var haveSIMD = false
+
+func strRun(b []byte) (n int, bs bool) { panic("fingerprint: no SIMD string scan on this platform") }
+
+func validUTF8(b []byte) bool { panic("fingerprint: no SIMD UTF-8 check on this platform") }
