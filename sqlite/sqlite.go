@@ -69,6 +69,7 @@ type DB struct {
 	scan   *sql.DB // read-only pool of ledger scans (scanConns connections)
 	closed atomic.Bool
 	wstmts stmtCache // prepared statements of the writer (stmtcache.go)
+	ops    opBatch   // group commit of operation writes (operation_batch.go)
 }
 
 // scanConns is how many ledger scans run at once; more wait for a turn.
