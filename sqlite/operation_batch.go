@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -16,8 +17,10 @@ import (
 // stored result is as durable as with a write of its own.
 //
 // There is no goroutine: the first caller to find the writer idle leads.
-// It takes every write queued so far (its own included), runs them as one
-// batch, and if more writes queued meanwhile, hands the lead to the oldest
+// It yields once (runtime.Gosched: the handlers about to write get to
+// queue behind it — on an idle process this costs well under a
+// microsecond), takes every write queued so far (its own included), runs
+// them as one batch, and if more writes queued meanwhile, hands the lead to the oldest
 // of them before returning; the others wait for their batch's COMMIT. A
 // lone write runs in autocommit, exactly as before.
 type opBatch struct {
@@ -58,7 +61,13 @@ func (db *DB) opExec(ctx context.Context, q string, args ...any) (int64, error) 
 		}
 		b.mu.Lock() // lead: the queue holds w and whatever came after it
 	}
-	b.busy = true
+	if !b.busy {
+		// Let the callers that are about to write join this batch.
+		b.busy = true
+		b.mu.Unlock()
+		runtime.Gosched()
+		b.mu.Lock()
+	}
 	batch := b.queue
 	b.queue = b.spare[:0]
 	b.mu.Unlock()

@@ -11,19 +11,21 @@ import (
 	"github.com/groundhog-ai/groundhog"
 )
 
-// waitQueued blocks until n operation writes wait in db's queue.
-func waitQueued(t *testing.T, db *DB, n int) {
+// waitQueued blocks until n operation writes have been made since db's
+// write count was w0: taken into a batch (the leader's, which waits for
+// the writer connection) or waiting in the queue behind it.
+func waitQueued(t *testing.T, db *DB, w0 int64, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second) // a bound against hanging, not a timing figure
 	for {
 		db.ops.mu.Lock()
-		got := len(db.ops.queue)
+		got := int(db.ops.writes.Load()-w0) + len(db.ops.queue)
 		db.ops.mu.Unlock()
 		if got >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d operation writes queued, want %d", got, n)
+			t.Fatalf("%d operation writes made, want %d", got, n)
 		}
 		runtime.Gosched()
 	}
@@ -74,14 +76,14 @@ func TestOperationWritesGroupCommit(t *testing.T) {
 			}
 		})
 	}
-	waitQueued(t, db, n) // one leader waits for the writer, n behind it
+	waitQueued(t, db, w0, n+1) // a leader's batch waits for the writer, the rest queue behind it
 	release()
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()
 	}
-	if w, c := db.ops.writes.Load()-w0, db.ops.commits.Load()-c0; w != n+1 || c != 2 {
-		t.Fatalf("%d claim statements in %d commits, want %d in 2 (the leader alone, then one batch)", w, c, n+1)
+	if w, c := db.ops.writes.Load()-w0, db.ops.commits.Load()-c0; w != n+1 || c > 2 {
+		t.Fatalf("%d claim statements in %d commits, want %d in at most 2 (the leader's batch, then one more)", w, c, n+1)
 	}
 	claimed := map[string]bool{}
 	for i, op := range ops {
@@ -124,11 +126,11 @@ func TestOperationWritesGroupCommit(t *testing.T) {
 			errs[i] = db.Complete(ctx, "t", op.ID, token, &groundhog.Response{Status: 200, Body: []byte(op.Key)}, now)
 		})
 	}
-	waitQueued(t, db, n-1)
+	waitQueued(t, db, w0, n)
 	release()
 	wg.Wait()
-	if w, c := db.ops.writes.Load()-w0, db.ops.commits.Load()-c0; w != n || c != 2 {
-		t.Fatalf("%d fenced statements in %d commits, want %d in 2", w, c, n)
+	if w, c := db.ops.writes.Load()-w0, db.ops.commits.Load()-c0; w != n || c > 2 {
+		t.Fatalf("%d fenced statements in %d commits, want %d in at most 2", w, c, n)
 	}
 	for i := range n {
 		key := "k" + strconv.Itoa(i)
