@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -139,10 +140,16 @@ func (db *DB) runOpAlone(w *opWrite) {
 // transaction failed (nothing of the batch is then committed, except when
 // COMMIT itself fails, where every write reports that error).
 func (db *DB) runOpsTx(batch []*opWrite) bool {
-	for _, w := range batch {
-		if _, err := db.wstmts.get(w.ctx, db.w, w.q); err != nil {
+	// Every statement is looked up before BEGIN: get may wait for the
+	// writer connection (another caller preparing), and inside the
+	// transaction this goroutine holds it.
+	stmts := make([]*sql.Stmt, len(batch))
+	for i, w := range batch {
+		st, err := db.wstmts.get(w.ctx, db.w, w.q)
+		if err != nil {
 			return false
 		}
+		stmts[i] = st
 	}
 	// The transaction is not bound to any caller's context: a caller
 	// that gives up must not roll back its neighbours' writes.
@@ -150,9 +157,8 @@ func (db *DB) runOpsTx(batch []*opWrite) bool {
 	if err != nil {
 		return false
 	}
-	for _, w := range batch {
-		st, _ := db.wstmts.get(w.ctx, db.w, w.q) // prepared above
-		res, err := tx.StmtContext(w.ctx, st).ExecContext(w.ctx, w.args...)
+	for i, w := range batch {
+		res, err := tx.StmtContext(w.ctx, stmts[i]).ExecContext(w.ctx, w.args...)
 		if err == nil {
 			w.n, err = res.RowsAffected()
 		}
