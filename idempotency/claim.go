@@ -9,8 +9,8 @@ import (
 )
 
 // Claim is the right to run one operation, held under a lease with a
-// fencing token. It is created by Service.Begin with a goroutine that
-// renews the lease every Lease/3 until the claim is finished (Complete,
+// fencing token. It is created by Service.Begin, and the Service's renewer
+// renews its lease every Lease/3 until the claim is finished (Complete,
 // Fail, Release) or abandoned (Abandon), or a renewal finds the token
 // superseded (Lost). Every write a Claim makes is fenced: once another
 // worker has taken the record over, nothing this Claim does changes it.
@@ -20,23 +20,20 @@ type Claim struct {
 	s  *Service
 	op groundhog.Operation // as claimed; never modified
 
-	lost     chan struct{}
-	lostOnce sync.Once
+	lostMu sync.Mutex
+	lost   chan struct{} // made on first use (Lost or markLost)
+	isLost bool
 
-	stop     chan struct{} // closed to end the renewal goroutine
-	stopOnce sync.Once
-	renewed  chan struct{} // closed when the renewal goroutine has exited
+	// Guarded by s.renew.mu (renewer.go).
+	due      time.Time     // when the next renewal is due
+	idx      int           // position in the renewer's heap; -1 when not in it
+	stopped  bool          // finished or abandoned: never renewed again
+	inflight chan struct{} // non-nil while a renewal write runs; closed after it
 }
 
 func newClaim(s *Service, op *groundhog.Operation) *Claim {
-	c := &Claim{
-		s:       s,
-		op:      *op,
-		lost:    make(chan struct{}),
-		stop:    make(chan struct{}),
-		renewed: make(chan struct{}),
-	}
-	go c.renewLoop()
+	c := &Claim{s: s, op: *op, idx: -1}
+	s.renew.add(c)
 	return c
 }
 
@@ -56,9 +53,29 @@ func (c *Claim) Attempt() int { return c.op.Attempts }
 // renewal or a finishing write found that another worker holds the record
 // (or the record is gone). The operation should stop; its result will not
 // be stored.
-func (c *Claim) Lost() <-chan struct{} { return c.lost }
+func (c *Claim) Lost() <-chan struct{} {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	if c.lost == nil {
+		c.lost = make(chan struct{})
+		if c.isLost {
+			close(c.lost)
+		}
+	}
+	return c.lost
+}
 
-func (c *Claim) markLost() { c.lostOnce.Do(func() { close(c.lost) }) }
+func (c *Claim) markLost() {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	if c.isLost {
+		return
+	}
+	c.isLost = true
+	if c.lost != nil {
+		close(c.lost)
+	}
+}
 
 // Abandon stops renewing the lease and leaves the record as it is, as a
 // crashed worker would: after the lease expires the next Begin takes over.
@@ -67,43 +84,12 @@ func (c *Claim) markLost() { c.lostOnce.Do(func() { close(c.lost) }) }
 // give up without a verdict.
 func (c *Claim) Abandon() { c.stopRenewing() }
 
-// stopRenewing ends the renewal goroutine and waits for it, so that no
+// stopRenewing ends the renewals and waits for one in flight, so that no
 // renewal write races with the finishing write that follows.
-func (c *Claim) stopRenewing() {
-	c.stopOnce.Do(func() { close(c.stop) })
-	<-c.renewed
-}
+func (c *Claim) stopRenewing() { c.s.renew.stop(c) }
 
-func (c *Claim) renewLoop() {
-	defer close(c.renewed)
-	every := c.s.lease / 3
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-c.s.after(every):
-		}
-		select {
-		case <-c.stop:
-			return
-		default:
-		}
-		err := c.renew(context.Background())
-		switch groundhog.ErrorCode(err) {
-		case "":
-		case groundhog.ESTALE:
-			c.s.log.Warn("idempotency: lease lost", "tenant", c.op.Tenant, "key", c.op.Key, "token", c.op.FencingToken)
-			return
-		default:
-			// A transient store failure: try again at the next tick; if
-			// the lease runs out meanwhile, a takeover will tell us.
-			c.s.log.Warn("idempotency: lease renewal failed", "tenant", c.op.Tenant, "key", c.op.Key, "err", err)
-		}
-	}
-}
-
-// Renew extends the lease to now + Lease at once (the renewal goroutine
-// does this every Lease/3 already). ESTALE means the claim is lost.
+// Renew extends the lease to now + Lease at once (the renewer does this
+// every Lease/3 already). ESTALE means the claim is lost.
 func (c *Claim) Renew(ctx context.Context) error {
 	return c.renew(ctx)
 }

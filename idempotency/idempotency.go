@@ -129,6 +129,8 @@ type Service struct {
 	// lookups check ExpiresAt), so this cannot serve a stale answer, also
 	// across replicas.
 	done *otter.Cache[waitKey, *groundhog.Operation]
+
+	renew *renewer // renews the leases of held claims (renewer.go)
 }
 
 // doneCacheBytes bounds the in-memory terminal records (by result size).
@@ -181,7 +183,7 @@ func New(o Options) *Service {
 			return uint32(min(n, 1<<31))
 		},
 	})
-	return &Service{
+	s := &Service{
 		done:      done,
 		store:     o.Store,
 		clock:     o.Clock,
@@ -192,6 +194,8 @@ func New(o Options) *Service {
 		notifier:  o.Notifier,
 		waiters:   map[waitKey]*waitEntry{},
 	}
+	s.renew = newRenewer(s)
+	return s
 }
 
 func randomHex(n int) string {
@@ -272,7 +276,7 @@ func (s *Service) begin(ctx context.Context, tenant, key, hash string) (*groundh
 //
 //   - outcome BeginClaimed, claim != nil (op is claim.Op()): the caller must
 //     run the operation and then call claim.Complete, claim.Fail or
-//     claim.Release. While the claim is held a goroutine renews the lease
+//     claim.Release. While the claim is held the Service renews the lease
 //     every Lease/3, fenced by the token; if a renewal reports that the
 //     token is no longer current the claim is lost: claim.Lost() is closed
 //     and a later Complete returns ESTALE (the caller then replays the

@@ -114,7 +114,7 @@ func beginTx(ctx context.Context, tx *sql.Tx, p groundhog.BeginParams) (*groundh
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		op := &groundhog.Operation{
-			ID: groundhog.NewID(), Tenant: p.Tenant, Key: p.Key, RequestHash: p.RequestHash,
+			ID: groundhog.NewTimeID(now), Tenant: p.Tenant, Key: p.Key, RequestHash: p.RequestHash,
 			Status: groundhog.StatusRunning, LeaseOwner: p.Owner, LeaseExpiresAt: leaseUntil,
 			FencingToken: 1, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(p.Retention),
 		}
@@ -136,7 +136,7 @@ func beginTx(ctx context.Context, tx *sql.Tx, p groundhog.BeginParams) (*groundh
 		// new one, but keep counting tokens upward so that a token handed
 		// out under the old record can never equal a new one.
 		op := &groundhog.Operation{
-			ID: groundhog.NewID(), Tenant: p.Tenant, Key: p.Key, RequestHash: p.RequestHash,
+			ID: groundhog.NewTimeID(now), Tenant: p.Tenant, Key: p.Key, RequestHash: p.RequestHash,
 			Status: groundhog.StatusRunning, LeaseOwner: p.Owner, LeaseExpiresAt: leaseUntil,
 			FencingToken: cur.FencingToken + 1, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(p.Retention),
 		}
@@ -253,20 +253,17 @@ func (db *DB) Release(ctx context.Context, tenant, id string, token int64, now t
 // token is token and its status is running. When no row matches it tells
 // why: ENOTFOUND when there is no such record for tenant, ESTALE when the
 // record moved on (a takeover raised the token, or it is no longer
-// running). The check and the write share one IMMEDIATE transaction.
+// running). The check and the write are one statement.
 func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, set string, setArgs ...any) error {
 	if err := db.check(); err != nil {
 		return err
 	}
-	// One UPDATE in autocommit: the check (the WHERE clause) and the write
-	// are one statement, so one implicit transaction, one durable write.
+	// One UPDATE: the check (the WHERE clause) and the write are one
+	// statement, one durable write (in autocommit, or in a group commit
+	// with concurrent operation writes: operation_batch.go).
 	args := append(setArgs, tenant, id, token)
-	res, err := db.writeExec(ctx, "UPDATE operations SET "+set+
+	n, err := db.opExec(ctx, "UPDATE operations SET "+set+
 		" WHERE tenant = ? AND id = ? AND fencing_token = ? AND status = 'running'", args...)
-	if err != nil {
-		return mapErr(fmt.Errorf("sqlite: %s operation: %w", what, err))
-	}
-	n, err := res.RowsAffected()
 	if err != nil {
 		return mapErr(fmt.Errorf("sqlite: %s operation: %w", what, err))
 	}

@@ -70,6 +70,7 @@ type DB struct {
 	closed atomic.Bool
 	wstmts stmtCache    // prepared statements of the writer (stmtcache.go)
 	ledger appenderSlot // scratch of AppendLedger (ledgerblock.go)
+	ops    opBatch      // group commit of operation writes (operation_batch.go)
 }
 
 // scanConns is how many ledger scans run at once; more wait for a turn.
