@@ -70,7 +70,7 @@ type call struct {
 	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
 	upHeader     http.Header        // the upstream response headers that pass to the leader's client (headers.go)
 	header       http.Header        // the client's request headers
-	stages       stageLog           // timed pipeline stages, for traces
+	stages       *stageLog          // timed pipeline stages, for traces (nil when not timed: stages.go)
 	start        time.Time
 	inFlight     bool
 	pc           pcState    // prompt-cache stage (gateway/promptcache.go)
@@ -115,6 +115,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 		return nil, err
 	}
 	c := &call{shape: shape, route: r.URL.Path, tenant: tenant, body: body, pooled: pooled, header: r.Header, start: s.clock.Now()}
+	if s.stagesOn {
+		c.stages = new(stageLog)
+	}
 	if err := s.readHeaders(c, r.Header); err != nil {
 		return nil, err
 	}
