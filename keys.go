@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	mrand "math/rand/v2"
 	"time"
 )
 
@@ -77,15 +79,19 @@ func NewID() string {
 // nanoseconds, then 64 random bits. Ledger rows use it so the store's
 // primary-key index grows at its end instead of at random pages, which keeps
 // group commits small.
+//
+// The random half comes from math/rand/v2's global source, not crypto/rand:
+// one is drawn for every ledger row, on the hit path. That source is the
+// runtime's per-thread ChaCha8 generator, seeded from the operating
+// system's entropy at start (and never by the program), so ids stay unique
+// across processes and replicas and are not predictable from earlier ones
+// — enough for an id, which is no secret and no capability. (NewID, for
+// operation records and ownership tokens, keeps crypto/rand.)
 func NewTimeID(t time.Time) string {
 	var b [16]byte
-	n := uint64(t.UnixNano())
-	for i := 7; i >= 0; i-- {
-		b[i] = byte(n)
-		n >>= 8
-	}
-	if _, err := rand.Read(b[8:]); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b[:])
+	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixNano()))
+	binary.BigEndian.PutUint64(b[8:], mrand.Uint64())
+	var out [32]byte
+	hex.Encode(out[:], b[:])
+	return string(out[:])
 }

@@ -47,6 +47,17 @@ func (m Money) Format(decimals int) string {
 	if m == math.MinInt64 {
 		return TotalOf(m).Format(decimals) // -m does not fit
 	}
+	if m == 0 && decimals == 6 {
+		return "0.000000" // a hit's cost, every time
+	}
+	var buf [32]byte // sign, 19 digits, point, 12 decimals fit
+	return string(m.appendFormat(buf[:0], decimals))
+}
+
+// appendFormat appends Format(decimals) for 0 ≤ decimals ≤ 12 and
+// m > math.MinInt64, m ≠ CostUnknown, building the string in place (one
+// allocation for the result instead of one per part).
+func (m Money) appendFormat(b []byte, decimals int) []byte {
 	neg := m < 0
 	v := int64(m)
 	if neg {
@@ -64,15 +75,19 @@ func (m Money) Format(decimals int) string {
 	for i := 0; i < decimals; i++ {
 		scale *= 10
 	}
-	s := strconv.FormatInt(q/scale, 10)
-	if decimals > 0 {
-		frac := strconv.FormatInt(q%scale, 10)
-		s += "." + strings.Repeat("0", decimals-len(frac)) + frac
-	}
 	if neg {
-		s = "-" + s
+		b = append(b, '-')
 	}
-	return s
+	b = strconv.AppendInt(b, q/scale, 10)
+	if decimals > 0 {
+		b = append(b, '.')
+		n := len(b)
+		b = append(b, "000000000000"[:decimals]...)
+		for i, frac := n+decimals-1, q%scale; frac > 0; i, frac = i-1, frac/10 {
+			b[i] = byte('0' + frac%10)
+		}
+	}
+	return b
 }
 
 // ParseMoney parses a decimal dollar string ("0.004", "24", "1.5e-3" is not

@@ -460,6 +460,15 @@ type Tracker struct {
 // active call, and leave, which ends this call: call it exactly once when
 // the call ends (further calls do nothing).
 func (t *Tracker) Enter(key string) (wasInFlight bool, leave func()) {
+	was := t.Add(key)
+	var once sync.Once
+	return was, func() { once.Do(func() { t.Done(key) }) }
+}
+
+// Add records a call for key and reports whether key already had an active
+// call. Done ends it: call it exactly once per Add. It is Enter without the
+// leave closure and its sync.Once (two allocations a call).
+func (t *Tracker) Add(key string) (wasInFlight bool) {
 	t.mu.Lock()
 	if t.m == nil {
 		t.m = make(map[string]int)
@@ -467,18 +476,18 @@ func (t *Tracker) Enter(key string) (wasInFlight bool, leave func()) {
 	n := t.m[key]
 	t.m[key] = n + 1
 	t.mu.Unlock()
-	var once sync.Once
-	return n > 0, func() {
-		once.Do(func() {
-			t.mu.Lock()
-			if t.m[key] <= 1 {
-				delete(t.m, key)
-			} else {
-				t.m[key]--
-			}
-			t.mu.Unlock()
-		})
+	return n > 0
+}
+
+// Done ends a call recorded by Add.
+func (t *Tracker) Done(key string) {
+	t.mu.Lock()
+	if t.m[key] <= 1 {
+		delete(t.m, key)
+	} else {
+		t.m[key]--
 	}
+	t.mu.Unlock()
 }
 
 // Active returns how many calls for key have entered and not left.

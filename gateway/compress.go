@@ -47,7 +47,7 @@ func (s *Server) compression(w http.ResponseWriter, r *http.Request, next http.H
 		next.ServeHTTP(w, r)
 		return
 	}
-	if enc := strings.TrimSpace(strings.ToLower(r.Header.Get("Content-Encoding"))); enc != "" && enc != "identity" {
+	if enc := strings.TrimSpace(strings.ToLower(hget(r.Header, "Content-Encoding"))); enc != "" && enc != "identity" {
 		if enc != "gzip" {
 			s.writeError(w, r, shapeOfPath(r.URL.Path), groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Encoding %q is not supported (use gzip or none)", enc))
 			return
@@ -66,7 +66,7 @@ func (s *Server) compression(w http.ResponseWriter, r *http.Request, next http.H
 		r.Header.Del("Content-Encoding")
 		r.Header.Del("Content-Length")
 	}
-	if !acceptsGzip(r.Header.Values("Accept-Encoding")) {
+	if !acceptsGzip(hvalues(r.Header, "Accept-Encoding")) {
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -120,11 +120,11 @@ func (g *gzipResponse) WriteHeader(status int) {
 	if !g.decided && status >= 200 {
 		g.decided = true
 		h := g.Header()
-		n, err := strconv.Atoi(h.Get("Content-Length"))
+		n, err := strconv.Atoi(hget(h, "Content-Length"))
 		big := err != nil || n >= minGzipBytes
 		// The size is checked first: a small stored answer (most hits)
 		// skips parsing its media type.
-		if big && jsonMediaType(h.Get("Content-Type")) && h.Get("Content-Encoding") == "" && status != http.StatusNoContent && status != http.StatusNotModified {
+		if big && jsonMediaType(hget(h, "Content-Type")) && hget(h, "Content-Encoding") == "" && status != http.StatusNoContent && status != http.StatusNotModified {
 			h.Del("Content-Length")
 			h.Set("Content-Encoding", "gzip")
 			h.Add("Vary", "Accept-Encoding")

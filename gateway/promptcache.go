@@ -67,7 +67,7 @@ func checkPromptCacheHeaders(h http.Header) error {
 		{hdrPromptCacheKey, "auto", "auto"},
 		{hdrFanOut, "on", "off"},
 	} {
-		if v := strings.ToLower(strings.TrimSpace(h.Get(c.name))); v != "" && v != c.a && v != c.b {
+		if v := strings.ToLower(strings.TrimSpace(hget(h, c.name))); v != "" && v != c.a && v != c.b {
 			if c.a == c.b {
 				return groundhog.Errorf(groundhog.EINVALID, "%s must be %s, not %q", c.name, c.a, v)
 			}

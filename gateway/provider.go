@@ -70,10 +70,11 @@ type call struct {
 	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
 	upHeader     http.Header        // the upstream response headers that pass to the leader's client (headers.go)
 	header       http.Header        // the client's request headers
-	stages       stageLog           // timed pipeline stages, for traces
+	stages       *stageLog          // timed pipeline stages, for traces (nil when not timed: stages.go)
 	start        time.Time
 	inFlight     bool
-	pc           pcState // prompt-cache stage (gateway/promptcache.go)
+	pc           pcState    // prompt-cache stage (gateway/promptcache.go)
+	hv           headerVals // the response head's values (hdrfast.go)
 }
 
 // provider returns the handler of one provider route.
@@ -88,9 +89,8 @@ func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 			return
 		}
 		key := c.tenant + "\x00" + c.fp.Hash
-		var leave func()
-		c.inFlight, leave = s.tracker.Enter(key)
-		defer leave()
+		c.inFlight = s.tracker.Add(key)
+		defer s.tracker.Done(key)
 		s.serveCall(w, r, c, key)
 	}
 }
@@ -98,7 +98,7 @@ func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 // admit runs authentication, parsing, validation and the fingerprint. Every
 // failure here is the client's and is answered before anything is stored.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.Shape) (*call, error) {
-	t0 := s.clock.Now()
+	t0 := s.stageStart() // stages.go: zero when stages are not timed
 	tenant, err := s.authenticate(r)
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 		w.Header().Set("Allow", http.MethodPost)
 		return nil, groundhog.Errorf(codeMethod, "method %s not allowed on %s (use POST)", r.Method, r.URL.Path)
 	}
-	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
+	if err := checkJSONContentType(hget(r.Header, "Content-Type")); err != nil {
 		return nil, err
 	}
 	body, pooled, err := readBody(w, r, s.cfg.MaxBodyBytes)
@@ -115,6 +115,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 		return nil, err
 	}
 	c := &call{shape: shape, route: r.URL.Path, tenant: tenant, body: body, pooled: pooled, header: r.Header, start: s.clock.Now()}
+	if s.stagesOn {
+		c.stages = new(stageLog)
+	}
 	if err := s.readHeaders(c, r.Header); err != nil {
 		return nil, err
 	}
@@ -182,23 +185,23 @@ func versionsFor(opVersions string, shape groundhog.Shape, h http.Header) string
 		}
 	}
 	add("op", opVersions)
-	add("client", h.Get(hdrCacheVersion))
+	add("client", hget(h, hdrCacheVersion))
 	if shape == groundhog.ShapeMessages {
-		add("anthropic-version", strings.TrimSpace(h.Get("Anthropic-Version")))
-		add("anthropic-beta", strings.Join(h.Values("Anthropic-Beta"), ","))
+		add("anthropic-version", strings.TrimSpace(hget(h, "Anthropic-Version")))
+		add("anthropic-beta", strings.Join(hvalues(h, "Anthropic-Beta"), ","))
 	}
 	return strings.Join(parts, "|") // "" when nothing is declared
 }
 
 // readHeaders validates the groundhog request headers.
 func (s *Server) readHeaders(c *call, h http.Header) error {
-	if op := h.Get(hdrOperation); op != "" {
+	if op := hget(h, hdrOperation); op != "" {
 		if !config.ValidOperationName(op) {
 			return groundhog.Errorf(groundhog.EINVALID, "%s must be 1–128 characters of letters, digits and . _ - : /", hdrOperation)
 		}
 		c.op = op
 	}
-	switch v := strings.ToLower(strings.TrimSpace(h.Get(hdrCache))); v {
+	switch v := strings.ToLower(strings.TrimSpace(hget(h, hdrCache))); v {
 	case "":
 	case "use":
 		c.policy = policyUse
@@ -209,7 +212,7 @@ func (s *Server) readHeaders(c *call, h http.Header) error {
 	default:
 		return groundhog.Errorf(groundhog.EINVALID, "%s must be use, refresh or bypass, not %q", hdrCache, v)
 	}
-	switch v := strings.ToLower(strings.TrimSpace(h.Get(hdrCoalesce))); v {
+	switch v := strings.ToLower(strings.TrimSpace(hget(h, hdrCoalesce))); v {
 	case "":
 	case "on":
 		c.coalesce = 1
@@ -218,17 +221,17 @@ func (s *Server) readHeaders(c *call, h http.Header) error {
 	default:
 		return groundhog.Errorf(groundhog.EINVALID, "%s must be on or off, not %q", hdrCoalesce, v)
 	}
-	if v := h.Get(hdrCacheTTL); v != "" {
+	if v := hget(h, keyCacheTTL); v != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || n <= 0 || n > int64(s.cfg.Cache.MaxTTL/time.Second) { // compared before converting: no overflow
 			return groundhog.Errorf(groundhog.EINVALID, "%s must be a whole number of seconds from 1 to %d", hdrCacheTTL, int64(s.cfg.Cache.MaxTTL/time.Second))
 		}
 		c.ttl = time.Duration(n) * time.Second
 	}
-	if v := h.Get(hdrCacheVersion); v != "" && (len(v) > 256 || !visibleASCII(v, true)) {
+	if v := hget(h, hdrCacheVersion); v != "" && (len(v) > 256 || !visibleASCII(v, true)) {
 		return groundhog.Errorf(groundhog.EINVALID, "%s must be at most 256 printable ASCII characters", hdrCacheVersion)
 	}
-	for _, cc := range h.Values("Cache-Control") {
+	for _, cc := range hvalues(h, "Cache-Control") {
 		for _, d := range strings.Split(cc, ",") {
 			if strings.EqualFold(strings.TrimSpace(d), "no-store") {
 				c.noStore = true
@@ -238,7 +241,7 @@ func (s *Server) readHeaders(c *call, h http.Header) error {
 	if err := checkPromptCacheHeaders(h); err != nil { // prompt-cache hook
 		return err
 	}
-	if vals := h.Values(hdrIdemKey); len(vals) > 0 {
+	if vals := hvalues(h, hdrIdemKey); len(vals) > 0 {
 		if len(vals) > 1 || len(vals[0]) < 1 || len(vals[0]) > 255 || !visibleASCII(vals[0], false) {
 			return groundhog.Errorf(groundhog.EINVALID, "%s must be one value of 1–255 visible ASCII characters", hdrIdemKey)
 		}
@@ -262,6 +265,10 @@ func checkJSONContentType(ct string) error {
 	if ct == "" {
 		return groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Type must be application/json")
 	}
+	switch ct {
+	case "application/json", "application/json; charset=utf-8":
+		return nil // what ParseMediaType accepts, without its parameter map
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
 		return groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Type must be application/json, not %q", ct)
@@ -283,7 +290,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *call, key 
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, key string) {
 	ctx := r.Context()
 	if c.policy == policyUse {
-		t0 := s.clock.Now()
+		t0 := s.stageStart()
 		e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)
 		s.stage(c, "groundhog.cache", t0)
 		if err == nil {
@@ -428,8 +435,8 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		_, _ = w.Write(resp.Body)
 		return
 	}
-	h[hdrCost] = []string{costString(cost)} // exact casing of the wire contract
-	h[hdrSaved] = []string{savedHeader(row.Outcome, saved, resp)}
+	c.hv.set(h, hdrCost, costString(cost)) // exact casing of the wire contract
+	c.hv.set(h, hdrSaved, savedHeader(row.Outcome, saved, resp))
 	if c.fp.Stream {
 		events := resp.Events
 		if !resp.Streamed {
@@ -454,8 +461,8 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		}
 		ct = "application/json"
 	}
-	h.Set("Content-Type", ct)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	c.hv.set(h, "Content-Type", ct)
+	c.hv.set(h, "Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(body)
 }
@@ -632,9 +639,9 @@ func (s *Server) finishOrphan(c *call, row groundhog.LedgerEntry) {
 }
 
 func (s *Server) setHeaders(h http.Header, c *call, state string) {
-	h.Set(hdrRequestHash, c.fp.Hash)
+	c.hv.set(h, hdrRequestHash, c.fp.Hash)
 	if state != "" {
-		h.Set(hdrCache, state)
+		c.hv.set(h, hdrCache, state)
 	}
 }
 

@@ -247,13 +247,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // them, "x-api-key".
 func (s *Server) authenticate(r *http.Request) (string, error) {
 	secret := ""
-	if a := r.Header.Get("Authorization"); a != "" {
+	if a := hget(r.Header, "Authorization"); a != "" {
 		scheme, tok, ok := strings.Cut(a, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 			return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "Authorization header must be \"Bearer <gateway key>\"")
 		}
 		secret = strings.TrimSpace(tok)
-	} else if k := r.Header.Get("X-Api-Key"); k != "" {
+	} else if k := hget(r.Header, "X-Api-Key"); k != "" {
 		secret = strings.TrimSpace(k)
 	}
 	ctx := r.Context()

@@ -8,7 +8,9 @@ import (
 )
 
 // stageLog collects a call's timed pipeline stages for its ledger row's
-// observers (trace spans). The upstream stage is timed on the flight's
+// observers (trace spans). A call has one only when the Server times
+// stages (a tracer is configured): without, the call is ≈ 400 bytes
+// smaller on every request. The upstream stage is timed on the flight's
 // goroutine, the others on the handler's: hence the lock.
 type stageLog struct {
 	mu sync.Mutex
@@ -23,7 +25,7 @@ const maxStages = 6
 // stage records c's stage name from start to now, on the gateway's clock
 // (as the row's time and latency are).
 func (s *Server) stage(c *call, name string, start time.Time) {
-	if !s.stagesOn {
+	if !s.stagesOn || c.stages == nil {
 		return
 	}
 	end := s.clock.Now()
@@ -35,8 +37,21 @@ func (s *Server) stage(c *call, name string, start time.Time) {
 	c.stages.mu.Unlock()
 }
 
+// stageStart returns the start of a stage to time: now, or the zero time
+// when stages are not timed (stage then ignores it), which saves a clock
+// read per stage on every call.
+func (s *Server) stageStart() time.Time {
+	if !s.stagesOn {
+		return time.Time{}
+	}
+	return s.clock.Now()
+}
+
 // stageTimes returns a copy of the stages recorded so far.
 func (c *call) stageTimes() []groundhog.Stage {
+	if c.stages == nil {
+		return nil
+	}
 	c.stages.mu.Lock()
 	defer c.stages.mu.Unlock()
 	if c.stages.n == 0 {

@@ -38,6 +38,7 @@ type Metrics struct {
 	// Children of the vectors by label values (children.go).
 	callsC, tokensC, costC, savedC, unknownC, followersC, repeatsC children[prometheus.Counter]
 	latencyC                                                       children[prometheus.Observer]
+	seriesC                                                        seriesCache // bundles of the above per row labels (series.go)
 }
 
 // MaxObservedOperations is how many operation names not declared in the
@@ -132,9 +133,9 @@ func (m *Metrics) opLabel(op string) string {
 // Observe counts one call from its ledger row. Its operation label is
 // bounded: see MaxObservedOperations.
 func (m *Metrics) Observe(e *groundhog.LedgerEntry) {
-	op := m.opLabel(e.Operation)
-	to := labels{a: e.Tenant, b: op}
-	counter3(&m.callsC, m.calls, labels{e.Tenant, op, string(e.Outcome)}).Inc()
+	s := m.series(e)
+	op := s.to.b
+	s.calls.Inc()
 	if u := e.Usage; u != (groundhog.Usage{}) {
 		for _, t := range [...]struct {
 			kind string
@@ -146,20 +147,20 @@ func (m *Metrics) Observe(e *groundhog.LedgerEntry) {
 		}
 	}
 	if e.Cost > 0 {
-		counter2(&m.costC, m.cost, to).Add(usd(e.Cost))
+		m.counter(s, lazyCost).Add(usd(e.Cost))
 	} else if e.Cost == groundhog.CostUnknown && e.Outcome == groundhog.OutcomeUpstream {
-		counter2(&m.unknownC, m.unknown, to).Inc()
+		m.counter(s, lazyUnknown).Inc()
 	}
 	if e.Saved > 0 {
-		counter2(&m.savedC, m.saved, to).Add(usd(e.Saved))
+		m.counter(s, lazySaved).Add(usd(e.Saved))
 	}
 	if e.Outcome == groundhog.OutcomeCoalesced {
-		counter2(&m.followersC, m.followers, to).Inc()
+		m.counter(s, lazyFollowers).Inc()
 	}
 	if e.InFlight {
-		counter2(&m.repeatsC, m.repeats, to).Inc()
+		m.counter(s, lazyRepeats).Inc()
 	}
-	observer2(&m.latencyC, m.latency, labels{a: op, b: string(e.Outcome)}).Observe(e.Latency.Seconds())
+	s.latency.Observe(e.Latency.Seconds())
 }
 
 // usd converts to float dollars for Prometheus, which only has floats; the

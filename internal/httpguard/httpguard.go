@@ -48,9 +48,11 @@ func (o Options) withDefaults() Options {
 func Handler(h http.Handler, o Options) http.Handler {
 	o = o.withDefaults()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
+		g := &guard{rc: *http.NewResponseController(w)} // one allocation a request
+		rc := &g.rc
 		if r.Body != nil && r.Body != http.NoBody {
-			b := &rateBody{r: r.Body, rc: rc, start: time.Now(), o: o, length: r.ContentLength}
+			b := &g.body
+			*b = rateBody{r: r.Body, rc: rc, start: time.Now(), o: o, length: r.ContentLength}
 			b.extend()
 			r.Body = b
 			// The next request on the connection sets its own deadlines;
@@ -63,8 +65,16 @@ func Handler(h http.Handler, o Options) http.Handler {
 		// server's final flush after the handler gets a fresh one.
 		_ = rc.SetWriteDeadline(time.Time{})
 		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(o.WriteIdle)) }()
-		h.ServeHTTP(&writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle}, r)
+		g.w = writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle}
+		h.ServeHTTP(&g.w, r)
 	})
+}
+
+// guard holds a request's controller, body and writer together.
+type guard struct {
+	rc   http.ResponseController
+	body rateBody
+	w    writer
 }
 
 // rateBody moves the connection's read deadline forward as bytes arrive,
@@ -95,9 +105,8 @@ func (b *rateBody) clear() {
 func (b *rateBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
-	var ne net.Error
 	switch {
-	case err != nil && errors.As(err, &ne) && ne.Timeout():
+	case err != nil && isTimeout(err):
 		// Cut off: the expired deadline stays, so net/http's discard of
 		// the unread rest of the body (before it writes the answer, to
 		// keep the connection) fails at once instead of waiting forever
@@ -112,6 +121,14 @@ func (b *rateBody) Read(p []byte) (int, error) {
 }
 
 func (b *rateBody) Close() error { return b.r.Close() }
+
+// isTimeout reports whether err is a net.Error timeout. A function of its
+// own: the target errors.As needs escapes, and Read would otherwise pay
+// that allocation on every call, error or not.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
 
 // writer sets a write deadline before every write and flush.
 type writer struct {

@@ -1,0 +1,147 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groundhog-ai/groundhog/cache"
+	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/gateway"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
+	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/metrics"
+	"github.com/groundhog-ai/groundhog/observe"
+	"github.com/groundhog-ai/groundhog/sim"
+	"github.com/groundhog-ai/groundhog/sqlite"
+)
+
+// BenchmarkHitHandler measures one cache hit of a 1.7 KB chat request in
+// process, without sockets: the handler stack `groundhog serve` runs
+// (httpguard, compression, the gateway, the observe recorder with its
+// metrics, the ledger writer with its journal) called directly with a
+// reused request and a ResponseWriter that discards what it is given. Its
+// allocs/op are the allocations of one hit on the gateway's side (the
+// ledger writer's background inserts included when the ledger is on);
+// BenchmarkHitPath and `groundhog bench` measure the same over loopback.
+func BenchmarkHitHandler(b *testing.B) {
+	for _, ledgerOn := range []bool{true, false} {
+		name := "ledger=on"
+		if !ledgerOn {
+			name = "ledger=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			h := newHitHandler(b, ledgerOn)
+			body := []byte(`{"model":"sim-small","messages":[{"role":"system","content":"` + strings.Repeat("You are a careful assistant. ", 20) +
+				`"},{"role":"user","content":"` + strings.Repeat("hit path ", 120) + `"}]}`)
+			req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/chat/completions", nil)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Groundhog-Cache", "use")
+			req.Header.Set("Accept-Encoding", "gzip")
+			req.Header.Set("User-Agent", "bench")
+			rd := bytes.NewReader(body)
+			w := &discardWriter{h: http.Header{}}
+			serve := func() {
+				rd.Reset(body)
+				req.Body, req.ContentLength = io.NopCloser(rd), int64(len(body))
+				clear(w.h)
+				w.status, w.n = 0, 0
+				h.ServeHTTP(w, req)
+			}
+			serve() // miss: the provider answers and the cache stores
+			serve() // hit
+			if w.status != http.StatusOK || w.h.Get("Groundhog-Cache") != "hit" || w.n == 0 {
+				b.Fatalf("priming: status %d, Groundhog-Cache %q, %d bytes", w.status, w.h.Get("Groundhog-Cache"), w.n)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				serve()
+			}
+			b.StopTimer()
+			if w.h.Get("Groundhog-Cache") != "hit" {
+				b.Fatalf("Groundhog-Cache %q, want hit", w.h.Get("Groundhog-Cache"))
+			}
+		})
+	}
+}
+
+// newHitHandler wires a gateway as `groundhog serve` does (see
+// cmd/groundhog/serve.go), over a real SQLite file and the simulated
+// provider on loopback.
+func newHitHandler(b *testing.B, ledgerOn bool) http.Handler {
+	ctx := context.Background()
+	cfg := config.Default()
+	dir := b.TempDir()
+	cfg.DB = filepath.Join(dir, "groundhog.db")
+	if err := cfg.Finish(); err != nil {
+		b.Fatal(err)
+	}
+	s := sim.New(sim.Config{Prices: cfg.PriceTable})
+	simURL, shutdown, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = shutdown(context.Background()) })
+	db, err := sqlite.Open(ctx, cfg.DB)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := cache.New(cache.Options{Store: db, MaxBytes: cfg.Cache.MemoryBytes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lw, err := ledger.OpenWriter(ctx, db, ledger.WriterOptions{JournalDir: filepath.Join(dir, "journal")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = lw.Close(context.Background())
+		_ = db.Close()
+	})
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError})) // the bench's level
+	var gw *gateway.Server
+	m := metrics.New(func() float64 { return float64(gw.InFlight()) })
+	rec := &observe.Recorder{Metrics: m, Log: log}
+	if ledgerOn {
+		rec.Next = lw
+	}
+	up := gateway.Upstream{BaseURL: simURL + "/v1", Provider: "sim"}
+	gw = gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: up, Anthropic: up, Logger: log, Keyless: true})
+	return httpguard.Handler(gw, httpguard.Options{})
+}
+
+// discardWriter is a ResponseWriter that keeps the head and counts the body.
+type discardWriter struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+
+func (w *discardWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+// SetReadDeadline and SetWriteDeadline accept the deadlines httpguard sets
+// (as a connection does), so http.ResponseController finds them instead of
+// building an ErrNotSupported per call.
+func (w *discardWriter) SetReadDeadline(time.Time) error  { return nil }
+func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
