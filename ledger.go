@@ -21,8 +21,12 @@ const (
 )
 
 // LedgerEntry is one row of the duplicate-work ledger: one per call that
-// reached the fingerprint stage, whatever its outcome. ID is unique (a random
-// 128-bit hex string); appending the same ID twice stores it once.
+// reached the fingerprint stage, whatever its outcome. ID is unique (128
+// bits in hex: the row's time in nanoseconds, then 64 random bits —
+// NewTimeID); appending a row whose (Time, ID) is stored already stores
+// nothing. SQLite dedupes by ID alone; PostgreSQL, whose ledger is
+// partitioned by day, by (Time, ID) — the same thing for the gateway's rows,
+// whose ID names their Time.
 type LedgerEntry struct {
 	ID          string
 	Time        time.Time // arrival time, UTC
