@@ -85,8 +85,10 @@ func NewID() string {
 // runtime's per-thread ChaCha8 generator, seeded from the operating
 // system's entropy at start (and never by the program), so ids stay unique
 // across processes and replicas and are not predictable from earlier ones
-// — enough for an id, which is no secret and no capability. (NewID, for
-// operation records and ownership tokens, keeps crypto/rand.)
+// — enough for an id, which is no secret and no capability: the SQLite
+// store names operation records with it too (they are looked up within a
+// tenant, and changing one takes its fencing token). NewID, for the
+// cross-replica claim tokens that do decide ownership, keeps crypto/rand.
 func NewTimeID(t time.Time) string {
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixNano()))

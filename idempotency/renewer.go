@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"container/heap"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -32,8 +33,8 @@ type renewer struct {
 	every time.Duration // Lease/3
 
 	mu      sync.Mutex
-	heap    []*Claim // min-heap by Claim.due; Claim.idx is the position
-	running bool     // the loop goroutine is running
+	heap    claimHeap // by Claim.due
+	running bool      // the loop goroutine is running
 	armed   time.Time
 	timer   *time.Timer      // wall-clock alarm (nil with an AfterClock)
 	alarm   <-chan time.Time // AfterClock alarm
@@ -49,7 +50,7 @@ func (r *renewer) add(c *Claim) {
 	now := r.s.clock.Now()
 	r.mu.Lock()
 	c.due = now.Add(r.every)
-	r.push(c)
+	heap.Push(&r.heap, c)
 	switch {
 	case !r.running:
 		r.running = true
@@ -72,7 +73,7 @@ func (r *renewer) stop(c *Claim) {
 	r.mu.Lock()
 	c.stopped = true
 	if c.idx >= 0 {
-		r.remove(c.idx)
+		heap.Remove(&r.heap, c.idx)
 	}
 	inflight := c.inflight
 	r.mu.Unlock()
@@ -118,8 +119,7 @@ func (r *renewer) loop() {
 		r.armed = time.Time{}
 		var due []*Claim
 		for len(r.heap) > 0 && !r.heap[0].due.After(now) {
-			c := r.heap[0]
-			r.remove(0)
+			c := heap.Pop(&r.heap).(*Claim)
 			c.inflight = make(chan struct{})
 			due = append(due, c)
 		}
@@ -183,72 +183,34 @@ func (r *renewer) renewOne(c *Claim) {
 	c.inflight = nil
 	if !c.stopped && !lost {
 		c.due = now.Add(r.every)
-		r.push(c)
+		heap.Push(&r.heap, c)
 	}
 	r.mu.Unlock()
 }
 
-// push adds c to the heap. r.mu held.
-func (r *renewer) push(c *Claim) {
-	c.idx = len(r.heap)
-	r.heap = append(r.heap, c)
-	r.up(c.idx)
-}
+// claimHeap is a container/heap of held claims, earliest due first; each
+// claim knows its position (Claim.idx, -1 when out of the heap) so that
+// stop can remove it. Used with r.mu held.
+type claimHeap []*Claim
 
-// remove takes the claim at heap position i out of the heap. r.mu held.
-func (r *renewer) remove(i int) {
-	h := r.heap
-	n := len(h) - 1
-	c := h[i]
-	if i != n {
-		r.swap(i, n)
-	}
-	h[n] = nil
-	r.heap = h[:n]
-	c.idx = -1
-	if i != n {
-		if !r.down(i) {
-			r.up(i)
-		}
-	}
-}
-
-func (r *renewer) less(i, j int) bool { return r.heap[i].due.Before(r.heap[j].due) }
-
-func (r *renewer) swap(i, j int) {
-	h := r.heap
+func (h claimHeap) Len() int           { return len(h) }
+func (h claimHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h claimHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx = i
-	h[j].idx = j
+	h[i].idx, h[j].idx = i, j
 }
 
-func (r *renewer) up(j int) {
-	for j > 0 {
-		i := (j - 1) / 2
-		if !r.less(j, i) {
-			break
-		}
-		r.swap(i, j)
-		j = i
-	}
+func (h *claimHeap) Push(x any) {
+	c := x.(*Claim)
+	c.idx = len(*h)
+	*h = append(*h, c)
 }
 
-// down moves the element at i down; it reports whether it moved.
-func (r *renewer) down(i0 int) bool {
-	i, n := i0, len(r.heap)
-	for {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if k := j + 1; k < n && r.less(k, j) {
-			j = k
-		}
-		if !r.less(j, i) {
-			break
-		}
-		r.swap(i, j)
-		i = j
-	}
-	return i > i0
+func (h *claimHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	c.idx = -1
+	return c
 }

@@ -328,7 +328,8 @@ func (w *Writer) newSegment(prev int64) (*segment, error) {
 // Record adds e to the ledger. When it returns nil, e is in the journal
 // (in the page cache, no fsync): it survives a kill -9 of this process. It is
 // committed to the store later, in a batch; Flush waits for that. An empty
-// e.ID is replaced by a fresh groundhog.NewID(); a zero e.Time is an error.
+// e.ID is replaced by a fresh groundhog.NewTimeID(e.Time) (an ID that names
+// its row's time, which stores dedupe cheaply); a zero e.Time is an error.
 //
 // Record fails only if the journal write fails (disk full, I/O error), after
 // Close (ErrClosed), without a journal when the backlog is full, or for a row
@@ -339,7 +340,7 @@ func (w *Writer) Record(e groundhog.LedgerEntry) error {
 		return errors.New("ledger: entry has no time")
 	}
 	if e.ID == "" {
-		e.ID = groundhog.NewID()
+		e.ID = groundhog.NewTimeID(e.Time)
 	}
 	bp := bufPool.Get().(*[]byte)
 	b := appendRecord((*bp)[:0], &e)
