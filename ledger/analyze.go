@@ -178,12 +178,17 @@ type analyzer struct {
 	acc              *Accumulator
 	dayStart, dayEnd int64
 	day              string
-	inFlight         *reqMap[int64] // identical call's latest end, unix ns
+	seen             seenTable              // per request key: in flight until, seen today (analyze_seen.go)
+	seenSlow         map[hashKey]*seenSlot // the same for hashes not of the gateway's form
+	tenants          map[string]uint32     // tenant numbers of seenTable's keys
+	lastTenant       string                // one-entry cache in front of tenants
+	lastTenantIdx    uint32
 	entry            groundhog.LedgerEntry
 }
 
 func newAnalyzer(o AnalyzeOptions) *analyzer {
-	an := &analyzer{o: o, loc: o.Location, prices: o.Prices, inFlight: newReqMap[int64](), maxSeen: math.MinInt64}
+	an := &analyzer{o: o, loc: o.Location, prices: o.Prices, maxSeen: math.MinInt64,
+		seenSlow: map[hashKey]*seenSlot{}, tenants: map[string]uint32{}}
 	if an.loc == nil {
 		an.loc = time.UTC
 	}
@@ -472,15 +477,23 @@ func (an *analyzer) release(c *pendingCall) {
 		an.acc = NewAccumulator("")
 		// A call still running at midnight can make the first calls of
 		// the new day in-flight; everything else is forgotten so memory
-		// stays with one day's hashes.
-		an.inFlight.deleteFunc(func(until int64) bool { return until <= an.dayStart })
+		// stays with one day's hashes. The repeat rule starts afresh.
+		an.seen.newDay(an.dayStart)
+		for k, s := range an.seenSlow {
+			if s.until <= an.dayStart {
+				delete(an.seenSlow, k)
+			} else {
+				s.today, s.first = false, 0
+			}
+		}
 	}
-	ref := an.inFlight.refSum(c.tenant, c.hash, &c.sum)
-	until, seen := an.inFlight.get(ref)
+	s := an.slot(c)
+	seen, until := s.used, s.until
 	end := c.t + c.duration
 	if !seen || end > until {
-		an.inFlight.set(ref, end)
+		s.until = end
 	}
+	s.used = true
 	op := c.operation
 	if an.o.GroupBy == GroupByTenant {
 		op = c.tenant // the rows are keyed by tenant; the repeat rule is unchanged
@@ -501,5 +514,35 @@ func (an *analyzer) release(c *pendingCall) {
 
 		PromptCacheSaved: c.pcSaved,
 	}
-	an.acc.Add(e)
+	// What Accumulator.Add would look up in its own set, from the slot.
+	oi := an.acc.op(op)
+	repeat, first := s.today, s.first
+	if !repeat {
+		s.today, s.first = true, oi
+	}
+	an.acc.addSeen(e, oi, first, repeat)
+}
+
+// slot returns the seen-set slot of c's (tenant, request hash); used is
+// false if the key is new.
+func (an *analyzer) slot(c *pendingCall) *seenSlot {
+	if !c.sum.ok {
+		k := hashKey{c.tenant, c.hash}
+		s := an.seenSlow[k]
+		if s == nil {
+			s = &seenSlot{}
+			an.seenSlow[k] = s
+		}
+		return s
+	}
+	if c.tenant != an.lastTenant || len(an.tenants) == 0 {
+		t, ok := an.tenants[c.tenant]
+		if !ok {
+			t = uint32(len(an.tenants))
+			an.tenants[c.tenant] = t
+		}
+		an.lastTenant, an.lastTenantIdx = c.tenant, t
+	}
+	k := reqKey{tenant: an.lastTenantIdx, sum: c.sum.sum}
+	return an.seen.slot(&k)
 }
