@@ -178,7 +178,7 @@ type analyzer struct {
 	acc              *Accumulator
 	dayStart, dayEnd int64
 	day              string
-	seen             seenTable              // per request key: in flight until, seen today (analyze_seen.go)
+	seen             seenTable             // per request key: in flight until, seen today (analyze_seen.go)
 	seenSlow         map[hashKey]*seenSlot // the same for hashes not of the gateway's form
 	tenants          map[string]uint32     // tenant numbers of seenTable's keys
 	lastTenant       string                // one-entry cache in front of tenants

@@ -28,8 +28,8 @@ func oldPathInput(t testing.TB, calls int) []byte {
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	rng := rand.New(rand.NewPCG(5, 6))
 	bad := []string{
-		`{"timestamp":"2025-03-14T01:00:00Z","request":`,                          // invalid JSON
-		`{"operation":"x","request":{"model":"gpt-4o-mini","messages":[]}}`,       // no timestamp
+		`{"timestamp":"2025-03-14T01:00:00Z","request":`,                           // invalid JSON
+		`{"operation":"x","request":{"model":"gpt-4o-mini","messages":[]}}`,        // no timestamp
 		`{"timestamp":"2025-03-14T01:00:00Z","operation":"x"}`,                     // no request
 		`{"timestamp":"2025-03-14T01:00:00Z","request":"not an object"}`,           // rejected by the fingerprint
 		`{"timestamp":"2025-03-14T01:00:00Z","request":{"model":1,"messages":[]}}`, // rejected by the fingerprint
