@@ -211,6 +211,8 @@ type parser struct {
 	tenant string // AnalyzeOptions.Tenant
 	prices pricing.Table
 	intern map[string]string // operation and tenant names
+
+	priceOf map[string]priceEntry // prices by model (price)
 }
 
 func (an *analyzer) newParser() *parser {
@@ -258,7 +260,7 @@ func (an *analyzer) run(ctx context.Context, r io.Reader) error {
 	quit := make(chan struct{})
 	work := make(chan *chunk, workers)
 	ordered := make(chan *chunk, workers+1)
-	free := make(chan []byte, workers+3)
+	free := make(chan *chunk, workers+3)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -286,7 +288,7 @@ func (an *analyzer) run(ctx context.Context, r io.Reader) error {
 }
 
 // collect consumes the parsed chunks in input order.
-func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free chan<- []byte) error {
+func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free chan<- *chunk) error {
 	for c := range ordered {
 		select {
 		case <-c.done:
@@ -319,12 +321,7 @@ func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free cha
 		if c.err != nil {
 			return c.err
 		}
-		if cap(c.data) <= 2*chunkSize { // a buffer grown for a long line is let go
-			select {
-			case free <- c.data[:0]:
-			default:
-			}
-		}
+		recycle(c, free)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -332,23 +329,48 @@ func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free cha
 	return nil
 }
 
+// recycle hands a consumed chunk back to readChunks, so that its buffer
+// and its results (a quarter of a megabyte per chunk of typical lines)
+// are reused, not allocated again for every megabyte of input.
+func recycle(c *chunk, free chan<- *chunk) {
+	if cap(c.data) > 2*chunkSize { // a buffer grown for a long line is let go
+		c.data = nil
+	}
+	if cap(c.results) > maxRecycledResults {
+		c.results = nil
+	}
+	clear(c.results) // the strings of the old calls
+	c.results = c.results[:0]
+	select {
+	case free <- c:
+	default:
+	}
+}
+
+// maxRecycledResults bounds the results kept by a recycled chunk (a chunk
+// of tiny lines has many).
+const maxRecycledResults = 1 << 14
+
 // readChunks cuts r into chunks of whole lines (about chunkSize bytes; a
 // longer line gets a chunk of its own, up to maxLineSize) and sends each
 // to ordered, then to work, until EOF, a read error (sent as the last
 // chunk's err) or quit.
-func readChunks(r io.Reader, quit <-chan struct{}, work, ordered chan<- *chunk, free <-chan []byte) {
+func readChunks(r io.Reader, quit <-chan struct{}, work, ordered chan<- *chunk, free <-chan *chunk) {
 	defer close(work)
 	defer close(ordered)
 	var carry []byte // the start of a line cut by the previous chunk
 	line := int64(1)
 	for eof := false; !eof; {
-		var buf []byte
+		var c *chunk
 		select {
-		case buf = <-free:
+		case c = <-free:
 		default:
-			buf = make([]byte, 0, chunkSize)
+			c = &chunk{}
 		}
-		buf = append(buf[:0], carry...)
+		if c.data == nil {
+			c.data = make([]byte, 0, chunkSize)
+		}
+		buf := append(c.data[:0], carry...)
 		var rerr error
 		scanned := 0 // bytes of buf known to hold no newline
 		for {
@@ -378,7 +400,7 @@ func readChunks(r io.Reader, quit <-chan struct{}, work, ordered chan<- *chunk, 
 			end = bytes.LastIndexByte(buf, '\n') + 1
 		}
 		carry = append(carry[:0], buf[end:]...)
-		c := &chunk{data: buf[:end], firstLine: line, err: rerr, done: make(chan struct{})}
+		c.data, c.firstLine, c.err, c.done = buf[:end], line, rerr, make(chan struct{})
 		c.lines = int64(bytes.Count(c.data, []byte{'\n'}))
 		if len(c.data) > 0 && c.data[len(c.data)-1] != '\n' {
 			c.lines++
