@@ -354,6 +354,9 @@ func parseUSD(v []byte) (groundhog.Money, error) {
 
 // jsonInt reads a JSON number that is an integer (12, or 12.0, 1.2e1).
 func jsonInt(v []byte) (int64, bool) {
+	if n, ok := plainDigits(v); ok {
+		return n, true // what ParseInt gives, without it
+	}
 	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 		return n, true
 	}
@@ -369,6 +372,9 @@ func jsonInt(v []byte) (int64, bool) {
 func jsonFloat(v []byte) (float64, bool) {
 	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
 		return 0, false
+	}
+	if n, ok := plainDigits(v); ok && n <= 1<<53 {
+		return float64(n), true // exact, as ParseFloat would give it
 	}
 	for _, c := range v {
 		if (c < '0' || c > '9') && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-' {
