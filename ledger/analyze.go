@@ -299,7 +299,7 @@ func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free cha
 			res := &c.results[i]
 			err := res.err
 			if err == nil {
-				err = an.push(res.call)
+				err = an.push(&res.call)
 			}
 			if err != nil {
 				le := &LineError{Line: res.line, Err: err}
@@ -454,13 +454,13 @@ func (p *parser) line(b []byte, n int64) (c pendingCall, ok bool, err error) {
 
 // push puts c in the reorder buffer and releases every call that no later
 // line can precede any more.
-func (an *analyzer) push(c pendingCall) error {
+func (an *analyzer) push(c *pendingCall) error {
 	if an.anyOut && c.t < an.released {
 		return fmt.Errorf("timestamp %s is more than the reorder window (%s) before an earlier line's; sort the file by timestamp or widen the window",
 			time.Unix(0, c.t).UTC().Format(time.RFC3339Nano), time.Duration(an.window))
 	}
 	an.stats.Calls++
-	an.buf.push(&c)
+	an.buf.push(c)
 	an.maxSeen = max(an.maxSeen, c.t)
 	for an.buf.len() > 0 && an.buf.minTime() <= an.maxSeen-an.window {
 		an.release(an.buf.pop())
