@@ -137,7 +137,7 @@ func TestPlainDigitsAsStrconv(t *testing.T) {
 	// jsonInt and jsonFloat take plainDigits' answer instead of strconv's:
 	// it must be strconv's whenever it answers.
 	for _, s := range []string{"0", "7", "007", "12", "123456789012345678", "999999999999999999",
-		"1234567890123456789", "9007199254740993", "-1", "+1", "1.0", "1e3", "", " 1", "1 ", "0x10", "1_0"} {
+		"1234567890123456789", "99999999999999999999", "9007199254740993", "-1", "+1", "1.0", "1e3", "", " 1", "1 ", "0x10", "1_0"} {
 		if n, ok := plainDigits([]byte(s)); ok {
 			want, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n != want {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,18 @@ func oldPathInput(t testing.TB, calls int) []byte {
 		`{"timestamp":"2025-03-14T01:00:00Z","tenant":7,"request":{"messages":[]}}`,
 		`{"timestamp":"1970-01-02T00:00:00Z","request":{"messages":[]}}`, // far before the window
 	}
+	// Calls in flight across midnight (UTC and New York's), repeated
+	// just after it: in flight on the new day, but not repeats there.
+	for _, day := range []string{"2025-03-14", "2025-03-15", "2025-03-16"} {
+		for _, hm := range []string{"T23:59:59.5", "T03:59:59.5"} {
+			at := day + hm + "Z"
+			req := fmt.Sprintf(`"request":{"model":"gpt-4o-mini","messages":[{"role":"user","content":"midnight %s"}]}`, at)
+			start, _ := time.Parse(time.RFC3339Nano, at)
+			after := start.Add(1500 * time.Millisecond).Format(time.RFC3339Nano)
+			lines = insertByTime(lines, fmt.Sprintf(`{"timestamp":%q,"tenant":"acme",%s,"duration_ms":5000}`, at, req))
+			lines = insertByTime(lines, fmt.Sprintf(`{"timestamp":%q,"tenant":"acme",%s,"duration_ms":10}`, after, req))
+		}
+	}
 	var out []string
 	for i, l := range lines {
 		out = append(out, l)
@@ -68,6 +81,18 @@ func oldPathInput(t testing.TB, calls int) []byte {
 		}
 	}
 	return []byte(strings.Join(out, "\n") + "\n")
+}
+
+// insertByTime inserts l before the first line of lines timestamped
+// after it.
+func insertByTime(lines []string, l string) []string {
+	ts := timestampOf(l)
+	for i, m := range lines {
+		if timestampOf(m) > ts {
+			return slices.Insert(lines, i, l)
+		}
+	}
+	return append(lines, l)
 }
 
 // timestampOf is the "timestamp" string of a generated line.
