@@ -330,7 +330,7 @@ func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free cha
 }
 
 // recycle hands a consumed chunk back to readChunks, so that its buffer
-// and its results (a quarter of a megabyte per chunk of typical lines)
+// and its results (about half a megabyte per chunk of typical lines)
 // are reused, not allocated again for every megabyte of input.
 func recycle(c *chunk, free chan<- *chunk) {
 	if cap(c.data) > 2*chunkSize { // a buffer grown for a long line is let go
