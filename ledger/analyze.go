@@ -178,12 +178,17 @@ type analyzer struct {
 	acc              *Accumulator
 	dayStart, dayEnd int64
 	day              string
-	inFlight         *reqMap[int64] // identical call's latest end, unix ns
+	seen             seenTable             // per request key: in flight until, seen today (analyze_seen.go)
+	seenSlow         map[hashKey]*seenSlot // the same for hashes not of the gateway's form
+	tenants          map[string]uint32     // tenant numbers of seenTable's keys
+	lastTenant       string                // one-entry cache in front of tenants
+	lastTenantIdx    uint32
 	entry            groundhog.LedgerEntry
 }
 
 func newAnalyzer(o AnalyzeOptions) *analyzer {
-	an := &analyzer{o: o, loc: o.Location, prices: o.Prices, inFlight: newReqMap[int64](), maxSeen: math.MinInt64}
+	an := &analyzer{o: o, loc: o.Location, prices: o.Prices, maxSeen: math.MinInt64,
+		seenSlow: map[hashKey]*seenSlot{}, tenants: map[string]uint32{}}
 	if an.loc == nil {
 		an.loc = time.UTC
 	}
@@ -206,6 +211,8 @@ type parser struct {
 	tenant string // AnalyzeOptions.Tenant
 	prices pricing.Table
 	intern map[string]string // operation and tenant names
+
+	priceOf map[string]priceEntry // prices by model (price)
 }
 
 func (an *analyzer) newParser() *parser {
@@ -253,7 +260,7 @@ func (an *analyzer) run(ctx context.Context, r io.Reader) error {
 	quit := make(chan struct{})
 	work := make(chan *chunk, workers)
 	ordered := make(chan *chunk, workers+1)
-	free := make(chan []byte, workers+3)
+	free := make(chan *chunk, workers+3)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -281,7 +288,7 @@ func (an *analyzer) run(ctx context.Context, r io.Reader) error {
 }
 
 // collect consumes the parsed chunks in input order.
-func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free chan<- []byte) error {
+func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free chan<- *chunk) error {
 	for c := range ordered {
 		select {
 		case <-c.done:
@@ -292,7 +299,7 @@ func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free cha
 			res := &c.results[i]
 			err := res.err
 			if err == nil {
-				err = an.push(res.call)
+				err = an.push(&res.call)
 			}
 			if err != nil {
 				le := &LineError{Line: res.line, Err: err}
@@ -314,12 +321,7 @@ func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free cha
 		if c.err != nil {
 			return c.err
 		}
-		if cap(c.data) <= 2*chunkSize { // a buffer grown for a long line is let go
-			select {
-			case free <- c.data[:0]:
-			default:
-			}
-		}
+		recycle(c, free)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -327,23 +329,48 @@ func (an *analyzer) collect(ctx context.Context, ordered <-chan *chunk, free cha
 	return nil
 }
 
+// recycle hands a consumed chunk back to readChunks, so that its buffer
+// and its results (about half a megabyte per chunk of typical lines)
+// are reused, not allocated again for every megabyte of input.
+func recycle(c *chunk, free chan<- *chunk) {
+	if cap(c.data) > 2*chunkSize { // a buffer grown for a long line is let go
+		c.data = nil
+	}
+	if cap(c.results) > maxRecycledResults {
+		c.results = nil
+	}
+	clear(c.results) // the strings of the old calls
+	c.results = c.results[:0]
+	select {
+	case free <- c:
+	default:
+	}
+}
+
+// maxRecycledResults bounds the results kept by a recycled chunk (a chunk
+// of tiny lines has many).
+const maxRecycledResults = 1 << 14
+
 // readChunks cuts r into chunks of whole lines (about chunkSize bytes; a
 // longer line gets a chunk of its own, up to maxLineSize) and sends each
 // to ordered, then to work, until EOF, a read error (sent as the last
 // chunk's err) or quit.
-func readChunks(r io.Reader, quit <-chan struct{}, work, ordered chan<- *chunk, free <-chan []byte) {
+func readChunks(r io.Reader, quit <-chan struct{}, work, ordered chan<- *chunk, free <-chan *chunk) {
 	defer close(work)
 	defer close(ordered)
 	var carry []byte // the start of a line cut by the previous chunk
 	line := int64(1)
 	for eof := false; !eof; {
-		var buf []byte
+		var c *chunk
 		select {
-		case buf = <-free:
+		case c = <-free:
 		default:
-			buf = make([]byte, 0, chunkSize)
+			c = &chunk{}
 		}
-		buf = append(buf[:0], carry...)
+		if c.data == nil {
+			c.data = make([]byte, 0, chunkSize)
+		}
+		buf := append(c.data[:0], carry...)
 		var rerr error
 		scanned := 0 // bytes of buf known to hold no newline
 		for {
@@ -373,7 +400,7 @@ func readChunks(r io.Reader, quit <-chan struct{}, work, ordered chan<- *chunk, 
 			end = bytes.LastIndexByte(buf, '\n') + 1
 		}
 		carry = append(carry[:0], buf[end:]...)
-		c := &chunk{data: buf[:end], firstLine: line, err: rerr, done: make(chan struct{})}
+		c.data, c.firstLine, c.err, c.done = buf[:end], line, rerr, make(chan struct{})
 		c.lines = int64(bytes.Count(c.data, []byte{'\n'}))
 		if len(c.data) > 0 && c.data[len(c.data)-1] != '\n' {
 			c.lines++
@@ -427,13 +454,13 @@ func (p *parser) line(b []byte, n int64) (c pendingCall, ok bool, err error) {
 
 // push puts c in the reorder buffer and releases every call that no later
 // line can precede any more.
-func (an *analyzer) push(c pendingCall) error {
+func (an *analyzer) push(c *pendingCall) error {
 	if an.anyOut && c.t < an.released {
 		return fmt.Errorf("timestamp %s is more than the reorder window (%s) before an earlier line's; sort the file by timestamp or widen the window",
 			time.Unix(0, c.t).UTC().Format(time.RFC3339Nano), time.Duration(an.window))
 	}
 	an.stats.Calls++
-	an.buf.push(&c)
+	an.buf.push(c)
 	an.maxSeen = max(an.maxSeen, c.t)
 	for an.buf.len() > 0 && an.buf.minTime() <= an.maxSeen-an.window {
 		an.release(an.buf.pop())
@@ -472,15 +499,23 @@ func (an *analyzer) release(c *pendingCall) {
 		an.acc = NewAccumulator("")
 		// A call still running at midnight can make the first calls of
 		// the new day in-flight; everything else is forgotten so memory
-		// stays with one day's hashes.
-		an.inFlight.deleteFunc(func(until int64) bool { return until <= an.dayStart })
+		// stays with one day's hashes. The repeat rule starts afresh.
+		an.seen.newDay(an.dayStart)
+		for k, s := range an.seenSlow {
+			if s.until <= an.dayStart {
+				delete(an.seenSlow, k)
+			} else {
+				s.today, s.first = false, 0
+			}
+		}
 	}
-	ref := an.inFlight.refSum(c.tenant, c.hash, &c.sum)
-	until, seen := an.inFlight.get(ref)
+	s := an.slot(c)
+	seen, until := s.used, s.until
 	end := c.t + c.duration
 	if !seen || end > until {
-		an.inFlight.set(ref, end)
+		s.until = end
 	}
+	s.used = true
 	op := c.operation
 	if an.o.GroupBy == GroupByTenant {
 		op = c.tenant // the rows are keyed by tenant; the repeat rule is unchanged
@@ -501,5 +536,35 @@ func (an *analyzer) release(c *pendingCall) {
 
 		PromptCacheSaved: c.pcSaved,
 	}
-	an.acc.Add(e)
+	// What Accumulator.Add would look up in its own set, from the slot.
+	oi := an.acc.op(op)
+	repeat, first := s.today, s.first
+	if !repeat {
+		s.today, s.first = true, oi
+	}
+	an.acc.addSeen(e, oi, first, repeat)
+}
+
+// slot returns the seen-set slot of c's (tenant, request hash); used is
+// false if the key is new.
+func (an *analyzer) slot(c *pendingCall) *seenSlot {
+	if !c.sum.ok {
+		k := hashKey{c.tenant, c.hash}
+		s := an.seenSlow[k]
+		if s == nil {
+			s = &seenSlot{}
+			an.seenSlow[k] = s
+		}
+		return s
+	}
+	if c.tenant != an.lastTenant || len(an.tenants) == 0 {
+		t, ok := an.tenants[c.tenant]
+		if !ok {
+			t = uint32(len(an.tenants))
+			an.tenants[c.tenant] = t
+		}
+		an.lastTenant, an.lastTenantIdx = c.tenant, t
+	}
+	k := reqKey{tenant: an.lastTenantIdx, sum: c.sum.sum}
+	return an.seen.slot(&k)
 }

@@ -83,3 +83,76 @@ func BenchmarkAnalyzeFloorLine(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkAnalyzeCollect is the serial collector's share of Analyze on
+// one goroutine: the file's lines, parsed beforehand, pushed through the
+// reorder buffer and counted (days, repeats, in-flight), in ns per line.
+func BenchmarkAnalyzeCollect(b *testing.B) {
+	path, n := analyzeBenchFile(b)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	p := newAnalyzer(AnalyzeOptions{}).newParser()
+	calls := make([]pendingCall, n)
+	for i, l := range lines {
+		if calls[i], _, err = p.line(l, int64(i+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	var an *analyzer
+	i := 0
+	start := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/line") }()
+	for b.Loop() {
+		if i%n == 0 {
+			if an != nil {
+				an.flush()
+			}
+			an = newAnalyzer(AnalyzeOptions{})
+		}
+		c := calls[i%n]
+		if err := an.push(&c); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkAnalyzeCollectOld is BenchmarkAnalyzeCollect through the old
+// collector (analyze_old_test.go: two Go maps, Accumulator.Add), for
+// comparison in the same run.
+func BenchmarkAnalyzeCollectOld(b *testing.B) {
+	path, n := analyzeBenchFile(b)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	p := newAnalyzer(AnalyzeOptions{}).newParser()
+	calls := make([]pendingCall, n)
+	for i, l := range lines {
+		if calls[i], _, err = p.line(l, int64(i+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	var an *oldAnalyzer
+	i := 0
+	start := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/line") }()
+	for b.Loop() {
+		if i%n == 0 {
+			if an != nil {
+				an.flush()
+			}
+			an = newOldAnalyzer(AnalyzeOptions{})
+		}
+		if err := an.push(calls[i%n]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

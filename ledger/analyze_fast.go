@@ -126,3 +126,20 @@ func fastPath(v []byte) (groundhog.Shape, bool) {
 	}
 	return shapeForPath(string(c))
 }
+
+// plainDigits reads v when it is 1 to 18 ASCII digits (an integer token
+// count, a duration in milliseconds) — the value strconv.ParseInt gives
+// it — and says no to anything else.
+func plainDigits(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}

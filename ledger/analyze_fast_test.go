@@ -132,3 +132,41 @@ func TestInferShapeModel(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainDigitsAsStrconv(t *testing.T) {
+	// jsonInt and jsonFloat take plainDigits' answer instead of strconv's:
+	// it must be strconv's whenever it answers.
+	for _, s := range []string{"0", "7", "007", "12", "123456789012345678", "999999999999999999",
+		"1234567890123456789", "99999999999999999999", "9007199254740993", "-1", "+1", "1.0", "1e3", "", " 1", "1 ", "0x10", "1_0"} {
+		if n, ok := plainDigits([]byte(s)); ok {
+			want, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n != want {
+				t.Errorf("plainDigits(%q) = %d, ParseInt %d, %v", s, n, want, err)
+			}
+		}
+		gi, giok := jsonInt([]byte(s))
+		gf, gfok := jsonFloat([]byte(s))
+		wf, werr := strconv.ParseFloat(s, 64)
+		if gfok && (werr != nil || gf != wf) {
+			t.Errorf("jsonFloat(%q) = %v, ParseFloat %v, %v", s, gf, wf, werr)
+		}
+		if wi, err := strconv.ParseInt(s, 10, 64); err == nil && (!giok || gi != wi) {
+			t.Errorf("jsonInt(%q) = %d %v, ParseInt %d", s, gi, giok, wi)
+		}
+	}
+}
+
+func FuzzPlainDigits(f *testing.F) {
+	f.Add("123")
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, ok := plainDigits([]byte(s)); ok {
+			want, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n != want {
+				t.Fatalf("plainDigits(%q) = %d, ParseInt %d, %v", s, n, want, err)
+			}
+			if f, _ := strconv.ParseFloat(s, 64); n <= 1<<53 && float64(n) != f {
+				t.Fatalf("float64(%d) != ParseFloat(%q) = %v", n, s, f)
+			}
+		}
+	})
+}

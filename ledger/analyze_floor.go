@@ -29,7 +29,7 @@ func FingerprintLines(ctx context.Context, r io.Reader) (int64, error) {
 	quit := make(chan struct{})
 	work := make(chan *chunk, workers)
 	ordered := make(chan *chunk, workers+1)
-	free := make(chan []byte, workers+3)
+	free := make(chan *chunk, workers+3)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -55,7 +55,7 @@ func FingerprintLines(ctx context.Context, r io.Reader) (int64, error) {
 	return n, err
 }
 
-func collectFloor(ctx context.Context, ordered <-chan *chunk, free chan<- []byte) (int64, error) {
+func collectFloor(ctx context.Context, ordered <-chan *chunk, free chan<- *chunk) (int64, error) {
 	var n int64
 	for c := range ordered {
 		select {
@@ -72,12 +72,7 @@ func collectFloor(ctx context.Context, ordered <-chan *chunk, free chan<- []byte
 		if c.err != nil {
 			return n, c.err
 		}
-		if cap(c.data) <= 2*chunkSize {
-			select {
-			case free <- c.data[:0]:
-			default:
-			}
-		}
+		recycle(c, free)
 	}
 	return n, nil
 }

@@ -99,24 +99,53 @@ func (p *parser) parse(b []byte, n int64) (pendingCall, error) {
 	}
 	// The prompt-cache figures come from usage even when cost_usd gives
 	// the cost: a log line carries no saving of its own.
-	c.pcSaved = p.prices.PromptCacheSaving(c.model, groundhog.Usage{})
-	if usage != nil && !isNull(usage) {
+	// (Table.PromptCacheSaving and Table.Cost, with the model's price
+	// looked up once per line and remembered per model: see price.)
+	price, priced := p.price(c.model)
+	hasUsage := usage != nil && !isNull(usage)
+	if hasUsage {
 		if c.usage, err = parseUsage(usage); err != nil {
 			return pendingCall{}, err
 		}
-		c.pcSaved = p.prices.PromptCacheSaving(c.model, c.usage)
+	}
+	c.pcSaved = groundhog.CostUnknown
+	if priced {
+		c.pcSaved = price.PromptCacheSaving(c.usage)
 	}
 	switch {
 	case cost != nil && !isNull(cost):
 		if c.cost, err = parseUSD(cost); err != nil {
 			return pendingCall{}, err
 		}
-	case usage != nil && !isNull(usage):
-		c.cost = p.prices.Cost(c.model, c.usage)
+	case hasUsage && priced:
+		c.cost = price.Cost(c.usage)
 	default:
 		c.cost = groundhog.CostUnknown
 	}
 	return c, nil
+}
+
+// price is p.prices.Lookup(model), remembered per model: a model the
+// table has no entry for is looked up by scanning every wildcard of the
+// table, on every line of that model. The table is not changed while
+// Analyze runs.
+func (p *parser) price(model string) (groundhog.Price, bool) {
+	if e, ok := p.priceOf[model]; ok {
+		return e.p, e.ok
+	}
+	pr, ok := p.prices.Lookup(model)
+	if p.priceOf == nil {
+		p.priceOf = map[string]priceEntry{}
+	}
+	if len(p.priceOf) < 1<<10 { // model names of unbounded cardinality: stop remembering
+		p.priceOf[model] = priceEntry{pr, ok}
+	}
+	return pr, ok
+}
+
+type priceEntry struct {
+	p  groundhog.Price
+	ok bool
 }
 
 func (p *parser) optString(name string, v []byte) (string, error) {
@@ -325,6 +354,9 @@ func parseUSD(v []byte) (groundhog.Money, error) {
 
 // jsonInt reads a JSON number that is an integer (12, or 12.0, 1.2e1).
 func jsonInt(v []byte) (int64, bool) {
+	if n, ok := plainDigits(v); ok {
+		return n, true // what ParseInt gives, without it
+	}
 	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 		return n, true
 	}
@@ -340,6 +372,9 @@ func jsonInt(v []byte) (int64, bool) {
 func jsonFloat(v []byte) (float64, bool) {
 	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
 		return 0, false
+	}
+	if n, ok := plainDigits(v); ok && n <= 1<<53 {
+		return float64(n), true // exact, as ParseFloat would give it
 	}
 	for _, c := range v {
 		if (c < '0' || c > '9') && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-' {

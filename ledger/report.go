@@ -177,10 +177,20 @@ func (a *Accumulator) Add(e *groundhog.LedgerEntry) {
 	oi := a.op(e.Operation)
 	ref := a.seen.ref(e.Tenant, e.RequestHash)
 	first, repeat := a.seen.get(ref)
-	newInOp := !repeat
 	if !repeat {
 		a.seen.set(ref, oi)
-	} else if first != oi {
+	}
+	a.addSeen(e, oi, first, repeat)
+}
+
+// addSeen is Add once the repeat rule's set has been consulted: oi is
+// e's operation index (a.op), repeat whether (tenant, hash) was seen
+// earlier in the day and first the operation index it was first seen in.
+// Analyze keeps that set itself (together with its in-flight map) and
+// calls addSeen directly.
+func (a *Accumulator) addSeen(e *groundhog.LedgerEntry, oi, first int32, repeat bool) {
+	newInOp := !repeat
+	if repeat && first != oi {
 		ok := opHashKey{oi, hashKey{e.Tenant, e.RequestHash}}
 		if _, dup := a.seenOther[ok]; !dup {
 			a.seenOther[ok] = struct{}{}
