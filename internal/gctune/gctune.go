@@ -19,7 +19,7 @@ import (
 	"sync/atomic"
 )
 
-// maxPercent bounds the GOGC MinHeap sets, for a live heap of almost nothing.
+// maxPercent bounds the GOGC MinHeap sets.
 const maxPercent = 2000
 
 // basePercent is the GOGC in force where the floor does not matter.
@@ -27,8 +27,9 @@ const basePercent = 100
 
 // MinHeap makes the collector let the heap grow to about floor bytes before
 // it collects, while the live heap is below floor/2: after each collection
-// GOGC is set to floor/live − 1 (at most 2000%), and to 100 once that is
-// less. It costs memory, up to about floor bytes of heap, and saves the
+// GOGC is set to floor/live − 1 (at most 2000%, and at most what keeps the
+// runtime's own minimum target, 4 MiB × GOGC/100, within floor), and to 100
+// once that is less. It costs memory, up to about floor bytes of heap, and saves the
 // collections (and their CPU) that a smaller heap would have run.
 //
 // It does nothing when the GOGC environment variable is set (the operator's
@@ -88,18 +89,26 @@ func (t *tuner) tune() {
 	}
 }
 
+// runtimeHeapMinimum is the runtime's smallest collection target at GOGC
+// 100; it scales with GOGC (4 MiB × GOGC/100), so a GOGC above
+// floor/runtimeHeapMinimum × 100 would keep the heap above the floor even
+// when almost nothing is live.
+const runtimeHeapMinimum = 4 << 20
+
 // percentFor returns the GOGC under which a heap of live bytes grows to
-// floor before the next collection, between basePercent and maxPercent.
+// floor before the next collection, between basePercent and maxPercent, and
+// never so high that the runtime's scaled minimum target passes floor.
 func percentFor(floor, live uint64) int {
+	top := min(maxPercent, max(basePercent, int(floor*100/runtimeHeapMinimum)))
 	if live == 0 {
-		return maxPercent
+		return top
 	}
 	if live >= floor/2 {
 		return basePercent
 	}
 	p := floor*100/live - 100
-	if p > maxPercent {
-		return maxPercent
+	if p > uint64(top) {
+		return top
 	}
 	return max(int(p), basePercent)
 }

@@ -14,9 +14,13 @@ func TestPercentFor(t *testing.T) {
 		floor, live uint64
 		want        int
 	}{
-		{64 * mb, 0, maxPercent},
-		{64 * mb, 1 * mb, maxPercent}, // 6300 % capped
-		{64 * mb, 4 * mb, 1500},       // 4 MB grows to 64 MB
+		{64 * mb, 0, 1600},              // the runtime's minimum target, 4 MB × 16, is the floor
+		{64 * mb, 1 * mb, 1600},         // 6300 % capped so
+		{64 * mb, 4 * mb, 1500},         // 4 MB grows to 64 MB
+		{24 * mb, 0, 600},               // 4 MB × 6 = 24 MB
+		{24 * mb, 2 * mb, 600},          // 1100 % capped
+		{24 * mb, 6 * mb, 300},          // 6 MB grows to 24 MB
+		{1024 * mb, 1 * mb, maxPercent}, // 102300 % capped at maxPercent
 		{64 * mb, 16 * mb, 300},
 		{64 * mb, 31 * mb, 106},
 		{64 * mb, 32 * mb, basePercent}, // from half the floor on: GOGC 100
