@@ -436,7 +436,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		return
 	}
 	c.hv.set(h, hdrCost, costString(cost)) // exact casing of the wire contract
-	c.hv.set(h, hdrSaved, savedHeader(row.Outcome, saved, resp))
+	c.hv.set(h, hdrSaved, savedHeaderFor(state, row.Outcome, saved, resp))
 	if c.fp.Stream {
 		events := resp.Events
 		if !resp.Streamed {
@@ -462,7 +462,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		ct = "application/json"
 	}
 	c.hv.set(h, "Content-Type", ct)
-	c.hv.set(h, "Content-Length", strconv.Itoa(len(body)))
+	c.hv.set(h, "Content-Length", lengthFor(state, len(body)))
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(body)
 }

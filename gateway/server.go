@@ -121,6 +121,10 @@ type Server struct {
 
 	pc *promptcache.Stage // provider prompt-cache stage (gateway/promptcache.go)
 
+	// The provider routes' handlers, when dispatched without the mux
+	// (hitfast.go).
+	direct [len(providerPaths)]http.Handler
+
 	stagesOn  bool // the ledger recorder wants the pipeline stages timed (traces)
 	keyMu     sync.RWMutex
 	keyCache  map[string]keyCacheEntry // key hash → tenant ("" = unknown key)
@@ -171,6 +175,7 @@ func New(o Options) *Server {
 	}
 	s.pc = newPromptCacheStage(o)
 	s.routes()
+	s.directRoutes()
 	return s
 }
 
@@ -197,7 +202,7 @@ func (s *Server) routes() {
 
 // ServeHTTP runs the request through the mux.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.compression(w, r, s.mux)
+	s.compression(w, r, s.route(r)) // hitfast.go: the provider routes without the mux
 }
 
 // Drain waits until no provider handler and no upstream flight is running,

@@ -283,5 +283,5 @@ func withIncludeUsage(body []byte) []byte {
 // for stream_options.include_usage must not receive.
 func hiddenUsageChunk(c *call, ev groundhog.Event) bool {
 	return c.shape == groundhog.ShapeChat && !c.includeUsage &&
-		bytes.Contains(ev.Data, []byte(`"choices":[]`)) && bytes.Contains(ev.Data, []byte(`"usage":{`))
+		containsEmptyChoices(ev.Data) && bytes.Contains(ev.Data, []byte(`"usage":{`)) // hitfast.go
 }

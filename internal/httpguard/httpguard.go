@@ -48,8 +48,9 @@ func (o Options) withDefaults() Options {
 func Handler(h http.Handler, o Options) http.Handler {
 	o = o.withDefaults()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g := &guard{rc: *http.NewResponseController(w)} // one allocation a request
+		g := &guard{} // one allocation a request
 		rc := &g.rc
+		rc.resolve(w)
 		if r.Body != nil && r.Body != http.NoBody {
 			b := &g.body
 			*b = rateBody{r: r.Body, rc: rc, start: time.Now(), o: o, length: r.ContentLength}
@@ -72,9 +73,75 @@ func Handler(h http.Handler, o Options) http.Handler {
 
 // guard holds a request's controller, body and writer together.
 type guard struct {
-	rc   http.ResponseController
+	rc   controller
 	body rateBody
 	w    writer
+}
+
+// controller is http.ResponseController's deadlines and flush with the
+// target found once per request instead of on every call:
+// ResponseController walks the writer's Unwrap chain on each call (and is
+// one more allocation); the chain under the guard is the server's own and
+// does not change during the request. A method the chain does not support
+// returns http.ErrNotSupported, as ResponseController's does.
+type controller struct {
+	rd interface{ SetReadDeadline(time.Time) error }
+	wd interface{ SetWriteDeadline(time.Time) error }
+	fe interface{ FlushError() error }
+	fl http.Flusher
+}
+
+type rwUnwrapper interface{ Unwrap() http.ResponseWriter }
+
+// resolve finds in w's Unwrap chain what http.ResponseController's methods
+// would call: for each method, the first writer of the chain that has it.
+func (c *controller) resolve(w http.ResponseWriter) {
+	readDone, writeDone, flushDone := false, false, false
+	for rw := w; rw != nil && !(readDone && writeDone && flushDone); {
+		if t, ok := rw.(interface{ SetReadDeadline(time.Time) error }); ok && !readDone {
+			c.rd, readDone = t, true
+		}
+		if t, ok := rw.(interface{ SetWriteDeadline(time.Time) error }); ok && !writeDone {
+			c.wd, writeDone = t, true
+		}
+		if !flushDone {
+			if t, ok := rw.(interface{ FlushError() error }); ok {
+				c.fe, flushDone = t, true
+			} else if t, ok := rw.(http.Flusher); ok {
+				c.fl, flushDone = t, true
+			}
+		}
+		u, ok := rw.(rwUnwrapper)
+		if !ok {
+			break
+		}
+		rw = u.Unwrap()
+	}
+}
+
+func (c *controller) SetReadDeadline(t time.Time) error {
+	if c.rd == nil {
+		return http.ErrNotSupported
+	}
+	return c.rd.SetReadDeadline(t)
+}
+
+func (c *controller) SetWriteDeadline(t time.Time) error {
+	if c.wd == nil {
+		return http.ErrNotSupported
+	}
+	return c.wd.SetWriteDeadline(t)
+}
+
+func (c *controller) Flush() error {
+	switch {
+	case c.fe != nil:
+		return c.fe.FlushError()
+	case c.fl != nil:
+		c.fl.Flush()
+		return nil
+	}
+	return http.ErrNotSupported
 }
 
 // rateBody moves the connection's read deadline forward as bytes arrive,
@@ -82,7 +149,7 @@ type guard struct {
 // (which detects a client that goes away) never hits it.
 type rateBody struct {
 	r      io.ReadCloser
-	rc     *http.ResponseController
+	rc     *controller
 	start  time.Time
 	o      Options
 	length int64 // Content-Length, or -1
@@ -133,7 +200,7 @@ func isTimeout(err error) bool {
 // writer sets a write deadline before every write and flush.
 type writer struct {
 	http.ResponseWriter
-	rc   *http.ResponseController
+	rc   *controller
 	idle time.Duration
 }
 

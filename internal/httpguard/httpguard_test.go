@@ -139,3 +139,59 @@ func TestStalledReaderIsCut(t *testing.T) {
 		t.Fatal("a client that never reads holds the handler")
 	}
 }
+
+// deadlineWriter is a ResponseWriter with the deadlines a connection has.
+type deadlineWriter struct {
+	h             http.Header
+	read, written time.Time
+	flushes       int
+}
+
+func (w *deadlineWriter) Header() http.Header                { return w.h }
+func (w *deadlineWriter) WriteHeader(int)                    {}
+func (w *deadlineWriter) Write(p []byte) (int, error)        { return len(p), nil }
+func (w *deadlineWriter) SetReadDeadline(t time.Time) error  { w.read = t; return nil }
+func (w *deadlineWriter) SetWriteDeadline(t time.Time) error { w.written = t; return nil }
+func (w *deadlineWriter) FlushError() error                  { w.flushes++; return nil }
+
+// wrapped hides deadlineWriter's methods behind Unwrap, as a middleware's
+// writer does.
+type wrapped struct{ http.ResponseWriter }
+
+func (w wrapped) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// The guard reaches the connection's deadlines and flush through Unwrap, as
+// http.ResponseController does, and costs one allocation a request.
+func TestGuardTargetsAndAllocations(t *testing.T) {
+	dw := &deadlineWriter{h: http.Header{}}
+	var rw http.ResponseWriter = wrapped{dw}
+	buf := make([]byte, 16)
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadFull(r.Body, buf[:5])
+		_, _ = w.Write(buf[:2])
+		_ = http.NewResponseController(w).Flush()
+	})
+	h := Handler(inner, Options{})
+	body := strings.NewReader("")
+	r := httptest.NewRequest(http.MethodPost, "/", body)
+	var b io.ReadCloser = io.NopCloser(body)
+	serveWith := func(h http.Handler) func() {
+		return func() {
+			body.Reset("hello")
+			r.Body, r.ContentLength = b, 5
+			h.ServeHTTP(rw, r)
+		}
+	}
+	serve := serveWith(h)
+	serve()
+	if dw.written.IsZero() || dw.flushes != 1 {
+		t.Fatalf("write deadline %v, %d flushes: want a deadline and 1 flush through Unwrap", dw.written, dw.flushes)
+	}
+	if !dw.read.IsZero() {
+		t.Fatalf("read deadline %v after the body was read, want none", dw.read)
+	}
+	bare := testing.AllocsPerRun(200, serveWith(inner))
+	if a := testing.AllocsPerRun(200, serve); a != bare+1 {
+		t.Errorf("%v allocations a request with the guard, %v without: want one more (the guard)", a, bare)
+	}
+}
