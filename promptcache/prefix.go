@@ -329,7 +329,7 @@ func (bd *builder) add(seg Segment, head []span, overhead int) {
 	// tool_result) too.
 	bd.p.Markers += markers
 	if bd.p.Segments == nil && bd.segCap > 0 {
-		bd.p.Segments = make([]Segment, 0, bd.segCap)
+		bd.p.Segments = getSegs(bd.segCap) // segpool.go
 	}
 	bd.p.Segments = append(bd.p.Segments, seg)
 }
