@@ -265,7 +265,9 @@ func (bd *builder) markers(v span) int {
 // add fingerprints the value at seg.val (with head, the bytes of the
 // message fields other than its content, mixed in) and appends it.
 // overhead is the framing tokens charged before it.
-func (bd *builder) add(seg Segment, head []span, overhead int) { bd.addScanned(seg, head, overhead, nil) }
+func (bd *builder) add(seg Segment, head []span, overhead int) {
+	bd.addScanned(seg, head, overhead, nil)
+}
 
 // addScanned is add for a value whose members were scanned already (o; nil
 // when not): its text and marker are taken from o.
