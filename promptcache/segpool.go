@@ -1,6 +1,9 @@
 package promptcache
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // The Segments of a miss's prefix model (≈ 190 bytes per message: 70–90 KB
 // for the 200 KB agent request, 18 % of the stage's allocated bytes, every
@@ -43,5 +46,11 @@ func (c *Call) release() {
 	}
 	segs := c.prefix.Segments
 	c.prefix = nil
+	if cap(segs) > 0 && cap(segs) <= maxPooledSegs {
+		segsRecycled.Add(1)
+	}
 	putSegs(segs)
 }
+
+// segsRecycled counts the slices release gave back (tests).
+var segsRecycled atomic.Int64
