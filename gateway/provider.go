@@ -55,6 +55,7 @@ type call struct {
 	op           string
 	body         []byte
 	pooled       *pooledBody // body's pooled buffer, if any (body.go: released only after a hit)
+	refs         *bodyRefs   // who still reads the pooled body on the miss path (missbody.go)
 	fp           fingerprint.Result
 	policy       cachePolicy
 	coalesce     int8 // Groundhog-Coalesce: +1 on, -1 off, 0 unset (then: the operation's config, else the cache policy)
@@ -304,9 +305,17 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 	}
 	// Decided now: settling the claim clears c.claim before the defer runs.
 	keep := outlivesClient(c)
+	refs := c.missBodyRefs() // missbody.go: the pooled body goes back when its last reader lets go
+	if refs != nil {
+		defer refs.release() // the handler's reference
+		refs.acquire()       // the flight's, taken before it can start
+	}
 	var sub *coalesce.Subscription
 	leader := true
 	fn := func(ctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
+		if refs != nil {
+			defer refs.release()
+		}
 		return s.upstreamCall(ctx, c, pub)
 	}
 	if c.shared {
@@ -314,6 +323,9 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 	} else {
 		var solo coalesce.Group // a private flight: same delivery code, no sharing
 		sub, _ = solo.Do(ctx, key, fn)
+	}
+	if !leader && refs != nil {
+		refs.release() // fn never runs: the flight's reference is not needed
 	}
 	defer leaveFlight(sub, keep)
 	state := "off"

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"net/http"
 	"strings"
 
 	"github.com/groundhog-ai/groundhog"
@@ -120,7 +119,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		// cost is known; clients that did not ask never see the chunk.
 		body = setIncludeUsage(body) // the client's bytes with the member written in (includeusage.go)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := newUpstreamRequest(ctx, url, c, body) // missbody.go
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
 	}

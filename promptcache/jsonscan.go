@@ -78,6 +78,10 @@ func walkValue(b []byte, i, depth int, ix *index) (int, error) {
 			return 0, syntaxErr(i, "nested too deeply")
 		}
 		rec := ix != nil && depth <= indexDepth
+		slot := 0
+		if rec {
+			slot = ix.open(i)
+		}
 		end := byte('}')
 		if c == '[' {
 			end = ']'
@@ -85,7 +89,7 @@ func walkValue(b []byte, i, depth int, ix *index) (int, error) {
 		j := skipWS(b, i+1)
 		if j < len(b) && b[j] == end {
 			if rec {
-				ix.close(depth, i)
+				ix.close(depth, slot)
 			}
 			return j + 1, nil
 		}
@@ -123,7 +127,7 @@ func walkValue(b []byte, i, depth int, ix *index) (int, error) {
 			}
 			if b[j] == end {
 				if rec {
-					ix.close(depth, i)
+					ix.close(depth, slot)
 				}
 				return j + 1, nil
 			}

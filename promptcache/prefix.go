@@ -266,10 +266,18 @@ func (bd *builder) markers(v span) int {
 // message fields other than its content, mixed in) and appends it.
 // overhead is the framing tokens charged before it.
 func (bd *builder) add(seg Segment, head []span, overhead int) {
+	bd.addScanned(seg, head, overhead, nil)
+}
+
+// addScanned is add for a value whose members were scanned already (o; nil
+// when not): its text and marker are taken from o.
+func (bd *builder) addScanned(seg Segment, head []span, overhead int, o *objInfo) {
 	b := bd.p.body
 	raw := b[seg.val.start:seg.val.end]
 	markers := bd.markers(seg.val)
-	if !seg.scanned && b[seg.val.start] == '{' {
+	if o != nil {
+		seg.text, seg.mark = o.text, o.marker
+	} else if !seg.scanned && b[seg.val.start] == '{' {
 		o := bd.scanObj(seg.val, false)
 		seg.text, seg.mark = o.text, o.marker
 	}
@@ -329,7 +337,7 @@ func (bd *builder) add(seg Segment, head []span, overhead int) {
 	// tool_result) too.
 	bd.p.Markers += markers
 	if bd.p.Segments == nil && bd.segCap > 0 {
-		bd.p.Segments = make([]Segment, 0, bd.segCap)
+		bd.p.Segments = getSegs(bd.segCap) // segpool.go
 	}
 	bd.p.Segments = append(bd.p.Segments, seg)
 }
@@ -470,7 +478,7 @@ func (bd *builder) messages() error {
 		}
 		mo := bd.scanObj(m, true)
 		content := mo.content
-		userTurn := str(b, mo.role) == "user"
+		userTurn := strView(b, mo.role) == "user" // compared only: no copy
 		if !content.ok() || b[content.start] != '[' {
 			s := seg(KindMessage, "messages", i, m)
 			s.Message, s.turnEnd = i, userTurn
@@ -486,7 +494,7 @@ func (bd *builder) messages() error {
 			typ := ""
 			if b[e.start] == '{' {
 				o := bd.scanObj(e, false)
-				typ = str(b, o.typ)
+				typ = strView(b, o.typ) // compared only: no copy
 				s.text, s.mark, s.scanned = o.text, o.marker, true
 			}
 			switch typ {
@@ -535,13 +543,23 @@ func (bd *builder) chat() error {
 		if b[m.start] != '{' {
 			return syntaxErr(m.start, "a message must be an object")
 		}
-		role := str(b, bd.field(m, "role"))
+		var o *objInfo
+		var role string
+		if bd.ix != nil {
+			// One pass over the recorded members gives the role, the
+			// content and what add needs (text, marker): the same spans
+			// field and scanObj find, the last duplicate winning.
+			info := bd.scanObj(m, false)
+			o, role = &info, strView(b, info.role) // compared only: no copy
+		} else {
+			role = str(b, bd.field(m, "role"))
+		}
 		lead = lead && (role == "system" || role == "developer")
 		kind := KindMessage
 		if lead {
 			kind = KindInstructions
 		}
-		return bd.openAIMessage(kind, "messages", i, m, role == "user" || role == "tool")
+		return bd.openAIMessageInfo(kind, "messages", i, m, role == "user" || role == "tool", o)
 	})
 }
 
@@ -549,15 +567,26 @@ func (bd *builder) chat() error {
 // segment when its content is a string, else one per content part (the
 // other fields mixed into the first).
 func (bd *builder) openAIMessage(kind Kind, top string, i int, m span, userTurn bool) error {
+	return bd.openAIMessageInfo(kind, top, i, m, userTurn, nil)
+}
+
+// openAIMessageInfo is openAIMessage with the message's members already
+// scanned (o, nil when not).
+func (bd *builder) openAIMessageInfo(kind Kind, top string, i int, m span, userTurn bool, o *objInfo) error {
 	b := bd.p.body
-	content := bd.field(m, "content")
+	var content span
+	if o != nil {
+		content = o.content
+	} else {
+		content = bd.field(m, "content")
+	}
 	if !content.ok() || b[content.start] != '[' {
 		s := seg(kind, top, i, m)
 		s.Message, s.turnEnd = i, userTurn
 		if kind == KindInstructions {
 			s.Message = -1
 		}
-		bd.add(s, nil, sim.MessageOverhead)
+		bd.addScanned(s, nil, sim.MessageOverhead, o)
 		return nil
 	}
 	var head []span
@@ -591,7 +620,7 @@ func (bd *builder) parts(kind Kind, top string, i int, sub string, v span, head 
 		}
 		typ := ""
 		if b[e.start] == '{' {
-			typ = str(b, bd.field(e, "type"))
+			typ = strView(b, bd.field(e, "type")) // compared only: no copy
 		}
 		switch typ {
 		case "image_url", "input_image", "input_file", "file":
@@ -642,8 +671,8 @@ func (bd *builder) responses() error {
 		if b[it.start] != '{' {
 			return syntaxErr(it.start, "an input item must be an object")
 		}
-		typ := str(b, bd.field(it, "type"))
-		role := str(b, bd.field(it, "role"))
+		typ := strView(b, bd.field(it, "type")) // compared only: no copy
+		role := strView(b, bd.field(it, "role"))
 		lead = lead && (role == "system" || role == "developer")
 		switch {
 		case typ == "additional_tools":

@@ -101,6 +101,7 @@ func (s *Stage) After(ctx context.Context, p *Pending, u groundhog.Usage) Outcom
 	o.Held = p.Held
 	if p.call != nil {
 		o.Result = s.Tracker.After(ctx, p.call, u)
+		p.call.release() // segpool.go: the prompt is recorded, its segments go back
 	}
 	return o
 }

@@ -255,8 +255,10 @@ func parseUsage(shape groundhog.Shape, raw json.RawMessage) (groundhog.Usage, er
 		return u, nil
 	}
 	var f usageFields
-	if err := unmarshalObject(raw, &f); err != nil {
-		return u, fmt.Errorf("usage: %w", err)
+	if !decodeUsageFields(raw, &f) { // usage_fields.go: json.Unmarshal's result without reflection, or false
+		if err := unmarshalObject(raw, &f); err != nil {
+			return u, fmt.Errorf("usage: %w", err)
+		}
 	}
 	var bad bool
 	count := func(v json.RawMessage) int64 {

@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+)
+
+// On a miss the request body used to be left to the garbage collector
+// (body.go): its buffer may still be read by the flight (the prompt-cache
+// stage, the upstream request) after the client's handler has returned.
+// At 200 KB that was a fresh 256 KiB buffer allocated and zeroed per miss
+// (5 % of the gateway's CPU on the miss path, 64 % of its allocated bytes:
+// docs/notes/missfast.md), plus the GC cycles it paid for.
+//
+// bodyRefs counts who may still read a pooled body on the miss path of a
+// call without an idempotency key: the handler, the call's flight while its
+// work runs, and every upstream request body the transport has not closed
+// yet (the transport closes the body when it is done with it, possibly
+// after RoundTrip returned). The buffer goes back to the pool when the last
+// of them lets go. A reference that is never let go (a transport that never
+// closes) only leaves the buffer to the GC, as before: never a reuse while
+// someone reads it.
+type bodyRefs struct {
+	n atomic.Int32
+	p *pooledBody
+}
+
+// missBodyRefs takes c's pooled buffer (if any) into a count held by the
+// handler: c.releaseBody, on the hit path, then does nothing and the
+// handler's release (releaseMissBody) puts the buffer back.
+func (c *call) missBodyRefs() *bodyRefs {
+	if c.pooled == nil || c.idemKey != "" {
+		return nil // no pooled buffer, or the idempotency path (left to the GC)
+	}
+	b := &bodyRefs{p: c.pooled}
+	b.n.Store(1)
+	c.pooled, c.refs = nil, b
+	return b
+}
+
+// acquire takes one more reference, unless the buffer is already released.
+func (b *bodyRefs) acquire() bool {
+	for {
+		n := b.n.Load()
+		if n <= 0 {
+			return false
+		}
+		if b.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release lets go of one reference; the last one puts the buffer back.
+func (b *bodyRefs) release() {
+	if b.n.Add(-1) == 0 {
+		missBodiesReturned.Add(1)
+		putBody(b.p)
+	}
+}
+
+// missBodiesReturned counts the buffers the miss path gave back (tests).
+var missBodiesReturned atomic.Int64
+
+// refReader is an upstream request body holding a reference until the
+// transport closes it.
+type refReader struct {
+	bytes.Reader
+	refs   *bodyRefs
+	closed atomic.Bool
+}
+
+func (r *refReader) Close() error {
+	if r.closed.CompareAndSwap(false, true) {
+		r.refs.release()
+	}
+	return nil
+}
+
+var errBodyReleased = errors.New("gateway: request body already released")
+
+func (b *bodyRefs) reader(body []byte) (*refReader, error) {
+	if !b.acquire() {
+		return nil, errBodyReleased // cannot happen while the flight runs: it holds a reference
+	}
+	r := &refReader{refs: b}
+	r.Reset(body)
+	return r, nil
+}
+
+// newUpstreamRequest is http.NewRequestWithContext(ctx, POST, url,
+// bytes.NewReader(body)); when c's body is counted (bodyRefs) the request's
+// body, and every rewound copy the transport asks for (GetBody), hold a
+// reference until closed. Same Content-Length, same bytes on the wire.
+func newUpstreamRequest(ctx context.Context, url string, c *call, body []byte) (*http.Request, error) {
+	if c.refs == nil || len(body) == 0 {
+		return http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	}
+	rd, err := c.refs.reader(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, rd)
+	if err != nil {
+		rd.Close()
+		return nil, err
+	}
+	req.ContentLength = int64(len(body))
+	refs := c.refs
+	req.GetBody = func() (io.ReadCloser, error) { return refs.reader(body) }
+	return req, nil
+}

@@ -1,0 +1,42 @@
+package promptcache
+
+import (
+	"context"
+	"testing"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/benchbody"
+)
+
+// BenchmarkStageWarm is the miss path's prompt-cache stage alone (Before,
+// Started, After, Done as the gateway calls them) on the gateway bench's
+// bodies, the conversation already known: for profiles of the stage.
+func BenchmarkStageWarm(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"chat1KB", 1 << 10}, {"chat200KB", 200 << 10}} {
+		b.Run(c.name, func(b *testing.B) {
+			body := benchbody.Chat(c.size, benchbody.Options{Model: "sim-small"})
+			ctx := context.Background()
+			req := &Request{Tenant: "t", Operation: "bench", Shape: groundhog.ShapeChat, Body: body}
+			st := &Stage{Tracker: NewTracker(Config{})}
+			stage := func() {
+				p := st.Before(ctx, req, true)
+				p.Started(true)
+				u := groundhog.Usage{InputTokens: 1000}
+				if p.call != nil {
+					u.CachedInputTokens = int64(p.call.Diagnosis.Expected)
+				}
+				st.After(ctx, p, u)
+				p.Done()
+			}
+			stage()
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				stage()
+			}
+		})
+	}
+}
