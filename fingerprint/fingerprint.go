@@ -220,7 +220,7 @@ func getScanner(in []byte, simd bool) *pooledScanner {
 
 func putScanner(s *pooledScanner) {
 	s.in = nil // do not keep the caller's body alive
-	if cap(s.out) > maxPooled || cap(s.scratch) > maxPooled {
+	if cap(s.out) > maxPooled || cap(s.scratch) > maxPooled || cap(s.bits) > maxPooled/8 {
 		return
 	}
 	pool.Put(s)

@@ -78,14 +78,21 @@ type scanner struct {
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
 	simd      bool       // use the assembly string scan and UTF-8 check (see useSIMD)
+	useBits   bool       // bits holds the string index of in (index.go)
+	bits      []uint64   // per 64-byte block: unescaped quotes, bytes strings must not hold as they are
 	topSorted bool       // the top-level object is sorted in members, not in out
 }
 
 func (s *scanner) reset(in []byte, simd bool) {
 	s.in, s.pos, s.depth = in, 0, 0
 	s.simd = simd
+	s.useBits = false
 	if s.simd {
 		s.badUTF8 = !validUTF8(in)
+		if !s.badUTF8 {
+			s.buildIndex()
+			s.useBits = true
+		}
 	} else {
 		s.badUTF8 = !utf8.Valid(in)
 	}
@@ -177,7 +184,7 @@ func (s *scanner) value(n *node) error {
 	case '[':
 		return s.array(n)
 	case '"':
-		_, err := s.str()
+		_, err := s.str(false)
 		return err
 	case 't':
 		return s.literal("true")
@@ -274,7 +281,7 @@ func (s *scanner) object(n *node, top bool) error {
 			s.out = append(s.out, ',')
 		}
 		memStart := len(s.out)
-		esc, err := s.str()
+		esc, err := s.str(true)
 		if err != nil {
 			return err
 		}
@@ -626,10 +633,20 @@ var canonicalEscape = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n'
 // the end 32 bytes at a time, stepping over canonical escapes itself; the
 // eight-byte loop finds it otherwise, and for the tail of the input. UTF-8
 // is checked per span only when the input as a whole is not valid UTF-8,
-// to place the error. esc reports whether the output holds any escape.
-func (s *scanner) str() (esc bool, err error) {
+// to place the error. With the string index (index.go) a string with only
+// canonical escapes is one span copy found without a scan. With wantEsc,
+// esc reports whether the output holds any escape (without it, esc may be
+// false all the same).
+func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 	in := s.in
 	start := s.pos // first byte not yet copied to out: the opening quote
+	if s.useBits {
+		if end, ok := s.strEnd(start); ok {
+			s.out = append(s.out, in[start:end+1]...)
+			s.pos = end + 1
+			return wantEsc && bytes.IndexByte(in[start+1:end], '\\') >= 0, nil
+		}
+	}
 	i := start + 1
 	for {
 		if s.simd && len(in)-i >= 32 {

@@ -18,3 +18,8 @@ func strRun(b []byte) (n int, bs bool) { return strRunAVX2(b) }
 func validUTF8AVX2(b []byte) bool
 
 func validUTF8(b []byte) bool { return validUTF8AVX2(b) }
+
+// indexAVX2 is documented in index_amd64.s.
+//
+//go:noescape
+func indexAVX2(b []byte, bits []uint64, carry uint64) uint64

@@ -9,3 +9,7 @@ var haveSIMD = false
 func strRun(b []byte) (n int, bs bool) { panic("fingerprint: no SIMD string scan on this platform") }
 
 func validUTF8(b []byte) bool { panic("fingerprint: no SIMD UTF-8 check on this platform") }
+
+func indexAVX2(b []byte, bits []uint64, carry uint64) uint64 {
+	panic("fingerprint: no SIMD string index on this platform")
+}

@@ -39,7 +39,7 @@ func refStrRun(b []byte) (n int, bs bool) {
 
 // checkSIMD compares the assembly with its references on b and on every
 // suffix of it (every alignment of the blocks): strRun with refStrRun,
-// validUTF8 with utf8.Valid, and Compute and Canonicalize with and
+// validUTF8 with utf8.Valid, the string index with refIndex, and Compute and Canonicalize with and
 // without them.
 func checkSIMD(t *testing.T, b []byte) {
 	t.Helper()
@@ -56,6 +56,7 @@ func checkSIMD(t *testing.T, b []byte) {
 			if got, want := validUTF8(b[i:]), utf8.Valid(b[i:]); got != want {
 				t.Fatalf("validUTF8(%q) = %v; want %v", b[i:], got, want)
 			}
+			checkIndex(t, b[i:])
 		}
 	}
 	for _, shape := range []groundhog.Shape{groundhog.ShapeChat, groundhog.ShapeMessages} {
