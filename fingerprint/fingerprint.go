@@ -140,7 +140,7 @@ func compute(p Params, body []byte, simd bool) (Result, error) {
 		h = binary.BigEndian.AppendUint64(h, uint64(len(part)))
 		h = append(h, part...)
 	}
-	n := len(s.out) + refsLen(s.refs)
+	n := len(s.out)
 	if s.topSorted {
 		n = s.canonicalLen()
 	}
@@ -174,7 +174,7 @@ func canonicalize(raw []byte, simd bool) ([]byte, error) {
 		return nil, clientError("JSON", err.(*scanError))
 	}
 	var b bytes.Buffer
-	b.Grow(len(s.out) + refsLen(s.refs))
+	b.Grow(len(s.out))
 	s.writeCanonical(&b)
 	return b.Bytes(), nil
 }

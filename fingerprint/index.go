@@ -18,6 +18,10 @@ import "math/bits"
 // opening quote of a string ends any run, so inside a string the bitmaps
 // say what a scan from its opening quote would find.
 
+// noIndex switches the string index off: only the tests and benchmarks set
+// it, to compare with the code without it (BenchmarkSpanCPU*).
+var noIndex bool
+
 // buildIndex fills s.bits for s.in: len(in)/64 + 1 blocks, the last one
 // padded with zero bytes (control characters: no string ends there).
 func (s *scanner) buildIndex() {

@@ -45,7 +45,6 @@ type member struct {
 	start, end     int  // canonical `"key":value` in scanner.out (empty when dropped)
 	inOff          int  // offset of the key in the input, for error messages
 	dropped        bool
-	refLo, refHi   int32 // its value's refs: scanner.refs[refLo:refHi] (pieces.go)
 }
 
 // key returns the decoded key of m. A key in out stays valid until the
@@ -81,8 +80,6 @@ type scanner struct {
 	simd      bool       // use the assembly string scan and UTF-8 check (see useSIMD)
 	useBits   bool       // bits holds the string index of in (index.go)
 	bits      []uint64   // per 64-byte block: unescaped quotes, bytes strings must not hold as they are
-	refs      []ref      // long strings left in the input, in text order (pieces.go)
-	refTmp    []ref      // rewrite's copy of an object's refs
 	topSorted bool       // the top-level object is sorted in members, not in out
 }
 
@@ -100,7 +97,6 @@ func (s *scanner) reset(in []byte, simd bool) {
 		s.badUTF8 = !utf8.Valid(in)
 	}
 	s.out, s.scratch, s.keys, s.members = s.out[:0], s.scratch[:0], s.keys[:0], s.members[:0]
-	s.refs = s.refs[:0]
 	if cap(s.out) < len(in) {
 		// The canonical text is about as long as the input: one
 		// allocation instead of a run of doublings (a scanner the pool
@@ -264,7 +260,7 @@ func (s *scanner) object(n *node, top bool) error {
 	s.pos++
 	objStart := len(s.out)
 	s.out = append(s.out, '{')
-	mark, keyMark, refMark := len(s.members), len(s.keys), len(s.refs)
+	mark, keyMark := len(s.members), len(s.keys)
 	sorted, emitted := true, 0
 
 	s.skipWS()
@@ -291,7 +287,7 @@ func (s *scanner) object(n *node, top bool) error {
 		}
 		// The decoded key is the canonical text itself unless it holds an
 		// escape; only then is it decoded into s.keys.
-		m := member{keyOff: memStart + 1, keyLen: len(s.out) - memStart - 2, inOff: keyIn, refLo: int32(len(s.refs))}
+		m := member{keyOff: memStart + 1, keyLen: len(s.out) - memStart - 2, inOff: keyIn}
 		if esc {
 			m.keyOff, m.inKeys = len(s.keys), true
 			s.keys = unescapeCanonical(s.keys, s.out[memStart+1:len(s.out)-1])
@@ -329,12 +325,9 @@ func (s *scanner) object(n *node, top bool) error {
 				m.keyOff, m.inKeys = off, true
 			}
 			s.out = s.out[:commaAt]
-			s.refs = s.refs[:m.refLo]
-			m.refHi = m.refLo
 			m.dropped = true
 		} else {
 			m.start, m.end = memStart, len(s.out)
-			m.refHi = int32(len(s.refs))
 			emitted++
 		}
 		s.members = append(s.members, m)
@@ -364,7 +357,7 @@ func (s *scanner) object(n *node, top bool) error {
 			s.depth--
 			return nil
 		}
-		s.rewrite(objStart, mark, refMark)
+		s.rewrite(objStart, mark)
 	}
 	s.out = append(s.out, '}')
 	s.members, s.keys = s.members[:mark], s.keys[:keyMark]
@@ -381,11 +374,7 @@ func (s *scanner) topField(key []byte, valIn, valOut int) {
 			s.typeError(valIn, `"model" must be a string`)
 			return
 		}
-		v := s.out[valOut:]
-		if n := len(s.refs); n > 0 && s.refs[n-1].at == valOut {
-			v = s.refs[n-1].text(s.in) // a long name left in the input
-		}
-		if v = v[1 : len(v)-1]; bytes.IndexByte(v, '\\') < 0 {
+		if v := s.out[valOut+1 : len(s.out)-1]; bytes.IndexByte(v, '\\') < 0 {
 			s.model = s.internModel(v)
 		} else {
 			s.model = string(unescapeCanonical(nil, v))
@@ -458,7 +447,7 @@ func (s *scanner) sortMembers(mark int) error {
 //
 // The largest member (typically a message's content) is moved once, straight
 // to its final place; only the others go through scratch.
-func (s *scanner) rewrite(objStart, mark, refMark int) {
+func (s *scanner) rewrite(objStart, mark int) {
 	ms := s.members[mark:]
 	base := objStart + 1
 	big, final, pos := -1, 0, base
@@ -502,9 +491,6 @@ func (s *scanner) rewrite(objStart, mark, refMark int) {
 		}
 		pos += n
 	}
-	if len(s.refs) > refMark {
-		s.moveRefs(ms, base, refMark)
-	}
 }
 
 // canonicalLen returns the length of the canonical text of the top-level
@@ -519,7 +505,7 @@ func (s *scanner) canonicalLen() int {
 			n++
 		}
 		first = false
-		n += m.end - m.start + refsLen(s.refs[m.refLo:m.refHi])
+		n += m.end - m.start
 	}
 	return n
 }
@@ -529,7 +515,7 @@ func (s *scanner) canonicalLen() int {
 // sorted order.
 func (s *scanner) writeCanonical(w io.Writer) {
 	if !s.topSorted {
-		s.emit(w, 0, len(s.out), s.refs)
+		w.Write(s.out)
 		return
 	}
 	s.scratch = append(s.scratch[:0], '{')
@@ -542,13 +528,13 @@ func (s *scanner) writeCanonical(w io.Writer) {
 			s.scratch = append(s.scratch, ',')
 		}
 		first = false
-		if m.end-m.start < 256 && m.refHi == m.refLo {
+		if m.end-m.start < 256 {
 			s.scratch = append(s.scratch, s.out[m.start:m.end]...)
 			continue
 		}
 		w.Write(s.scratch)
 		s.scratch = s.scratch[:0]
-		s.emit(w, m.start, m.end, s.refs[m.refLo:m.refHi])
+		w.Write(s.out[m.start:m.end])
 	}
 	s.scratch = append(s.scratch, '}')
 	w.Write(s.scratch)
@@ -656,11 +642,7 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 	start := s.pos // first byte not yet copied to out: the opening quote
 	if s.useBits {
 		if end, ok := s.strEnd(start); ok {
-			if n := end + 1 - start; n >= refMin && !wantEsc && !noRefs {
-				s.refs = append(s.refs, ref{at: len(s.out), off: start, n: n})
-			} else {
-				s.out = append(s.out, in[start:end+1]...)
-			}
+			s.out = append(s.out, in[start:end+1]...)
 			s.pos = end + 1
 			return wantEsc && bytes.IndexByte(in[start+1:end], '\\') >= 0, nil
 		}
