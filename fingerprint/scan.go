@@ -261,7 +261,7 @@ func (s *scanner) object(n *node, top bool) error {
 	objStart := len(s.out)
 	s.out = append(s.out, '{')
 	mark, keyMark := len(s.members), len(s.keys)
-	sorted, emitted := true, 0
+	sorted, emitted, equal := true, 0, false
 
 	s.skipWS()
 	if s.pos < len(s.in) && s.in[s.pos] == '}' {
@@ -294,8 +294,18 @@ func (s *scanner) object(n *node, top bool) error {
 			m.keyLen = len(s.keys) - m.keyOff
 		}
 		key := s.key(&m)
-		if len(s.members) > mark && compareKeys(s.key(&s.members[len(s.members)-1]), key) >= 0 {
-			sorted = false
+		if len(s.members) > mark {
+			prev := s.key(&s.members[len(s.members)-1])
+			var c int
+			if len(prev) > 0 && len(key) > 0 && prev[0] != key[0] && (prev[0]|key[0]) < utf8.RuneSelf {
+				c = int(prev[0]) - int(key[0]) // the first byte decides (ASCII)
+			} else {
+				c = compareKeys(prev, key)
+			}
+			if c >= 0 {
+				sorted = false
+				equal = equal || c == 0
+			}
 		}
 
 		s.skipWS()
@@ -311,7 +321,11 @@ func (s *scanner) object(n *node, top bool) error {
 		}
 		s.skipWS()
 		valIn, valOut := s.pos, len(s.out)
-		if err := s.value(child); err != nil {
+		if valIn < len(s.in) && s.in[valIn] == '"' {
+			if _, err := s.str(false); err != nil {
+				return err
+			}
+		} else if err := s.value(child); err != nil {
 			return err
 		}
 		if top {
@@ -346,7 +360,7 @@ func (s *scanner) object(n *node, top bool) error {
 		break
 	}
 	if !sorted {
-		if err := s.sortMembers(mark); err != nil {
+		if err := s.sortMembers(mark, equal); err != nil {
 			return err
 		}
 		if top {
@@ -413,8 +427,16 @@ func (s *scanner) typeError(off int, msg string) {
 
 // sortMembers sorts the members of the object whose first member is
 // s.members[mark] into canonical key order and rejects duplicate keys.
-func (s *scanner) sortMembers(mark int) error {
+// equal says whether object found two consecutive members with the same
+// key.
+//
+// Duplicates are looked for only where they can be: in a pair, only when
+// object found its keys equal; an insertion sort compares each key with
+// an equal one in the sorted part if there is one (it stops at the last
+// key not greater than it, which is then equal to it).
+func (s *scanner) sortMembers(mark int, equal bool) error {
 	ms := s.members[mark:]
+	dup := equal
 	if len(ms) == 2 {
 		// The common case, and object already found the pair out of order.
 		ms[0], ms[1] = ms[1], ms[0]
@@ -424,13 +446,22 @@ func (s *scanner) sortMembers(mark int) error {
 			m := ms[i]
 			k := s.key(&m)
 			j := i
-			for ; j > 0 && compareKeys(s.key(&ms[j-1]), k) > 0; j-- {
+			for ; j > 0; j-- {
+				c := compareKeys(s.key(&ms[j-1]), k)
+				if c <= 0 {
+					dup = dup || c == 0
+					break
+				}
 				ms[j] = ms[j-1]
 			}
 			ms[j] = m
 		}
 	} else {
 		slices.SortFunc(ms, func(a, b member) int { return compareKeys(s.key(&a), s.key(&b)) })
+		dup = true // not tracked by the sort: look
+	}
+	if !dup {
+		return nil
 	}
 	for i := 1; i < len(ms); i++ {
 		if k := s.key(&ms[i]); bytes.Equal(s.key(&ms[i-1]), k) {
@@ -644,7 +675,14 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 		if end, ok := s.strEnd(start); ok {
 			s.out = append(s.out, in[start:end+1]...)
 			s.pos = end + 1
-			return wantEsc && bytes.IndexByte(in[start+1:end], '\\') >= 0, nil
+			if wantEsc { // a key: short, a loop is cheaper than a call
+				for _, c := range in[start+1 : end] {
+					if c == '\\' {
+						return true, nil
+					}
+				}
+			}
+			return false, nil
 		}
 	}
 	i := start + 1
