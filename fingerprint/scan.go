@@ -287,15 +287,23 @@ func (s *scanner) object(n *node, top bool) error {
 		}
 		// The decoded key is the canonical text itself unless it holds an
 		// escape; only then is it decoded into s.keys.
-		m := member{keyOff: memStart + 1, keyLen: len(s.out) - memStart - 2, inOff: keyIn}
+		//
+		// The member is written in place in s.members, field by field: a
+		// copy of it built on the stack would be read back by wide loads
+		// right after its narrow stores (a store-forwarding stall per
+		// member).
+		mi := len(s.members)
+		s.members = slices.Grow(s.members, 1)[:mi+1]
+		m := &s.members[mi]
+		*m = member{keyOff: memStart + 1, keyLen: len(s.out) - memStart - 2, inOff: keyIn}
 		if esc {
 			m.keyOff, m.inKeys = len(s.keys), true
 			s.keys = unescapeCanonical(s.keys, s.out[memStart+1:len(s.out)-1])
 			m.keyLen = len(s.keys) - m.keyOff
 		}
-		key := s.key(&m)
-		if len(s.members) > mark {
-			prev := s.key(&s.members[len(s.members)-1])
+		key := s.key(m)
+		if mi > mark {
+			prev := s.key(&s.members[mi-1])
 			var c int
 			if len(prev) > 0 && len(key) > 0 && prev[0] != key[0] && (prev[0]|key[0]) < utf8.RuneSelf {
 				c = int(prev[0]) - int(key[0]) // the first byte decides (ASCII)
@@ -332,10 +340,11 @@ func (s *scanner) object(n *node, top bool) error {
 			s.topField(key, valIn, valOut)
 		}
 
+		m = &s.members[mi] // the value may have grown s.members
 		if child != nil && child.drop {
 			if !m.inKeys { // its text in out is about to go
 				off := len(s.keys)
-				s.keys = append(s.keys, s.key(&m)...)
+				s.keys = append(s.keys, s.key(m)...)
 				m.keyOff, m.inKeys = off, true
 			}
 			s.out = s.out[:commaAt]
@@ -344,7 +353,6 @@ func (s *scanner) object(n *node, top bool) error {
 			m.start, m.end = memStart, len(s.out)
 			emitted++
 		}
-		s.members = append(s.members, m)
 
 		s.skipWS()
 		if s.pos >= len(s.in) {
