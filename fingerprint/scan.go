@@ -316,18 +316,24 @@ func (s *scanner) object(n *node, top bool) error {
 			}
 		}
 
-		s.skipWS()
-		if s.pos >= len(s.in) || s.in[s.pos] != ':' {
-			return s.unexpected(s.pos, "after object key")
+		// The usual `":` right after the key and the value right after it
+		// (no whitespace) in one test; else the general steps.
+		if p := s.pos; p+1 < len(s.in) && s.in[p] == ':' && s.in[p+1] > ' ' {
+			s.pos = p + 1
+		} else {
+			s.skipWS()
+			if s.pos >= len(s.in) || s.in[s.pos] != ':' {
+				return s.unexpected(s.pos, "after object key")
+			}
+			s.pos++
+			s.skipWS()
 		}
-		s.pos++
 		s.out = append(s.out, ':')
 
 		var child *node
 		if n != nil {
 			child = n.child(key)
 		}
-		s.skipWS()
 		valIn, valOut := s.pos, len(s.out)
 		if valIn < len(s.in) && s.in[valIn] == '"' {
 			if _, err := s.str(false); err != nil {
@@ -354,6 +360,10 @@ func (s *scanner) object(n *node, top bool) error {
 			emitted++
 		}
 
+		if p := s.pos; p+1 < len(s.in) && s.in[p] == ',' && s.in[p+1] == '"' {
+			s.pos = p + 1 // the next key right after the comma
+			continue
+		}
 		s.skipWS()
 		if s.pos >= len(s.in) {
 			return s.eof()
@@ -447,11 +457,12 @@ func (s *scanner) sortMembers(mark int, equal bool) error {
 	dup := equal
 	if len(ms) == 2 {
 		// The common case, and object already found the pair out of order.
-		ms[0], ms[1] = ms[1], ms[0]
+		swapMembers(&ms[0], &ms[1])
 	} else if len(ms) <= 16 {
 		// Objects are small: insertion sort without a comparison closure.
 		for i := 1; i < len(ms); i++ {
-			m := ms[i]
+			var m member
+			copyMember(&m, &ms[i])
 			k := s.key(&m)
 			j := i
 			for ; j > 0; j-- {
@@ -460,9 +471,9 @@ func (s *scanner) sortMembers(mark int, equal bool) error {
 					dup = dup || c == 0
 					break
 				}
-				ms[j] = ms[j-1]
+				copyMember(&ms[j], &ms[j-1])
 			}
-			ms[j] = m
+			copyMember(&ms[j], &m)
 		}
 	} else {
 		slices.SortFunc(ms, func(a, b member) int { return compareKeys(s.key(&a), s.key(&b)) })
@@ -477,6 +488,24 @@ func (s *scanner) sortMembers(mark int, equal bool) error {
 		}
 	}
 	return nil
+}
+
+// swapMembers and copyMember move members field by field: object has just
+// written the last one field by field, and a struct copy (16-byte loads
+// over 8- and 1-byte stores still in flight) would stall on each.
+func swapMembers(a, b *member) {
+	a.keyOff, b.keyOff = b.keyOff, a.keyOff
+	a.keyLen, b.keyLen = b.keyLen, a.keyLen
+	a.inKeys, b.inKeys = b.inKeys, a.inKeys
+	a.start, b.start = b.start, a.start
+	a.end, b.end = b.end, a.end
+	a.inOff, b.inOff = b.inOff, a.inOff
+	a.dropped, b.dropped = b.dropped, a.dropped
+}
+
+func copyMember(dst, src *member) {
+	dst.keyOff, dst.keyLen, dst.inKeys = src.keyOff, src.keyLen, src.inKeys
+	dst.start, dst.end, dst.inOff, dst.dropped = src.start, src.end, src.inOff, src.dropped
 }
 
 // rewrite rewrites the members of the object that starts at objStart in
@@ -683,12 +712,8 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 		if end, ok := s.strEnd(start); ok {
 			s.out = append(s.out, in[start:end+1]...)
 			s.pos = end + 1
-			if wantEsc { // a key: short, a loop is cheaper than a call
-				for _, c := range in[start+1 : end] {
-					if c == '\\' {
-						return true, nil
-					}
-				}
+			if wantEsc { // a key: short, so no call
+				return hasBackslash(in, start+1, end), nil
 			}
 			return false, nil
 		}
@@ -749,6 +774,22 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 		esc = true // conservative: \/ or \u00e9 write none, which only costs a decode
 		start = i
 	}
+}
+
+// hasBackslash reports whether in[i:j] holds a backslash: one word test
+// for up to eight bytes (the usual key), else a loop.
+func hasBackslash(in []byte, i, j int) bool {
+	if n := j - i; n <= 8 && i+8 <= len(in) {
+		w := binary.LittleEndian.Uint64(in[i:]) ^ bslsh
+		w |= ^uint64(0) << (8 * n) // bytes past j: not a backslash (0 <<64 is 0 in Go)
+		return (w-lsb)&^w&msb != 0  // some byte of w is zero
+	}
+	for _, c := range in[i:j] {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
 }
 
 // invalidUTF8At returns the offset of the first invalid sequence in b.
