@@ -710,7 +710,7 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 	start := s.pos // first byte not yet copied to out: the opening quote
 	if s.useBits {
 		if end, ok := s.strEnd(start); ok {
-			s.out = append(s.out, in[start:end+1]...)
+			s.out = appendSpan(s.out, in, start, end+1)
 			s.pos = end + 1
 			if wantEsc { // a key: short, so no call
 				return hasBackslash(in, start+1, end), nil
@@ -774,6 +774,20 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 		esc = true // conservative: \/ or \u00e9 write none, which only costs a decode
 		start = i
 	}
+}
+
+// appendSpan appends in[i:j] to out: up to 16 bytes (keys, short values)
+// as two word moves when in and out's spare capacity have room for them
+// (the bytes past the span land in that spare capacity, unused), else by
+// append.
+func appendSpan(out, in []byte, i, j int) []byte {
+	if o := len(out); j-i <= 16 && i+16 <= len(in) && o+16 <= cap(out) {
+		w := out[o : o+16]
+		binary.LittleEndian.PutUint64(w, binary.LittleEndian.Uint64(in[i:]))
+		binary.LittleEndian.PutUint64(w[8:], binary.LittleEndian.Uint64(in[i+8:]))
+		return out[:o+j-i]
+	}
+	return append(out, in[i:j]...)
 }
 
 // hasBackslash reports whether in[i:j] holds a backslash: one word test
