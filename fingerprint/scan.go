@@ -466,7 +466,12 @@ func (s *scanner) sortMembers(mark int, equal bool) error {
 			k := s.key(&m)
 			j := i
 			for ; j > 0; j-- {
-				c := compareKeys(s.key(&ms[j-1]), k)
+				var c int
+				if p := s.key(&ms[j-1]); len(p) > 0 && len(k) > 0 && p[0] != k[0] && (p[0]|k[0]) < utf8.RuneSelf {
+					c = int(p[0]) - int(k[0]) // the first byte decides (ASCII)
+				} else {
+					c = compareKeys(p, k)
+				}
 				if c <= 0 {
 					dup = dup || c == 0
 					break
@@ -535,7 +540,9 @@ func (s *scanner) rewrite(objStart, mark int) {
 	s.scratch = s.scratch[:0]
 	for i := range ms {
 		if m := &ms[i]; !m.dropped && i != big {
-			s.scratch = append(s.scratch, s.out[m.start:m.end]...)
+			n := len(s.scratch)
+			s.scratch = slices.Grow(s.scratch, m.end-m.start)[:n+m.end-m.start]
+			copyShort(s.scratch[n:], s.out[m.start:m.end])
 		}
 	}
 	if big >= 0 {
@@ -554,7 +561,7 @@ func (s *scanner) rewrite(objStart, mark int) {
 		}
 		n := m.end - m.start
 		if i != big {
-			copy(s.out[pos:pos+n], s.scratch[from:from+n])
+			copyShort(s.out[pos:pos+n], s.scratch[from:from+n])
 			from += n
 		}
 		pos += n
@@ -773,6 +780,32 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 		}
 		esc = true // conservative: \/ or \u00e9 write none, which only costs a decode
 		start = i
+	}
+}
+
+// copyShort is copy(dst, src) for len(dst) == len(src), without a call
+// for up to 32 bytes (the short members rewrite moves): overlapping word
+// moves that write exactly the span.
+func copyShort(dst, src []byte) {
+	n := len(src)
+	switch {
+	case n > 32 || len(dst) != n:
+		copy(dst, src)
+	case n > 16:
+		a, b := binary.LittleEndian.Uint64(src), binary.LittleEndian.Uint64(src[8:])
+		c, d := binary.LittleEndian.Uint64(src[n-16:]), binary.LittleEndian.Uint64(src[n-8:])
+		binary.LittleEndian.PutUint64(dst, a)
+		binary.LittleEndian.PutUint64(dst[8:], b)
+		binary.LittleEndian.PutUint64(dst[n-16:], c)
+		binary.LittleEndian.PutUint64(dst[n-8:], d)
+	case n >= 8:
+		a, b := binary.LittleEndian.Uint64(src), binary.LittleEndian.Uint64(src[n-8:])
+		binary.LittleEndian.PutUint64(dst, a)
+		binary.LittleEndian.PutUint64(dst[n-8:], b)
+	default:
+		for i := range n {
+			dst[i] = src[i]
+		}
 	}
 }
 
