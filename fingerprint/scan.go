@@ -377,7 +377,9 @@ func (s *scanner) object(n *node, top bool) error {
 		s.pos++
 		break
 	}
-	if !sorted {
+	if !sorted && !top && !equal && len(s.members)-mark == 2 && s.swap2(mark) {
+		// done: the usual out-of-order pair, swapped in place
+	} else if !sorted {
 		if err := s.sortMembers(mark, equal); err != nil {
 			return err
 		}
@@ -511,6 +513,26 @@ func swapMembers(a, b *member) {
 func copyMember(dst, src *member) {
 	dst.keyOff, dst.keyLen, dst.inKeys = src.keyOff, src.keyLen, src.inKeys
 	dst.start, dst.end, dst.inOff, dst.dropped = src.start, src.end, src.inOff, src.dropped
+}
+
+// swap2 swaps the two members of the object whose first member is
+// s.members[mark], both kept and distinct, when the first is short (the
+// SDK's "role" before "content", "name" before "arguments"): the first is
+// kept aside, the second moved once to the brace, the first written after
+// it. It reports false, doing nothing, in any other case (rewrite's).
+func (s *scanner) swap2(mark int) bool {
+	a, b := &s.members[mark], &s.members[mark+1]
+	la, lb := a.end-a.start, b.end-b.start
+	if a.dropped || b.dropped || la > 32 || b.start != a.end+1 {
+		return false
+	}
+	var tmp [32]byte
+	copyShort(tmp[:la], s.out[a.start:a.end])
+	at := a.start
+	copy(s.out[at:], s.out[b.start:b.end])
+	s.out[at+lb] = ','
+	copyShort(s.out[at+lb+1:at+lb+1+la], tmp[:la])
+	return true
 }
 
 // rewrite rewrites the members of the object that starts at objStart in
