@@ -22,6 +22,10 @@ import "math/bits"
 // it, to compare with the code without it (BenchmarkSpanCPU*).
 var noIndex bool
 
+// noAVX512 makes the index use indexAVX2 where indexAVX512 would run: the
+// tests check both.
+var noAVX512 bool
+
 // buildIndex fills s.bits for s.in: len(in)/64 + 1 blocks, the last one
 // padded with zero bytes (control characters: no string ends there).
 func (s *scanner) buildIndex() {
@@ -31,11 +35,11 @@ func (s *scanner) buildIndex() {
 		s.bits = make([]uint64, 2*nb, 2*nb+2*nb/16)
 	}
 	s.bits = s.bits[:2*nb]
-	carry := indexAVX2(in, s.bits, 0)
+	carry := index(in, s.bits, 0)
 	var tail [64]byte
 	whole := len(in) &^ 63
 	copy(tail[:], in[whole:])
-	indexAVX2(tail[:], s.bits[2*(nb-1):], carry)
+	index(tail[:], s.bits[2*(nb-1):], carry)
 }
 
 // strEnd returns the offset of the closing quote of the string whose

@@ -131,3 +131,75 @@ done:
 	VZEROUPPER
 	MOVQ R8, ret+56(FP)
 	RET
+
+// func indexAVX512(b []byte, bits []uint64, carry uint64) uint64
+//
+// indexAVX512 is indexAVX2 with AVX-512BW: a whole 64-byte block per
+// compare, straight into mask registers. Same contract, same bitmaps.
+TEXT ·indexAVX512(SB), NOSPLIT, $0-64
+	MOVQ b_base+0(FP), SI
+	MOVQ b_len+8(FP), DX
+	MOVQ bits_base+24(FP), DI
+	MOVQ carry+48(FP), R8
+	SHRQ $6, DX
+
+	VPBROADCASTB    idxbytes<>+0(SB), Z15 // '"'
+	VPBROADCASTB    idxbytes<>+1(SB), Z14 // '\\'
+	VPBROADCASTB    idxbytes<>+2(SB), Z13 // 0x1f
+	VPBROADCASTB    idxbytes<>+3(SB), Z12 // 0x0f
+	VBROADCASTI32X4 idxhi<>(SB), Z11
+	VBROADCASTI32X4 idxlo<>(SB), Z10
+	MOVQ            $0x5555555555555555, BX // even bits
+	MOVQ            $0xaaaaaaaaaaaaaaaa, AX // odd bits
+
+block512:
+	TESTQ DX, DX
+	JZ    done512
+
+	VMOVDQU64 (SI), Z0
+	VPCMPEQB  Z15, Z0, K1
+	VPCMPEQB  Z14, Z0, K2
+	VPCMPUB   $2, Z13, Z0, K3 // <= 0x1f
+	VPSRLW    $4, Z0, Z1
+	VPANDQ    Z12, Z1, Z1
+	VPSHUFB   Z1, Z11, Z1
+	VPANDQ    Z12, Z0, Z2
+	VPSHUFB   Z2, Z10, Z2
+	VPTESTNMB Z2, Z1, K4      // not a canonical escape letter
+	KMOVQ     K1, R9          // quotes
+	KMOVQ     K2, R10         // backslashes
+	KMOVQ     K3, R11         // control characters
+	KMOVQ     K4, R12
+
+	MOVQ  R8, CX
+	NOTQ  CX
+	ANDQ  CX, R10          // B
+	LEAQ  (R8)(R10*2), R13 // follows
+	MOVQ  R13, CX
+	NOTQ  CX
+	ANDQ  R10, CX
+	ANDQ  AX, CX           // runs of B starting at an odd position
+	ADDQ  R10, CX
+	SBBQ  R8, R8
+	NEGQ  R8               // carry out
+	SHLQ  $1, CX
+	XORQ  BX, CX
+	ANDQ  R13, CX          // E
+
+	MOVQ CX, R13
+	NOTQ R13
+	ANDQ R13, R9
+	ANDQ CX, R12
+	ORQ  R11, R12
+	MOVQ R9, (DI)
+	MOVQ R12, 8(DI)
+
+	ADDQ $64, SI
+	ADDQ $16, DI
+	DECQ DX
+	JMP  block512
+
+done512:
+	VZEROUPPER
+	MOVQ R8, ret+56(FP)
+	RET

@@ -30,16 +30,25 @@ func refIndex(b []byte) []uint64 {
 	return out
 }
 
-// checkIndex compares the string index of b with refIndex.
+// checkIndex compares the string index of b with refIndex, built by
+// indexAVX2 and, where the CPU has it, by indexAVX512.
 func checkIndex(t *testing.T, b []byte) {
 	t.Helper()
-	var s scanner
-	s.in = b
-	s.buildIndex()
-	if want := refIndex(b); !slicesEqual(s.bits, want) {
-		for k := range want {
-			if s.bits[k] != want[k] {
-				t.Fatalf("index of %q: word %d (block %d, %s) = %064b; want %064b", b, k, k/2, [2]string{"quotes", "not as they are"}[k%2], s.bits[k], want[k])
+	defer func() { noAVX512 = false }()
+	want := refIndex(b)
+	for _, off := range []bool{true, false} {
+		if !off && !haveAVX512 {
+			continue
+		}
+		noAVX512 = off
+		var s scanner
+		s.in = b
+		s.buildIndex()
+		if !slicesEqual(s.bits, want) {
+			for k := range want {
+				if s.bits[k] != want[k] {
+					t.Fatalf("index (AVX-512 %v) of %q: word %d (block %d, %s) = %064b; want %064b", !off, b, k, k/2, [2]string{"quotes", "not as they are"}[k%2], s.bits[k], want[k])
+				}
 			}
 		}
 	}

@@ -13,3 +13,7 @@ func validUTF8(b []byte) bool { panic("fingerprint: no SIMD UTF-8 check on this 
 func indexAVX2(b []byte, bits []uint64, carry uint64) uint64 {
 	panic("fingerprint: no SIMD string index on this platform")
 }
+
+var haveAVX512 = false
+
+func index(b []byte, bits []uint64, carry uint64) uint64 { return indexAVX2(b, bits, carry) }
