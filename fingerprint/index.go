@@ -72,3 +72,58 @@ func (s *scanner) strEnd(o int) (end int, ok bool) {
 		q, d = b[2*w], b[2*w+1]
 	}
 }
+
+// nextStop returns the offset of the first unescaped quote or byte a
+// string may not hold as it is at or after i (quote tells which), or -1
+// when there is none in the index.
+func (s *scanner) nextStop(i int) (p int, quote bool) {
+	b := s.bits
+	w := i >> 6
+	sh := uint(i & 63)
+	q, d := b[2*w]>>sh, b[2*w+1]>>sh
+	for {
+		if m := q | d; m != 0 {
+			n := bits.TrailingZeros64(m)
+			return w<<6 + int(sh) + n, q>>n&1 != 0
+		}
+		w++
+		sh = 0
+		if 2*w >= len(b) {
+			return -1, false
+		}
+		q, d = b[2*w], b[2*w+1]
+	}
+}
+
+// strIndexed is str for a string with escapes to rewrite (\/, \u): from
+// stop to stop of the index, the spans between copied and each escape
+// decoded by escape. It reports ok false, having written nothing, for
+// anything else (a control character, an unterminated string, an invalid
+// escape): the byte-level scan then reports the error as it always did.
+func (s *scanner) strIndexed(start int) (ok bool) {
+	in := s.in
+	mark := len(s.out)
+	from, i := start, start+1
+	for {
+		p, quote := s.nextStop(i)
+		if p < 0 || p >= len(in) {
+			break
+		}
+		if quote {
+			s.out = append(s.out, in[from:p+1]...)
+			s.pos = p + 1
+			return true
+		}
+		if in[p] < 0x20 || in[p-1] != '\\' {
+			break
+		}
+		s.out = append(s.out, in[from:p-1]...)
+		next, err := s.escape(p - 1)
+		if err != nil {
+			break
+		}
+		from, i = next, next
+	}
+	s.out = s.out[:mark]
+	return false
+}

@@ -746,6 +746,9 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 			}
 			return false, nil
 		}
+		if s.strIndexed(start) {
+			return true, nil // conservative, as below: it had an escape
+		}
 	}
 	i := start + 1
 	for {
