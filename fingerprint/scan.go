@@ -262,6 +262,7 @@ func (s *scanner) object(n *node, top bool) error {
 	s.out = append(s.out, '{')
 	mark, keyMark := len(s.members), len(s.keys)
 	sorted, emitted, equal := true, 0, false
+	firstOnly := true // the only pair out of order, if any, is the first
 
 	s.skipWS()
 	if s.pos < len(s.in) && s.in[s.pos] == '}' {
@@ -313,6 +314,7 @@ func (s *scanner) object(n *node, top bool) error {
 			if c >= 0 {
 				sorted = false
 				equal = equal || c == 0
+				firstOnly = firstOnly && mi == mark+1
 			}
 		}
 
@@ -377,8 +379,8 @@ func (s *scanner) object(n *node, top bool) error {
 		s.pos++
 		break
 	}
-	if !sorted && !top && !equal && len(s.members)-mark == 2 && s.swap2(mark) {
-		// done: the usual out-of-order pair, swapped in place
+	if !sorted && !top && !equal && firstOnly && s.moveFirst(mark) {
+		// done: the usual disorder (a short first member), fixed in place
 	} else if !sorted {
 		if err := s.sortMembers(mark, equal); err != nil {
 			return err
@@ -515,23 +517,44 @@ func copyMember(dst, src *member) {
 	dst.start, dst.end, dst.inOff, dst.dropped = src.start, src.end, src.inOff, src.dropped
 }
 
-// swap2 swaps the two members of the object whose first member is
-// s.members[mark], both kept and distinct, when the first is short (the
-// SDK's "role" before "content", "name" before "arguments"): the first is
-// kept aside, the second moved once to the brace, the first written after
-// it. It reports false, doing nothing, in any other case (rewrite's).
-func (s *scanner) swap2(mark int) bool {
-	a, b := &s.members[mark], &s.members[mark+1]
-	la, lb := a.end-a.start, b.end-b.start
-	if a.dropped || b.dropped || la > 32 || b.start != a.end+1 {
+// moveFirst puts the first member of the object whose first member is
+// s.members[mark] in its place among the others, which are in order and
+// all kept, when it is short and its key equals none of theirs: the SDK's
+// "role" before "content" (and "tool_calls" or "tool_call_id" after),
+// "name" before "arguments". The members it sorts after move left by its
+// length, it is written after them, the rest stay. The records in
+// s.members are left as they are (only the text matters after this). It
+// reports false, doing nothing, in any other case (rewrite's).
+func (s *scanner) moveFirst(mark int) bool {
+	ms := s.members[mark:]
+	a := &ms[0]
+	la := a.end - a.start
+	if la > 32 || len(ms) > 16 {
 		return false
 	}
+	ka := s.key(a)
+	k := 2 // members 1..k-1 sort before a (1 is known to)
+	for i := range ms {
+		if ms[i].dropped {
+			return false
+		}
+		if i >= 2 && k == i {
+			c := compareKeys(s.key(&ms[i]), ka)
+			if c == 0 {
+				return false // a duplicate: sortMembers reports it
+			}
+			if c < 0 {
+				k = i + 1
+			}
+		}
+	}
+	// Members are comma-separated in out: a, then 1..k-1 from ms[1].start.
 	var tmp [32]byte
 	copyShort(tmp[:la], s.out[a.start:a.end])
 	at := a.start
-	copy(s.out[at:], s.out[b.start:b.end])
-	s.out[at+lb] = ','
-	copyShort(s.out[at+lb+1:at+lb+1+la], tmp[:la])
+	n := copy(s.out[at:], s.out[ms[1].start:ms[k-1].end])
+	s.out[at+n] = ','
+	copyShort(s.out[at+n+1:at+n+1+la], tmp[:la])
 	return true
 }
 
