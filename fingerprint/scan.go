@@ -263,6 +263,7 @@ func (s *scanner) object(n *node, top bool) error {
 	mark, keyMark := len(s.members), len(s.keys)
 	sorted, emitted, equal := true, 0, false
 	firstOnly := true // the only pair out of order, if any, is the first
+	bad, lastBad := 0, 0 // pairs out of order, the second member of the last one
 
 	s.skipWS()
 	if s.pos < len(s.in) && s.in[s.pos] == '}' {
@@ -315,6 +316,7 @@ func (s *scanner) object(n *node, top bool) error {
 				sorted = false
 				equal = equal || c == 0
 				firstOnly = firstOnly && mi == mark+1
+				bad, lastBad = bad+1, mi
 			}
 		}
 
@@ -381,6 +383,8 @@ func (s *scanner) object(n *node, top bool) error {
 	}
 	if !sorted && !top && !equal && firstOnly && s.moveFirst(mark) {
 		// done: the usual disorder (a short first member), fixed in place
+	} else if !sorted && !top && !equal && bad == 1 && lastBad == len(s.members)-1 && s.moveLast(mark) {
+		// done: the other usual one (the last member first), in place
 	} else if !sorted {
 		if err := s.sortMembers(mark, equal); err != nil {
 			return err
@@ -555,6 +559,47 @@ func (s *scanner) moveFirst(mark int) bool {
 	n := copy(s.out[at:], s.out[ms[1].start:ms[k-1].end])
 	s.out[at+n] = ','
 	copyShort(s.out[at+n+1:at+n+1+la], tmp[:la])
+	return true
+}
+
+// moveLast puts the last member of the object whose first member is
+// s.members[mark] in its place among the others, which are in order and
+// all kept, when those it sorts before are short (at most 64 bytes with
+// their commas) and its key equals none of theirs: the SDK's tool call
+// {"id", "type", "function"}. Those move right, it moves left once. It
+// reports false, doing nothing, in any other case (rewrite's).
+func (s *scanner) moveLast(mark int) bool {
+	ms := s.members[mark:]
+	n := len(ms)
+	l := &ms[n-1]
+	kl := s.key(l)
+	k := -1 // the first member l sorts before
+	for i := range ms {
+		if ms[i].dropped {
+			return false
+		}
+		if i < n-1 && k < 0 {
+			c := compareKeys(s.key(&ms[i]), kl)
+			if c == 0 {
+				return false // a duplicate: sortMembers reports it
+			}
+			if c > 0 {
+				k = i
+			}
+		}
+	}
+	if k < 0 {
+		return false
+	}
+	from, to := ms[k].start, ms[n-2].end
+	if to-from > 64 {
+		return false
+	}
+	var tmp [64]byte
+	copy(tmp[:to-from], s.out[from:to])
+	ll := copy(s.out[from:], s.out[l.start:l.end])
+	s.out[from+ll] = ','
+	copy(s.out[from+ll+1:l.end], tmp[:to-from])
 	return true
 }
 
