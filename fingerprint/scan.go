@@ -262,7 +262,7 @@ func (s *scanner) object(n *node, top bool) error {
 	s.out = append(s.out, '{')
 	mark, keyMark := len(s.members), len(s.keys)
 	sorted, emitted, equal := true, 0, false
-	firstOnly := true // the only pair out of order, if any, is the first
+	firstOnly := true    // the only pair out of order, if any, is the first
 	bad, lastBad := 0, 0 // pairs out of order, the second member of the last one
 
 	s.skipWS()
@@ -922,7 +922,7 @@ func hasBackslash(in []byte, i, j int) bool {
 	if n := j - i; n <= 8 && i+8 <= len(in) {
 		w := binary.LittleEndian.Uint64(in[i:]) ^ bslsh
 		w |= ^uint64(0) << (8 * n) // bytes past j: not a backslash (0 <<64 is 0 in Go)
-		return (w-lsb)&^w&msb != 0  // some byte of w is zero
+		return (w-lsb)&^w&msb != 0 // some byte of w is zero
 	}
 	for _, c := range in[i:j] {
 		if c == '\\' {
