@@ -297,13 +297,15 @@ func (s *scanner) object(n *node, top bool) error {
 		mi := len(s.members)
 		s.members = slices.Grow(s.members, 1)[:mi+1]
 		m := &s.members[mi]
-		*m = member{keyOff: memStart + 1, keyLen: len(s.out) - memStart - 2, inOff: keyIn}
+		key := s.out[memStart+1 : len(s.out)-1]
+		m.keyOff, m.keyLen, m.inKeys = memStart+1, len(key), false
+		m.start, m.end, m.inOff, m.dropped = 0, 0, keyIn, false
 		if esc {
-			m.keyOff, m.inKeys = len(s.keys), true
-			s.keys = unescapeCanonical(s.keys, s.out[memStart+1:len(s.out)-1])
-			m.keyLen = len(s.keys) - m.keyOff
+			off := len(s.keys)
+			s.keys = unescapeCanonical(s.keys, key)
+			key = s.keys[off:]
+			m.keyOff, m.keyLen, m.inKeys = off, len(key), true
 		}
-		key := s.key(m)
 		if mi > mark {
 			prev := s.key(&s.members[mi-1])
 			var c int
