@@ -17,7 +17,17 @@ func strRun(b []byte) (n int, bs bool) { return strRunAVX2(b) }
 //go:noescape
 func validUTF8AVX2(b []byte) bool
 
-func validUTF8(b []byte) bool { return validUTF8AVX2(b) }
+// validUTF8AVX512 is documented in utf8_amd64.s.
+//
+//go:noescape
+func validUTF8AVX512(b []byte) bool
+
+func validUTF8(b []byte) bool {
+	if haveAVX512 && !noAVX512 {
+		return validUTF8AVX512(b)
+	}
+	return validUTF8AVX2(b)
+}
 
 // indexAVX2 is documented in index_amd64.s.
 //

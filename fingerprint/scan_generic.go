@@ -17,3 +17,6 @@ func indexAVX2(b []byte, bits []uint64, carry uint64) uint64 {
 var haveAVX512 = false
 
 func index(b []byte, bits []uint64, carry uint64) uint64 { return indexAVX2(b, bits, carry) }
+
+func validUTF8AVX2(b []byte) bool   { panic("fingerprint: no SIMD UTF-8 check on this platform") }
+func validUTF8AVX512(b []byte) bool { panic("fingerprint: no SIMD UTF-8 check on this platform") }
