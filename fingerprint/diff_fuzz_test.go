@@ -74,6 +74,9 @@ func diffSeedBodies(tb testing.TB) [][]byte {
 		benchbody.Chat(20<<10, benchbody.Options{}),
 		benchbody.Chat(200<<10, benchbody.Options{Stream: true}),
 	}
+	for _, b := range reorderBodies {
+		bodies = append(bodies, []byte(b))
+	}
 	for _, dir := range []string{"testdata/fuzz/FuzzCanonicalize", "testdata/fuzz/FuzzCompute", "testdata/golden"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for _, name := range files {

@@ -51,18 +51,21 @@
 // No decoding into maps: one UTF-8 check of the whole body, then one scan
 // that writes the canonical text into a pooled buffer. Strings are copied
 // as spans, escapes that already are canonical (\" \\ \n …) included; only
-// objects whose keys arrive out of order are rewritten, the largest member
-// moved once; the top-level object is never rewritten but hashed member by
-// member in sorted order. On amd64 with AVX2, from 512-byte bodies on, the
-// UTF-8 check and the search for a string's end are assembly (simd.go):
-// 32 bytes at a time, canonical escapes stepped over without a branch.
-// Elsewhere the check is utf8.Valid and strings are searched eight bytes at
-// a time. For a 200 KB agent transcript (fingerprint_bench_test.go) that is
-// about 2.5–2.7× sha256.Sum256 over the same bytes in thread CPU time
-// (1.3× faster than the generic path, BenchmarkSIMDCPU200KB); what is left
-// is SHA-256 itself (≈ 35 % of it) and the scan's work per token and per
-// member — copying, reordering objects, the branch at each string's end;
-// docs/notes/fpscan.md and fpsimd.md say what was tried.
+// objects whose keys arrive out of order are rewritten — the usual SDK
+// disorders (a short first member such as "role" that sorts later, a tool
+// call's "function" last) in place with one move, others with the largest
+// member moved once; the top-level object is never rewritten but hashed
+// member by member in sorted order. On amd64 with AVX2, from 512-byte
+// bodies on, the UTF-8 check is assembly and a string index (index.go) is
+// built first, 64 bytes at a time (AVX-512BW where the CPU has it): the
+// scan then finds each string's end and whether it needs rewriting from
+// two bitmaps, without a loop or a call per string. Elsewhere the check is
+// utf8.Valid and strings are searched eight bytes at a time. For a 200 KB
+// agent transcript (fingerprint_bench_test.go) that is about 2.0–2.3×
+// sha256.Sum256 over the same bytes in thread CPU time, depending on the
+// machine's load; what is left is SHA-256 itself (≈ 45 % of it) and the
+// scan's work per member (key, order check, member record, copy);
+// docs/notes/fpscan.md, fpsimd.md and fpspan.md say what was tried.
 package fingerprint
 
 import (
@@ -220,7 +223,7 @@ func getScanner(in []byte, simd bool) *pooledScanner {
 
 func putScanner(s *pooledScanner) {
 	s.in = nil // do not keep the caller's body alive
-	if cap(s.out) > maxPooled || cap(s.scratch) > maxPooled {
+	if cap(s.out) > maxPooled || cap(s.scratch) > maxPooled || cap(s.bits) > maxPooled/8 {
 		return
 	}
 	pool.Put(s)

@@ -91,3 +91,47 @@ func benchSIMDCPU(b *testing.B, body []byte) {
 func BenchmarkSIMDCPU200KB(b *testing.B) { benchSIMDCPU(b, body200KB) }
 func BenchmarkSIMDCPU1KB(b *testing.B)   { benchSIMDCPU(b, body1KB) }
 func BenchmarkSIMDCPULine(b *testing.B)  { benchSIMDCPU(b, bodyLine) }
+
+// benchSpanCPU alternates Compute as main has it (the assembly string scan,
+// no string index) with this branch's default (the string index), and
+// SHA-256 of the body, in thread CPU time: a same-run A/B.
+func benchSpanCPU(b *testing.B, body []byte) {
+	if !haveSIMD {
+		b.Skip("no AVX2/BMI2")
+	}
+	defer func() { noIndex = false }()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p := Params{Shape: "chat", Tenant: "acme", Versions: "schema=3"}
+	reps := max(1, 64<<10/len(body))
+	var t [3]time.Duration
+	n := 0
+	for b.Loop() {
+		for k, off := range []bool{true, false} {
+			noIndex = off
+			t0 := threadCPU()
+			for range reps {
+				r, _ := Compute(p, body)
+				benchSink = r
+			}
+			t[k] += threadCPU() - t0
+		}
+		t0 := threadCPU()
+		for range reps {
+			benchSink = sha256.Sum256(body)
+		}
+		t[2] += threadCPU() - t0
+		n += reps
+	}
+	us := func(d time.Duration) float64 { return float64(d) / float64(n) / 1e3 }
+	b.ReportMetric(us(t[0]), "main-µs")
+	b.ReportMetric(us(t[1]), "new-µs")
+	b.ReportMetric(us(t[2]), "sha-µs")
+	b.ReportMetric(float64(t[0])/float64(t[2]), "main-x-sha")
+	b.ReportMetric(float64(t[1])/float64(t[2]), "new-x-sha")
+	b.ReportMetric(float64(t[0])/float64(t[1]), "main/new")
+}
+
+func BenchmarkSpanCPU200KB(b *testing.B) { benchSpanCPU(b, body200KB) }
+func BenchmarkSpanCPU1KB(b *testing.B)   { benchSpanCPU(b, body1KB) }
+func BenchmarkSpanCPULine(b *testing.B)  { benchSpanCPU(b, bodyLine) }

@@ -78,14 +78,21 @@ type scanner struct {
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
 	simd      bool       // use the assembly string scan and UTF-8 check (see useSIMD)
+	useBits   bool       // bits holds the string index of in (index.go)
+	bits      []uint64   // per 64-byte block: unescaped quotes, bytes strings must not hold as they are
 	topSorted bool       // the top-level object is sorted in members, not in out
 }
 
 func (s *scanner) reset(in []byte, simd bool) {
 	s.in, s.pos, s.depth = in, 0, 0
 	s.simd = simd
+	s.useBits = false
 	if s.simd {
 		s.badUTF8 = !validUTF8(in)
+		if !s.badUTF8 && !noIndex {
+			s.buildIndex()
+			s.useBits = true
+		}
 	} else {
 		s.badUTF8 = !utf8.Valid(in)
 	}
@@ -177,7 +184,7 @@ func (s *scanner) value(n *node) error {
 	case '[':
 		return s.array(n)
 	case '"':
-		_, err := s.str()
+		_, err := s.str(false)
 		return err
 	case 't':
 		return s.literal("true")
@@ -254,7 +261,9 @@ func (s *scanner) object(n *node, top bool) error {
 	objStart := len(s.out)
 	s.out = append(s.out, '{')
 	mark, keyMark := len(s.members), len(s.keys)
-	sorted, emitted := true, 0
+	sorted, emitted, equal := true, 0, false
+	firstOnly := true    // the only pair out of order, if any, is the first
+	bad, lastBad := 0, 0 // pairs out of order, the second member of the last one
 
 	s.skipWS()
 	if s.pos < len(s.in) && s.in[s.pos] == '}' {
@@ -274,47 +283,80 @@ func (s *scanner) object(n *node, top bool) error {
 			s.out = append(s.out, ',')
 		}
 		memStart := len(s.out)
-		esc, err := s.str()
+		esc, err := s.str(true)
 		if err != nil {
 			return err
 		}
 		// The decoded key is the canonical text itself unless it holds an
 		// escape; only then is it decoded into s.keys.
-		m := member{keyOff: memStart + 1, keyLen: len(s.out) - memStart - 2, inOff: keyIn}
+		//
+		// The member is written in place in s.members, field by field: a
+		// copy of it built on the stack would be read back by wide loads
+		// right after its narrow stores (a store-forwarding stall per
+		// member).
+		mi := len(s.members)
+		s.members = slices.Grow(s.members, 1)[:mi+1]
+		m := &s.members[mi]
+		key := s.out[memStart+1 : len(s.out)-1]
+		m.keyOff, m.keyLen, m.inKeys = memStart+1, len(key), false
+		m.start, m.end, m.inOff, m.dropped = 0, 0, keyIn, false
 		if esc {
-			m.keyOff, m.inKeys = len(s.keys), true
-			s.keys = unescapeCanonical(s.keys, s.out[memStart+1:len(s.out)-1])
-			m.keyLen = len(s.keys) - m.keyOff
+			off := len(s.keys)
+			s.keys = unescapeCanonical(s.keys, key)
+			key = s.keys[off:]
+			m.keyOff, m.keyLen, m.inKeys = off, len(key), true
 		}
-		key := s.key(&m)
-		if len(s.members) > mark && compareKeys(s.key(&s.members[len(s.members)-1]), key) >= 0 {
-			sorted = false
+		if mi > mark {
+			prev := s.key(&s.members[mi-1])
+			var c int
+			if len(prev) > 0 && len(key) > 0 && prev[0] != key[0] && (prev[0]|key[0]) < utf8.RuneSelf {
+				c = int(prev[0]) - int(key[0]) // the first byte decides (ASCII)
+			} else {
+				c = compareKeys(prev, key)
+			}
+			if c >= 0 {
+				sorted = false
+				equal = equal || c == 0
+				firstOnly = firstOnly && mi == mark+1
+				bad, lastBad = bad+1, mi
+			}
 		}
 
-		s.skipWS()
-		if s.pos >= len(s.in) || s.in[s.pos] != ':' {
-			return s.unexpected(s.pos, "after object key")
+		// The usual `":` right after the key and the value right after it
+		// (no whitespace) in one test; else the general steps.
+		if p := s.pos; p+1 < len(s.in) && s.in[p] == ':' && s.in[p+1] > ' ' {
+			s.pos = p + 1
+		} else {
+			s.skipWS()
+			if s.pos >= len(s.in) || s.in[s.pos] != ':' {
+				return s.unexpected(s.pos, "after object key")
+			}
+			s.pos++
+			s.skipWS()
 		}
-		s.pos++
 		s.out = append(s.out, ':')
 
 		var child *node
 		if n != nil {
 			child = n.child(key)
 		}
-		s.skipWS()
 		valIn, valOut := s.pos, len(s.out)
-		if err := s.value(child); err != nil {
+		if valIn < len(s.in) && s.in[valIn] == '"' {
+			if _, err := s.str(false); err != nil {
+				return err
+			}
+		} else if err := s.value(child); err != nil {
 			return err
 		}
 		if top {
 			s.topField(key, valIn, valOut)
 		}
 
+		m = &s.members[mi] // the value may have grown s.members
 		if child != nil && child.drop {
 			if !m.inKeys { // its text in out is about to go
 				off := len(s.keys)
-				s.keys = append(s.keys, s.key(&m)...)
+				s.keys = append(s.keys, s.key(m)...)
 				m.keyOff, m.inKeys = off, true
 			}
 			s.out = s.out[:commaAt]
@@ -323,8 +365,11 @@ func (s *scanner) object(n *node, top bool) error {
 			m.start, m.end = memStart, len(s.out)
 			emitted++
 		}
-		s.members = append(s.members, m)
 
+		if p := s.pos; p+1 < len(s.in) && s.in[p] == ',' && s.in[p+1] == '"' {
+			s.pos = p + 1 // the next key right after the comma
+			continue
+		}
 		s.skipWS()
 		if s.pos >= len(s.in) {
 			return s.eof()
@@ -338,8 +383,12 @@ func (s *scanner) object(n *node, top bool) error {
 		s.pos++
 		break
 	}
-	if !sorted {
-		if err := s.sortMembers(mark); err != nil {
+	if !sorted && !top && !equal && firstOnly && s.moveFirst(mark) {
+		// done: the usual disorder (a short first member), fixed in place
+	} else if !sorted && !top && !equal && bad == 1 && lastBad == len(s.members)-1 && s.moveLast(mark) {
+		// done: the other usual one (the last member first), in place
+	} else if !sorted {
+		if err := s.sortMembers(mark, equal); err != nil {
 			return err
 		}
 		if top {
@@ -406,24 +455,47 @@ func (s *scanner) typeError(off int, msg string) {
 
 // sortMembers sorts the members of the object whose first member is
 // s.members[mark] into canonical key order and rejects duplicate keys.
-func (s *scanner) sortMembers(mark int) error {
+// equal says whether object found two consecutive members with the same
+// key.
+//
+// Duplicates are looked for only where they can be: in a pair, only when
+// object found its keys equal; an insertion sort compares each key with
+// an equal one in the sorted part if there is one (it stops at the last
+// key not greater than it, which is then equal to it).
+func (s *scanner) sortMembers(mark int, equal bool) error {
 	ms := s.members[mark:]
+	dup := equal
 	if len(ms) == 2 {
 		// The common case, and object already found the pair out of order.
-		ms[0], ms[1] = ms[1], ms[0]
+		swapMembers(&ms[0], &ms[1])
 	} else if len(ms) <= 16 {
 		// Objects are small: insertion sort without a comparison closure.
 		for i := 1; i < len(ms); i++ {
-			m := ms[i]
+			var m member
+			copyMember(&m, &ms[i])
 			k := s.key(&m)
 			j := i
-			for ; j > 0 && compareKeys(s.key(&ms[j-1]), k) > 0; j-- {
-				ms[j] = ms[j-1]
+			for ; j > 0; j-- {
+				var c int
+				if p := s.key(&ms[j-1]); len(p) > 0 && len(k) > 0 && p[0] != k[0] && (p[0]|k[0]) < utf8.RuneSelf {
+					c = int(p[0]) - int(k[0]) // the first byte decides (ASCII)
+				} else {
+					c = compareKeys(p, k)
+				}
+				if c <= 0 {
+					dup = dup || c == 0
+					break
+				}
+				copyMember(&ms[j], &ms[j-1])
 			}
-			ms[j] = m
+			copyMember(&ms[j], &m)
 		}
 	} else {
 		slices.SortFunc(ms, func(a, b member) int { return compareKeys(s.key(&a), s.key(&b)) })
+		dup = true // not tracked by the sort: look
+	}
+	if !dup {
+		return nil
 	}
 	for i := 1; i < len(ms); i++ {
 		if k := s.key(&ms[i]); bytes.Equal(s.key(&ms[i-1]), k) {
@@ -431,6 +503,106 @@ func (s *scanner) sortMembers(mark int) error {
 		}
 	}
 	return nil
+}
+
+// swapMembers and copyMember move members field by field: object has just
+// written the last one field by field, and a struct copy (16-byte loads
+// over 8- and 1-byte stores still in flight) would stall on each.
+func swapMembers(a, b *member) {
+	a.keyOff, b.keyOff = b.keyOff, a.keyOff
+	a.keyLen, b.keyLen = b.keyLen, a.keyLen
+	a.inKeys, b.inKeys = b.inKeys, a.inKeys
+	a.start, b.start = b.start, a.start
+	a.end, b.end = b.end, a.end
+	a.inOff, b.inOff = b.inOff, a.inOff
+	a.dropped, b.dropped = b.dropped, a.dropped
+}
+
+func copyMember(dst, src *member) {
+	dst.keyOff, dst.keyLen, dst.inKeys = src.keyOff, src.keyLen, src.inKeys
+	dst.start, dst.end, dst.inOff, dst.dropped = src.start, src.end, src.inOff, src.dropped
+}
+
+// moveFirst puts the first member of the object whose first member is
+// s.members[mark] in its place among the others, which are in order and
+// all kept, when it is short and its key equals none of theirs: the SDK's
+// "role" before "content" (and "tool_calls" or "tool_call_id" after),
+// "name" before "arguments". The members it sorts after move left by its
+// length, it is written after them, the rest stay. The records in
+// s.members are left as they are (only the text matters after this). It
+// reports false, doing nothing, in any other case (rewrite's).
+func (s *scanner) moveFirst(mark int) bool {
+	ms := s.members[mark:]
+	a := &ms[0]
+	la := a.end - a.start
+	if la > 32 || len(ms) > 16 {
+		return false
+	}
+	ka := s.key(a)
+	k := 2 // members 1..k-1 sort before a (1 is known to)
+	for i := range ms {
+		if ms[i].dropped {
+			return false
+		}
+		if i >= 2 && k == i {
+			c := compareKeys(s.key(&ms[i]), ka)
+			if c == 0 {
+				return false // a duplicate: sortMembers reports it
+			}
+			if c < 0 {
+				k = i + 1
+			}
+		}
+	}
+	// Members are comma-separated in out: a, then 1..k-1 from ms[1].start.
+	var tmp [32]byte
+	copyShort(tmp[:la], s.out[a.start:a.end])
+	at := a.start
+	n := copy(s.out[at:], s.out[ms[1].start:ms[k-1].end])
+	s.out[at+n] = ','
+	copyShort(s.out[at+n+1:at+n+1+la], tmp[:la])
+	return true
+}
+
+// moveLast puts the last member of the object whose first member is
+// s.members[mark] in its place among the others, which are in order and
+// all kept, when those it sorts before are short (at most 64 bytes with
+// their commas) and its key equals none of theirs: the SDK's tool call
+// {"id", "type", "function"}. Those move right, it moves left once. It
+// reports false, doing nothing, in any other case (rewrite's).
+func (s *scanner) moveLast(mark int) bool {
+	ms := s.members[mark:]
+	n := len(ms)
+	l := &ms[n-1]
+	kl := s.key(l)
+	k := -1 // the first member l sorts before
+	for i := range ms {
+		if ms[i].dropped {
+			return false
+		}
+		if i < n-1 && k < 0 {
+			c := compareKeys(s.key(&ms[i]), kl)
+			if c == 0 {
+				return false // a duplicate: sortMembers reports it
+			}
+			if c > 0 {
+				k = i
+			}
+		}
+	}
+	if k < 0 {
+		return false
+	}
+	from, to := ms[k].start, ms[n-2].end
+	if to-from > 64 {
+		return false
+	}
+	var tmp [64]byte
+	copy(tmp[:to-from], s.out[from:to])
+	ll := copy(s.out[from:], s.out[l.start:l.end])
+	s.out[from+ll] = ','
+	copy(s.out[from+ll+1:l.end], tmp[:to-from])
+	return true
 }
 
 // rewrite rewrites the members of the object that starts at objStart in
@@ -460,7 +632,9 @@ func (s *scanner) rewrite(objStart, mark int) {
 	s.scratch = s.scratch[:0]
 	for i := range ms {
 		if m := &ms[i]; !m.dropped && i != big {
-			s.scratch = append(s.scratch, s.out[m.start:m.end]...)
+			n := len(s.scratch)
+			s.scratch = slices.Grow(s.scratch, m.end-m.start)[:n+m.end-m.start]
+			copyShort(s.scratch[n:], s.out[m.start:m.end])
 		}
 	}
 	if big >= 0 {
@@ -479,7 +653,7 @@ func (s *scanner) rewrite(objStart, mark int) {
 		}
 		n := m.end - m.start
 		if i != big {
-			copy(s.out[pos:pos+n], s.scratch[from:from+n])
+			copyShort(s.out[pos:pos+n], s.scratch[from:from+n])
 			from += n
 		}
 		pos += n
@@ -626,10 +800,26 @@ var canonicalEscape = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n'
 // the end 32 bytes at a time, stepping over canonical escapes itself; the
 // eight-byte loop finds it otherwise, and for the tail of the input. UTF-8
 // is checked per span only when the input as a whole is not valid UTF-8,
-// to place the error. esc reports whether the output holds any escape.
-func (s *scanner) str() (esc bool, err error) {
+// to place the error. With the string index (index.go) a string with only
+// canonical escapes is one span copy found without a scan. With wantEsc,
+// esc reports whether the output holds any escape (without it, esc may be
+// false all the same).
+func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 	in := s.in
 	start := s.pos // first byte not yet copied to out: the opening quote
+	if s.useBits {
+		if end, ok := s.strEnd(start); ok {
+			s.out = appendSpan(s.out, in, start, end+1)
+			s.pos = end + 1
+			if wantEsc { // a key: short, so no call
+				return hasBackslash(in, start+1, end), nil
+			}
+			return false, nil
+		}
+		if s.strIndexed(start) {
+			return true, nil // conservative, as below: it had an escape
+		}
+	}
 	i := start + 1
 	for {
 		if s.simd && len(in)-i >= 32 {
@@ -686,6 +876,62 @@ func (s *scanner) str() (esc bool, err error) {
 		esc = true // conservative: \/ or \u00e9 write none, which only costs a decode
 		start = i
 	}
+}
+
+// copyShort is copy(dst, src) for len(dst) == len(src), without a call
+// for up to 32 bytes (the short members rewrite moves): overlapping word
+// moves that write exactly the span.
+func copyShort(dst, src []byte) {
+	n := len(src)
+	switch {
+	case n > 32 || len(dst) != n:
+		copy(dst, src)
+	case n > 16:
+		a, b := binary.LittleEndian.Uint64(src), binary.LittleEndian.Uint64(src[8:])
+		c, d := binary.LittleEndian.Uint64(src[n-16:]), binary.LittleEndian.Uint64(src[n-8:])
+		binary.LittleEndian.PutUint64(dst, a)
+		binary.LittleEndian.PutUint64(dst[8:], b)
+		binary.LittleEndian.PutUint64(dst[n-16:], c)
+		binary.LittleEndian.PutUint64(dst[n-8:], d)
+	case n >= 8:
+		a, b := binary.LittleEndian.Uint64(src), binary.LittleEndian.Uint64(src[n-8:])
+		binary.LittleEndian.PutUint64(dst, a)
+		binary.LittleEndian.PutUint64(dst[n-8:], b)
+	default:
+		for i := range n {
+			dst[i] = src[i]
+		}
+	}
+}
+
+// appendSpan appends in[i:j] to out: up to 16 bytes (keys, short values)
+// as two word moves when in and out's spare capacity have room for them
+// (the bytes past the span land in that spare capacity, unused), else by
+// append.
+func appendSpan(out, in []byte, i, j int) []byte {
+	if o := len(out); j-i <= 16 && i+16 <= len(in) && o+16 <= cap(out) {
+		w := out[o : o+16]
+		binary.LittleEndian.PutUint64(w, binary.LittleEndian.Uint64(in[i:]))
+		binary.LittleEndian.PutUint64(w[8:], binary.LittleEndian.Uint64(in[i+8:]))
+		return out[:o+j-i]
+	}
+	return append(out, in[i:j]...)
+}
+
+// hasBackslash reports whether in[i:j] holds a backslash: one word test
+// for up to eight bytes (the usual key), else a loop.
+func hasBackslash(in []byte, i, j int) bool {
+	if n := j - i; n <= 8 && i+8 <= len(in) {
+		w := binary.LittleEndian.Uint64(in[i:]) ^ bslsh
+		w |= ^uint64(0) << (8 * n) // bytes past j: not a backslash (0 <<64 is 0 in Go)
+		return (w-lsb)&^w&msb != 0 // some byte of w is zero
+	}
+	for _, c := range in[i:j] {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
 }
 
 // invalidUTF8At returns the offset of the first invalid sequence in b.

@@ -17,4 +17,36 @@ func strRun(b []byte) (n int, bs bool) { return strRunAVX2(b) }
 //go:noescape
 func validUTF8AVX2(b []byte) bool
 
-func validUTF8(b []byte) bool { return validUTF8AVX2(b) }
+// validUTF8AVX512 is documented in utf8_amd64.s.
+//
+//go:noescape
+func validUTF8AVX512(b []byte) bool
+
+func validUTF8(b []byte) bool {
+	if haveAVX512 && !noAVX512 {
+		return validUTF8AVX512(b)
+	}
+	return validUTF8AVX2(b)
+}
+
+// indexAVX2 is documented in index_amd64.s.
+//
+//go:noescape
+func indexAVX2(b []byte, bits []uint64, carry uint64) uint64
+
+// indexAVX512 is documented in index_amd64.s.
+//
+//go:noescape
+func indexAVX512(b []byte, bits []uint64, carry uint64) uint64
+
+// haveAVX512 says whether buildIndex may use indexAVX512.
+var haveAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+
+// index classifies b into bits (indexAVX2's contract) with the widest
+// variant the CPU has.
+func index(b []byte, bits []uint64, carry uint64) uint64 {
+	if haveAVX512 && !noAVX512 {
+		return indexAVX512(b, bits, carry)
+	}
+	return indexAVX2(b, bits, carry)
+}

@@ -9,3 +9,14 @@ var haveSIMD = false
 func strRun(b []byte) (n int, bs bool) { panic("fingerprint: no SIMD string scan on this platform") }
 
 func validUTF8(b []byte) bool { panic("fingerprint: no SIMD UTF-8 check on this platform") }
+
+func indexAVX2(b []byte, bits []uint64, carry uint64) uint64 {
+	panic("fingerprint: no SIMD string index on this platform")
+}
+
+var haveAVX512 = false
+
+func index(b []byte, bits []uint64, carry uint64) uint64 { return indexAVX2(b, bits, carry) }
+
+func validUTF8AVX2(b []byte) bool   { panic("fingerprint: no SIMD UTF-8 check on this platform") }
+func validUTF8AVX512(b []byte) bool { panic("fingerprint: no SIMD UTF-8 check on this platform") }

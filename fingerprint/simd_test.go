@@ -39,7 +39,7 @@ func refStrRun(b []byte) (n int, bs bool) {
 
 // checkSIMD compares the assembly with its references on b and on every
 // suffix of it (every alignment of the blocks): strRun with refStrRun,
-// validUTF8 with utf8.Valid, and Compute and Canonicalize with and
+// validUTF8 with utf8.Valid, the string index with refIndex, and Compute and Canonicalize with and
 // without them.
 func checkSIMD(t *testing.T, b []byte) {
 	t.Helper()
@@ -53,9 +53,8 @@ func checkSIMD(t *testing.T, b []byte) {
 			}
 		}
 		if i < 256 || i%7 == 0 {
-			if got, want := validUTF8(b[i:]), utf8.Valid(b[i:]); got != want {
-				t.Fatalf("validUTF8(%q) = %v; want %v", b[i:], got, want)
-			}
+			checkValidUTF8(t, b[i:])
+			checkIndex(t, b[i:])
 		}
 	}
 	for _, shape := range []groundhog.Shape{groundhog.ShapeChat, groundhog.ShapeMessages} {
@@ -70,6 +69,21 @@ func checkSIMD(t *testing.T, b []byte) {
 	want, werr := canonicalize(b, false)
 	if !bytes.Equal(got, want) || errString(gerr) != errString(werr) {
 		t.Fatalf("canonicalize(%q): simd %q %v, generic %q %v", b, got, gerr, want, werr)
+	}
+}
+
+// checkValidUTF8 compares validUTF8AVX2 and, where the CPU has it,
+// validUTF8AVX512 with utf8.Valid.
+func checkValidUTF8(t *testing.T, b []byte) {
+	t.Helper()
+	want := utf8.Valid(b)
+	if got := validUTF8AVX2(b); got != want {
+		t.Fatalf("validUTF8AVX2(%q) = %v; want %v", b, got, want)
+	}
+	if haveAVX512 {
+		if got := validUTF8AVX512(b); got != want {
+			t.Fatalf("validUTF8AVX512(%q) = %v; want %v", b, got, want)
+		}
 	}
 }
 
@@ -146,7 +160,7 @@ func TestValidUTF8Exhaustive(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2/BMI2")
 	}
-	pad := bytes.Repeat([]byte("a"), 64)
+	pad := bytes.Repeat([]byte("a"), 128)
 	buf := make([]byte, 0, 128)
 	for n := 1; n <= 3; n++ {
 		limit := 1 << (8 * n)
@@ -158,19 +172,14 @@ func TestValidUTF8Exhaustive(t *testing.T) {
 			if n == 3 && seq[0] < 0x80 {
 				continue // an ASCII byte and a shorter sequence
 			}
-			ats := []int{0, 31, 32 - n, 61}
+			ats := []int{0, 31, 32 - n, 61, 64 - n, 125}
 			if n == 3 {
-				ats = []int{31, 61}
+				ats = []int{31, 61, 125}
 			}
 			for _, at := range ats {
 				b := append(append(buf[:0], pad[:at]...), seq[:n]...)
-				if got, want := validUTF8(b), utf8.Valid(b); got != want {
-					t.Fatalf("validUTF8(%q) = %v; want %v", b, got, want)
-				}
-				b = append(b, pad[:40]...)
-				if got, want := validUTF8(b), utf8.Valid(b); got != want {
-					t.Fatalf("validUTF8(%q) = %v; want %v", b, got, want)
-				}
+				checkValidUTF8(t, b)
+				checkValidUTF8(t, append(b, pad[:40]...))
 			}
 		}
 	}

@@ -146,3 +146,109 @@ copied:
 	VMOVDQU 0(SP), Y0
 	MOVQ    $1, R8
 	JMP     check
+
+// The incomplete-sequence table of validUTF8AVX512: the last three bytes
+// of a 64-byte block.
+DATA utf8incomplete64<>+0(SB)/8, $0xffffffffffffffff
+DATA utf8incomplete64<>+8(SB)/8, $0xffffffffffffffff
+DATA utf8incomplete64<>+16(SB)/8, $0xffffffffffffffff
+DATA utf8incomplete64<>+24(SB)/8, $0xffffffffffffffff
+DATA utf8incomplete64<>+32(SB)/8, $0xffffffffffffffff
+DATA utf8incomplete64<>+40(SB)/8, $0xffffffffffffffff
+DATA utf8incomplete64<>+48(SB)/8, $0xffffffffffffffff
+DATA utf8incomplete64<>+56(SB)/8, $0xbfdfefffffffffff
+GLOBL utf8incomplete64<>(SB), RODATA|NOPTR, $64
+
+// func validUTF8AVX512(b []byte) bool
+//
+// validUTF8AVX512 is validUTF8AVX2 with AVX-512BW, 64 bytes at a time:
+// the same lookups (each 16-byte table in all four lanes), the previous
+// block's last bytes brought in with VALIGNQ, the last partial block
+// copied to the zeroed frame.
+TEXT ·validUTF8AVX512(SB), NOSPLIT, $64-25
+	MOVQ b_base+0(FP), SI
+	MOVQ b_len+8(FP), DX
+	XORQ R8, R8 // 1 once the last block is being checked
+
+	VBROADCASTI32X4 utf8b1high<>(SB), Z15
+	VBROADCASTI32X4 utf8b1low<>(SB), Z14
+	VBROADCASTI32X4 utf8b2high<>(SB), Z13
+	VPBROADCASTB    utf8consts<>+0(SB), Z12  // 0x0f
+	VMOVDQU64       utf8incomplete64<>(SB), Z11
+	VPBROADCASTB    utf8consts<>+96(SB), Z10 // 0x80
+	VPBROADCASTB    utf8consts<>+32(SB), Z9  // 0xe0-0x80
+	VPBROADCASTB    utf8consts<>+64(SB), Z8  // 0xf0-0x80
+	VPXORQ          Z1, Z1, Z1 // the previous block
+	VPXORQ          Z2, Z2, Z2 // errors
+	VPXORQ          Z3, Z3, Z3 // the previous block ends inside a sequence
+
+next512:
+	CMPQ      DX, $64
+	JB        last512
+	VMOVDQU64 (SI), Z0
+	ADDQ      $64, SI
+	SUBQ      $64, DX
+
+check512:
+	VPMOVB2M  Z0, K1
+	KORTESTQ  K1, K1
+	JNZ       multibyte512
+	VPORQ     Z3, Z2, Z2 // ASCII: only a sequence left open before it fails
+	VPXORQ    Z3, Z3, Z3
+	VMOVDQA64 Z0, Z1
+	JMP       checked512
+
+multibyte512:
+	// Z4 = the previous block's last lane : this block's first three.
+	VALIGNQ  $6, Z1, Z0, Z4
+	VPALIGNR $15, Z4, Z0, Z5 // prev1
+	VPSRLW   $4, Z5, Z6
+	VPANDQ   Z12, Z6, Z6
+	VPSHUFB  Z6, Z15, Z6     // by the previous byte's high nibble
+	VPANDQ   Z12, Z5, Z7
+	VPSHUFB  Z7, Z14, Z7     // by its low nibble
+	VPANDQ   Z7, Z6, Z6
+	VPSRLW   $4, Z0, Z7
+	VPANDQ   Z12, Z7, Z7
+	VPSHUFB  Z7, Z13, Z7     // by this byte's high nibble
+	VPANDQ   Z7, Z6, Z6      // the special cases
+	VPALIGNR $14, Z4, Z0, Z16 // prev2
+	VPALIGNR $13, Z4, Z0, Z17 // prev3
+	VPSUBUSB Z9, Z16, Z16    // >= 0x80 only after 111_____
+	VPSUBUSB Z8, Z17, Z17    // >= 0x80 only after 1111____
+	VPORQ    Z16, Z17, Z16
+	VPANDQ   Z10, Z16, Z16   // must be a third or fourth byte (0x80)
+	VPXORQ   Z16, Z6, Z6     // two continuations there is right, all else wrong
+	VPORQ    Z6, Z2, Z2
+	VPSUBUSB Z11, Z0, Z3     // the block ends inside a sequence
+	VMOVDQA64 Z0, Z1
+
+checked512:
+	TESTQ    R8, R8
+	JZ       next512
+	VPORQ    Z3, Z2, Z2
+	VPTESTMQ Z2, Z2, K2
+	KORTESTB K2, K2
+	SETEQ    ret+24(FP)
+	VZEROUPPER
+	RET
+
+last512:
+	// Copy the DX < 64 bytes left to the zeroed frame and check them as
+	// one more block (which may be all zeros).
+	VPXORQ    Z0, Z0, Z0
+	VMOVDQU64 Z0, 0(SP)
+	XORQ      CX, CX
+
+copy512:
+	CMPQ CX, DX
+	JAE  copied512
+	MOVB (SI)(CX*1), AX
+	MOVB AX, 0(SP)(CX*1)
+	INCQ CX
+	JMP  copy512
+
+copied512:
+	VMOVDQU64 0(SP), Z0
+	MOVQ      $1, R8
+	JMP       check512
