@@ -21,11 +21,12 @@ import (
 // has been written (serveCached), when nothing but the handler's own frame
 // held the body — the fingerprint copies what it keeps (hash, model), the
 // ledger row holds strings, the echo rewrite and the response writer copy
-// what they write. On every other path (a flight, whose upstream request
-// and followers may outlive the handler; an orphaned leader; an idempotent
-// replay) the body is simply left to the garbage collector: a pooled buffer
-// reused while a flight still reads it would be far worse than an
-// allocation.
+// what they write; and on the miss path of a call without an idempotency
+// key, when the last of its readers (the handler, the flight, each upstream
+// request body the transport has not closed) lets go (missbody.go). On every
+// other path (an idempotent call, an orphaned leader, an idempotent replay)
+// the body is simply left to the garbage collector: a pooled buffer reused
+// while someone still reads it would be far worse than an allocation.
 
 const (
 	minBodyClass = 12 // 4 KiB: the smallest pooled buffer

@@ -54,7 +54,7 @@ type call struct {
 	tenant       string
 	op           string
 	body         []byte
-	pooled       *pooledBody // body's pooled buffer, if any (body.go: released only after a hit)
+	pooled       *pooledBody // body's pooled buffer, if any (body.go: released after a hit; on a miss it moves to refs)
 	refs         *bodyRefs   // who still reads the pooled body on the miss path (missbody.go)
 	fp           fingerprint.Result
 	policy       cachePolicy
