@@ -150,8 +150,9 @@ func chatChunkFast(data []byte, dst []chatChoice) (out []chatChoice, ok, fast bo
 }
 
 // validMembers calls fn with the raw key (no quotes) and value of each member of
-// the valid JSON object b; it returns false when a key has an escape or a
-// non-ASCII byte, or when fn does.
+// the valid JSON object b, in order; it returns false when a key has an escape
+// or a non-ASCII byte, or when fn does (then it stops). A value's capacity ends
+// with it, so fn cannot append over the bytes that follow.
 func validMembers(b []byte, fn func(key, val []byte) bool) bool {
 	i := SkipSpace(b, 1)
 	for i < len(b) && b[i] == '"' {
@@ -163,7 +164,7 @@ func validMembers(b []byte, fn func(key, val []byte) bool) bool {
 		i = SkipSpace(b, ke)
 		i = SkipSpace(b, i+1) // ':'
 		ve := ValueEnd(b, i)
-		if !fn(key, b[i:ve]) {
+		if !fn(key, b[i:ve:ve]) {
 			return false
 		}
 		i = SkipSpace(b, ve)

@@ -25,7 +25,7 @@ func decodeUsageFields(raw []byte, f *usageFields) bool {
 		return false
 	}
 	var out usageFields
-	ok := eachMember(b, func(key, val []byte) bool {
+	ok := validMembers(b, func(key, val []byte) bool {
 		switch {
 		case asciiFoldEqual(key, "prompt_tokens"):
 			out.PromptTokens = val
@@ -63,7 +63,7 @@ func decodeUsageFields(raw []byte, f *usageFields) bool {
 				out.CacheCreation = new(cacheCreation)
 			}
 			cc := out.CacheCreation
-			return eachMember(val, func(k, v []byte) bool {
+			return validMembers(val, func(k, v []byte) bool {
 				switch {
 				case asciiFoldEqual(k, "ephemeral_5m_input_tokens"):
 					cc.Ephemeral5m = v
@@ -95,7 +95,7 @@ func decodeDetails(val []byte, p **cacheDetails) bool {
 		*p = new(cacheDetails)
 	}
 	d := *p
-	return eachMember(val, func(k, v []byte) bool {
+	return validMembers(val, func(k, v []byte) bool {
 		switch {
 		case asciiFoldEqual(k, "cached_tokens"):
 			d.CachedTokens = v
@@ -104,30 +104,4 @@ func decodeDetails(val []byte, p **cacheDetails) bool {
 		}
 		return true
 	})
-}
-
-// eachMember calls fn with the raw key (without quotes) and the value of
-// every member of the valid JSON object b, in order, until fn returns
-// false; it returns false then, or when a key has an escape or a non-ASCII
-// byte.
-func eachMember(b []byte, fn func(key, val []byte) bool) bool {
-	i := SkipSpace(b, 1)
-	for i < len(b) && b[i] == '"' {
-		ke := StringEnd(b, i)
-		key := b[i+1 : ke-1]
-		if bytes.IndexByte(key, '\\') >= 0 || !ascii(key) {
-			return false
-		}
-		i = SkipSpace(b, ke)
-		i = SkipSpace(b, i+1) // ':'
-		ve := ValueEnd(b, i)
-		if !fn(key, b[i:ve:ve]) {
-			return false
-		}
-		i = SkipSpace(b, ve)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-		}
-	}
-	return true
 }
