@@ -100,7 +100,7 @@ func (ix *index) walk(b []byte, i, depth int) (int, error) {
 // minQuoteIndex is the body size from which walk builds the quote bitmap
 // (below it the IndexByte per quote costs less than the bitmap's fixed
 // costs; BenchmarkStageWarm).
-const minQuoteIndex = 4 << 10
+var minQuoteIndex = 4 << 10
 
 // noQuoteIndex switches the bitmap off (tests and benchmarks compare).
 var noQuoteIndex bool
