@@ -270,12 +270,13 @@ func (ix *index) scanObj(b []byte, v span, mk string, others bool) objInfo {
 	if !v.ok() || b[v.start] != '{' {
 		return o
 	}
-	if _, ok := ix.children(v); !ok {
+	ks, ok := ix.children(v)
+	if !ok {
 		return scanObj(b, v, mk, others)
 	}
-	ix.members(b, v, func(m member) error {
-		o.add(m, mk, others)
-		return nil
-	})
+	// ix.members' loop, without its second look-up and the call per member.
+	for _, k := range ks {
+		o.add(member{key: b[k.key.start+1 : k.key.end-1], whole: span{k.key.start, k.val.end}, val: k.val}, mk, others)
+	}
 	return o
 }
