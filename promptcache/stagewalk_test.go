@@ -188,3 +188,49 @@ func FuzzQuoteWalk(f *testing.F) {
 	f.Add([]byte(`"` + strings.Repeat(`\\`, 40) + `\"` + `"`))
 	f.Fuzz(func(t *testing.T, b []byte) { walkBoth(t, "fuzz", b) })
 }
+
+// quoteBitsSlow is fingerprint.QuoteIndex's definition, byte by byte.
+func quoteBitsSlow(b []byte) []uint64 {
+	q := make([]uint64, len(b)/64+1)
+	run := 0
+	for i, c := range b {
+		if c == '"' && run%2 == 0 {
+			q[i/64] |= 1 << (i % 64)
+		}
+		if c == '\\' {
+			run++
+		} else {
+			run = 0
+		}
+	}
+	return q
+}
+
+// TestQuoteIndexMatchesDefinition: fingerprint.QuoteIndex (its only test:
+// the brief allows one new file in fingerprint/) against its definition on
+// random bodies rich in quotes and backslash runs of every length (across
+// the 64-byte block edges), every length from 0 to 300 and large ones, the
+// buffer reused.
+func TestQuoteIndexMatchesDefinition(t *testing.T) {
+	if _, ok := fingerprint.QuoteIndex(nil, nil); !ok {
+		t.Skip("no quote bitmap on this CPU")
+	}
+	rng := rand.New(rand.NewSource(1))
+	alpha := []byte(`"\\\\a{}:, ` + "\x00\x1f\xff")
+	var buf []uint64
+	for n := 0; n < 2000; n++ {
+		size := n % 301
+		if n%100 == 0 {
+			size = 5000 + rng.Intn(70000)
+		}
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = alpha[rng.Intn(len(alpha))]
+		}
+		q, _ := fingerprint.QuoteIndex(b, buf)
+		if want := quoteBitsSlow(b); !slices.Equal(q, want) {
+			t.Fatalf("size %d: QuoteIndex differs from its definition", size)
+		}
+		buf = q
+	}
+}
