@@ -68,7 +68,7 @@ func walkValue(b []byte, i, depth int, ix *index) (int, error) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		e, err := skipString(b, i)
+		e, err := ix.skipString(b, i)
 		if ix != nil && err == nil {
 			ix.str(b, i, e)
 		}
@@ -101,7 +101,7 @@ func walkValue(b []byte, i, depth int, ix *index) (int, error) {
 					return 0, syntaxErr(j, "expected object key")
 				}
 				ks := j
-				if j, err = skipString(b, j); err != nil {
+				if j, err = ix.skipString(b, j); err != nil {
 					return 0, err
 				}
 				key = span{ks, j}

@@ -2,6 +2,7 @@ package promptcache
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/groundhog-ai/groundhog"
@@ -38,5 +39,39 @@ func BenchmarkStageWarm(b *testing.B) {
 				stage()
 			}
 		})
+	}
+}
+
+// BenchmarkStageWalk is the stage on the bench's bodies with and without
+// the quote bitmap (stagewalk), alternating in one run.
+func BenchmarkStageWalk(b *testing.B) {
+	for _, size := range []int{1 << 10, 8 << 10, 200 << 10} {
+		for _, off := range []bool{true, false} {
+			name := fmt.Sprintf("chat%dKB/bitmap=%v", size>>10, !off)
+			b.Run(name, func(b *testing.B) {
+				noQuoteIndex = off
+				defer func() { noQuoteIndex = false }()
+				body := benchbody.Chat(size, benchbody.Options{Model: "sim-small"})
+				ctx := context.Background()
+				req := &Request{Tenant: "t", Operation: "bench", Shape: groundhog.ShapeChat, Body: body}
+				st := &Stage{Tracker: NewTracker(Config{})}
+				stage := func() {
+					p := st.Before(ctx, req, true)
+					p.Started(true)
+					u := groundhog.Usage{InputTokens: 1000}
+					if p.call != nil {
+						u.CachedInputTokens = int64(p.call.Diagnosis.Expected)
+					}
+					st.After(ctx, p, u)
+					p.Done()
+				}
+				stage()
+				b.ReportAllocs()
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					stage()
+				}
+			})
+		}
 	}
 }
