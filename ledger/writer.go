@@ -144,6 +144,7 @@ type Writer struct {
 	progress  chan struct{} // closed and replaced whenever committed advances
 	lastErr   error         // last store error, nil after a successful attempt
 	writes    uint64        // journal write(2) calls of Record
+	recycled  uint64        // segments that reused a committed one's file (journal_recycle.go)
 
 	// Group commit of journal writes (groupwrite.go). gmu is taken after
 	// mu, never before it.
@@ -324,6 +325,9 @@ func (w *Writer) commitFile(ctx context.Context, path string) (int, error) {
 func (w *Writer) newSegment(prev int64) (*segment, error) {
 	if seg := w.reuseSpare(w.nextSeq); seg != nil {
 		w.nextSeq++
+		w.mu.Lock()
+		w.recycled++
+		w.mu.Unlock()
 		return seg, nil
 	}
 	seg := &segment{seq: w.nextSeq}
