@@ -42,8 +42,9 @@ import (
 // Bounds: at most one segment is kept aside as the spare, and one sealed
 // segment is kept mapped while it waits for its commit (later ones are
 // sealed as before, so an outage never holds more than that). A segment
-// whose mapping grew past 8 MiB (or the standard size, if larger), or whose
-// records went past its mapping (pwrite), is not recycled. The files keep
+// whose mapping grew past the standard size (a burst), or whose records
+// went past its mapping (pwrite), is sealed and removed as before: it is cut
+// to its records when sealed, and the next segment is a new file. The files keep
 // their preallocated blocks (about 1 MiB each at the default BatchSize), and
 // as they live on, the kernel writes their dirty pages back now and then
 // (every ~30 s, where a file removed within 200 ms never was).
@@ -56,15 +57,10 @@ var recycleSegments = true
 // a segment's name (listSegments skips it).
 const spareName = "segment.spare"
 
-// maxRecycledMap bounds the mapping of a recycled segment (one that grew in
-// a burst is recycled up to this size, a larger one removed), when it is
-// above the standard size (segmentMapBytes of BatchSize).
-const maxRecycledMap = 8 << 20
-
 // holdSealed reports whether rotate should keep seg (just sealed) open and
 // mapped so that it can be recycled once committed. Committer only.
 func (w *Writer) holdSealed(seg *segment) bool {
-	if !recycleSegments || seg.m == nil || w.held > 0 || len(seg.m) > max(segmentMapBytes(w.batch), maxRecycledMap) ||
+	if !recycleSegments || seg.m == nil || w.held > 0 || len(seg.m) > segmentMapBytes(w.batch) ||
 		seg.size > int64(len(seg.m)) { // records past the mapping went to the file with pwrite
 
 		return false
