@@ -49,8 +49,8 @@ import (
 // as they live on, the kernel writes their dirty pages back now and then
 // (every ~30 s, where a file removed within 200 ms never was).
 
-// recycleSegments is switched off by the tests that check what recycling is
-// needed for.
+// recycleSegments switches recycling off (every segment is then sealed and
+// removed as before), to compare the two.
 var recycleSegments = true
 
 // spareName is the spare segment's file name in the journal directory: not
@@ -60,9 +60,10 @@ const spareName = "segment.spare"
 // holdSealed reports whether rotate should keep seg (just sealed) open and
 // mapped so that it can be recycled once committed. Committer only.
 func (w *Writer) holdSealed(seg *segment) bool {
+	// A segment with records past its mapping (pwrite) is cut to its
+	// records when sealed; so is one whose mapping grew in a burst.
 	if !recycleSegments || seg.m == nil || w.held > 0 || len(seg.m) > segmentMapBytes(w.batch) ||
-		seg.size > int64(len(seg.m)) { // records past the mapping went to the file with pwrite
-
+		seg.size > int64(len(seg.m)) {
 		return false
 	}
 	w.held++
