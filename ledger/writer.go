@@ -144,6 +144,7 @@ type Writer struct {
 	progress  chan struct{} // closed and replaced whenever committed advances
 	lastErr   error         // last store error, nil after a successful attempt
 	writes    uint64        // journal write(2) calls of Record
+	recycled  uint64        // segments that reused a committed one's file (journal_recycle.go)
 
 	// Group commit of journal writes (groupwrite.go). gmu is taken after
 	// mu, never before it.
@@ -154,6 +155,11 @@ type Writer struct {
 	nextSeq      uint64
 	backoff      time.Duration
 	backoffUntil time.Time
+	// Recycling (journal_recycle.go): spare is a committed segment kept
+	// open, mapped and cleared for newSegment; held counts the sealed
+	// segments kept mapped until they are committed (at most one).
+	spare *segment
+	held  int
 
 	kick   chan struct{} // cap 1: the active segment reached rotateAt
 	reqs   chan flushRequest
@@ -212,6 +218,12 @@ func OpenWriter(ctx context.Context, store groundhog.LedgerStore, o WriterOption
 			return nil, fmt.Errorf("ledger: journal: %w", err)
 		}
 		w.lock = lock
+		// A spare segment (journal_recycle.go) left by a killed process:
+		// cleared, no rows.
+		if err := os.Remove(filepath.Join(w.dir, spareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			unlockDir(lock)
+			return nil, fmt.Errorf("ledger: journal: %w", err)
+		}
 		last, err := w.replay(ctx)
 		if err != nil {
 			unlockDir(lock)
@@ -311,6 +323,13 @@ func (w *Writer) commitFile(ctx context.Context, path string) (int, error) {
 // to prefault about as much of the new one. Only OpenWriter and the
 // committer call it.
 func (w *Writer) newSegment(prev int64) (*segment, error) {
+	if seg := w.reuseSpare(w.nextSeq); seg != nil {
+		w.nextSeq++
+		w.mu.Lock()
+		w.recycled++
+		w.mu.Unlock()
+		return seg, nil
+	}
 	seg := &segment{seq: w.nextSeq}
 	if w.dir != "" {
 		f, err := createSegment(w.dir, seg.seq)
@@ -498,7 +517,7 @@ func (w *Writer) Close(ctx context.Context) error {
 
 	// The committer has exited: its state is ours now.
 	if err == nil && w.active.f != nil {
-		name := w.active.f.Name()
+		name := filepath.Join(w.dir, segmentName(w.active.seq)) // f.Name() is stale once recycled
 		w.active.sealFile()
 		if rerr := os.Remove(name); rerr != nil {
 			err = fmt.Errorf("ledger: journal: %w", rerr)
@@ -510,8 +529,14 @@ func (w *Writer) Close(ctx context.Context) error {
 	}
 	for _, s := range w.pending {
 		if s.f != nil {
-			s.f.Close()
+			if serr := s.sealFile(); serr != nil { // kept mapped for recycling
+				w.log.Warn("ledger: seal journal segment", "err", serr)
+			}
 		}
+	}
+	if w.spare != nil {
+		w.dropSpare(w.spare, filepath.Join(w.dir, spareName))
+		w.spare = nil
 	}
 	if w.lock != nil {
 		if err == nil {
@@ -637,7 +662,7 @@ func (w *Writer) rotate() error {
 	w.pending = append(w.pending, old)
 	w.mu.Unlock()
 	// Record wrote to old only under the lock, so no write is in progress.
-	if old.f != nil {
+	if old.f != nil && !w.holdSealed(old) {
 		if err := old.sealFile(); err != nil {
 			w.log.Warn("ledger: seal journal segment", "err", err)
 		}
@@ -664,18 +689,17 @@ func (w *Writer) attempt(ctx context.Context) error {
 		if err := w.commitSegment(ctx, seg); err != nil {
 			return err
 		}
+		n, spilled, seq := seg.n, seg.spilled, seg.seq
 		if w.dir != "" {
-			if err := os.Remove(filepath.Join(w.dir, segmentName(seg.seq))); err != nil && !errors.Is(err, os.ErrNotExist) {
-				w.log.Warn("ledger: remove committed journal segment", "err", err)
-			}
+			w.retire(seg) // removed, or kept as the spare (which resets it)
 		}
 		w.mu.Lock()
 		w.pending = w.pending[1:]
-		if !seg.spilled {
-			w.buffered -= seg.n
+		if !spilled {
+			w.buffered -= n
 		}
-		w.backlog -= int64(seg.n)
-		w.committed = seg.seq
+		w.backlog -= int64(n)
+		w.committed = seq
 		close(w.progress)
 		w.progress = make(chan struct{})
 		w.mu.Unlock()
