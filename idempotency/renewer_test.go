@@ -184,8 +184,12 @@ func TestRenewerLostAmongMany(t *testing.T) {
 		default:
 		}
 	}
-	// The next round renews the four others, not the lost one.
-	clock.waitTimers(t, lease/3, 1)
+	// The next round renews the four others, not the lost one. Two alarms
+	// of Lease/3 must be pending: the other service's (its renewer re-arms
+	// after renewing the winner) and this one's, which it sets only after
+	// the last renewal of the first round returned — waiting for one could
+	// see only the other's and advance the clock before this renewer armed.
+	clock.waitTimers(t, lease/3, 2)
 	clock.Advance(lease / 3)
 	for range 4 {
 		if got := recv(t, store.renews); got.id == victim.ID || got.err != nil {
