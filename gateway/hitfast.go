@@ -48,31 +48,6 @@ func formatMoney(v int64) string { return groundhog.Money(v).String() }
 
 func formatInt(v int64) string { return strconv.FormatInt(v, 10) }
 
-// hitCostString is costString for a stored answer's amounts.
-func hitCostString(m groundhog.Money) string {
-	if !m.Known() {
-		return "unknown"
-	}
-	return moneyStrs.get(int64(m), formatMoney)
-}
-
-// hitSavedHeader is savedHeader for a cache hit (the saved amount is the
-// stored answer's cost, the same at every hit of the entry).
-func hitSavedHeader(saved groundhog.Money, resp *groundhog.Response) string {
-	if resp == nil || !resp.Cost.Known() {
-		return "unknown"
-	}
-	return hitCostString(saved)
-}
-
-// hitLength is strconv.Itoa(n) for a stored body's length.
-func hitLength(n int) string {
-	if n < 100 {
-		return strconv.Itoa(n) // no allocation below 100
-	}
-	return lengthStrs.get(int64(n), formatInt)
-}
-
 // providerPaths are the routes dispatched without the mux (directRoutes).
 var providerPaths = [...]string{"/v1/chat/completions", "/v1/responses", "/v1/embeddings", "/v1/messages"}
 
@@ -117,22 +92,23 @@ func (s *Server) route(r *http.Request) http.Handler {
 	return s.mux
 }
 
-// savedHeaderFor is savedHeader, from the table of recent strings for a
-// stored answer served as a hit.
+// savedHeaderFor is savedHeader; for a cache hit with a known amount (the
+// stored answer's cost, the same at every hit of the entry) the string comes
+// from the table of recent strings.
 func savedHeaderFor(state string, outcome groundhog.Outcome, saved groundhog.Money, resp *groundhog.Response) string {
-	if state == "hit" && outcome == groundhog.OutcomeCacheHit {
-		return hitSavedHeader(saved, resp)
+	if state != "hit" || outcome != groundhog.OutcomeCacheHit || resp == nil || !resp.Cost.Known() || !saved.Known() {
+		return savedHeader(outcome, saved, resp)
 	}
-	return savedHeader(outcome, saved, resp)
+	return moneyStrs.get(int64(saved), formatMoney)
 }
 
-// lengthFor is strconv.Itoa(n), from the table of recent strings for a
-// stored answer served as a hit.
+// lengthFor is strconv.Itoa(n); for a stored answer served as a hit (the
+// same length every time) from the table of recent strings.
 func lengthFor(state string, n int) string {
-	if state == "hit" {
-		return hitLength(n)
+	if state != "hit" || n < 100 { // strconv.Itoa does not allocate below 100
+		return strconv.Itoa(n)
 	}
-	return strconv.Itoa(n)
+	return lengthStrs.get(int64(n), formatInt)
 }
 
 // emptyChoices is the member a usage-only chat chunk carries.

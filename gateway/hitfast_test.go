@@ -27,21 +27,21 @@ func TestStrCache(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(g), 1))
 			for range 20000 {
 				n := r.IntN(1 << 20)
-				if got, want := hitLength(n), strconv.Itoa(n); got != want {
-					t.Errorf("hitLength(%d) = %q, want %q", n, got, want)
+				if got, want := lengthFor("hit", n), strconv.Itoa(n); got != want {
+					t.Errorf("lengthFor(hit, %d) = %q, want %q", n, got, want)
 					return
 				}
 				m := groundhog.Money(r.Int64N(1 << 40))
 				if r.IntN(8) == 0 {
 					m = groundhog.CostUnknown
 				}
-				if got, want := hitCostString(m), costString(m); got != want {
-					t.Errorf("hitCostString(%d) = %q, want %q", m, got, want)
-					return
+				cost := m
+				if r.IntN(8) == 0 {
+					cost = groundhog.CostUnknown // the stored answer's price unknown
 				}
-				resp := &groundhog.Response{Cost: m}
+				resp := &groundhog.Response{Cost: cost}
 				if got, want := savedHeaderFor("hit", groundhog.OutcomeCacheHit, m, resp), savedHeader(groundhog.OutcomeCacheHit, m, resp); got != want {
-					t.Errorf("savedHeaderFor(hit, %d) = %q, want %q", m, got, want)
+					t.Errorf("savedHeaderFor(hit, %d, cost %d) = %q, want %q", m, cost, got, want)
 					return
 				}
 			}
@@ -49,10 +49,14 @@ func TestStrCache(t *testing.T) {
 	}
 	wg.Wait()
 	// A repeated value is served from the table: no allocation.
-	hitLength(1775)
-	hitCostString(4000)
-	if a := testing.AllocsPerRun(100, func() { hitLength(1775); hitCostString(4000) }); a != 0 {
-		t.Errorf("repeated hitLength/hitCostString: %v allocations, want 0", a)
+	resp := &groundhog.Response{Cost: 4000}
+	hit := func() {
+		lengthFor("hit", 1775)
+		savedHeaderFor("hit", groundhog.OutcomeCacheHit, 4000, resp)
+	}
+	hit()
+	if a := testing.AllocsPerRun(100, hit); a != 0 {
+		t.Errorf("repeated hit strings: %v allocations, want 0", a)
 	}
 }
 

@@ -435,3 +435,17 @@ func (p *oldParser) parse(b []byte, n int64) (pendingCall, error) {
 	}
 	return c, nil
 }
+
+// refSum is m.ref(tenant, hash) for a hash already decoded into h (the old
+// collector's; TestRefSumIsRef).
+func (m *reqMap[V]) refSum(tenant, hash string, h *hashSum) reqRef {
+	if !h.ok {
+		return reqRef{slow: hashKey{tenant, hash}}
+	}
+	t, ok := m.tenants[tenant]
+	if !ok {
+		t = uint32(len(m.tenants))
+		m.tenants[tenant] = t
+	}
+	return reqRef{compact: true, k: reqKey{tenant: t, sum: h.sum}}
+}

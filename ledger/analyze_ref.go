@@ -3,7 +3,7 @@ package ledger
 // hashSum is a request hash of the gateway's form ("sha256:" and 64
 // lowercase hex digits) decoded to its digest by the worker that parsed
 // the line, so that the collector, which is serial, does not decode it
-// again for the in-flight map (reqMap.ref does the same decoding).
+// again for its seen-set (reqMap.ref does the same decoding).
 type hashSum struct {
 	sum [32]byte
 	ok  bool // hash has the gateway's form; else the map keeps the string
@@ -26,17 +26,4 @@ func decodeHash(hash string) (h hashSum) {
 	}
 	h.ok = true
 	return h
-}
-
-// refSum is m.ref(tenant, hash) for a hash already decoded into h.
-func (m *reqMap[V]) refSum(tenant, hash string, h *hashSum) reqRef {
-	if !h.ok {
-		return reqRef{slow: hashKey{tenant, hash}}
-	}
-	t, ok := m.tenants[tenant]
-	if !ok {
-		t = uint32(len(m.tenants))
-		m.tenants[tenant] = t
-	}
-	return reqRef{compact: true, k: reqKey{tenant: t, sum: h.sum}}
 }
