@@ -134,7 +134,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if c.shape == groundhog.ShapeMessages && req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", "2023-06-01")
 	}
-	res, err := s.client.Do(req)
+	res, err := s.roundTrip(req) // s.client.Do without the client layer (roundtrip.go)
 	if err != nil {
 		c.spent = spentOnTransportError(err)
 		return nil, upstreamError(ctx, err)

@@ -190,9 +190,9 @@ func samePrefix(t *testing.T, name string, a, b *Prefix) {
 		len(a.Segments) != len(b.Segments) || len(a.fields) != len(b.fields) {
 		t.Fatalf("%s: prefixes differ:\nfull  %+v\ncheap %+v", name, *a, *b)
 	}
-	for k, v := range a.fields {
-		if b.fields[k] != v {
-			t.Fatalf("%s: field %s differs", name, k)
+	for i := range a.fields {
+		if string(a.fields[i].key) != string(b.fields[i].key) || a.fields[i].val != b.fields[i].val {
+			t.Fatalf("%s: field %d (%s) differs", name, i, a.fields[i].key)
 		}
 	}
 	for i := range a.Segments {

@@ -141,7 +141,7 @@ func Diff(shape groundhog.Shape, a, b []byte) (*DiffResult, error) {
 
 // fieldBytes returns the raw bytes of a top-level field.
 func (p *Prefix) fieldBytes(k string) []byte {
-	v := p.fields[k]
+	v := p.fields.get(k)
 	if !v.ok() {
 		return nil
 	}

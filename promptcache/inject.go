@@ -171,7 +171,7 @@ func inject(p *Prefix, r Rules, opts Options) ([]byte, []int, error) {
 		edits = append(edits, edit{at, comma + marker})
 	}
 	if p.Shape == groundhog.ShapeResponses && len(idx) > 0 {
-		if opts.Explicit && !p.fields["prompt_cache_options"].ok() {
+		if opts.Explicit && !p.fields.get("prompt_cache_options").ok() {
 			mode := `"prompt_cache_options":{"mode":"explicit"`
 			if opts.TTL != "" {
 				ttl, _ := json.Marshal(opts.TTL)

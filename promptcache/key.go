@@ -44,11 +44,11 @@ func SetCacheKey(shape groundhog.Shape, body []byte, app, promptVersion string) 
 	if err != nil {
 		return nil, "", err
 	}
-	if k := p.fields["prompt_cache_key"]; !isNull(body, k) {
+	if k := p.fields.get("prompt_cache_key"); !isNull(body, k) {
 		return body, p.CacheKey, nil
 	}
 	var ins []byte
-	if v := p.fields["instructions"]; v.ok() {
+	if v := p.fields.get("instructions"); v.ok() {
 		ins = append(ins, body[v.start:v.end]...)
 	}
 	for _, s := range p.Segments {
@@ -58,7 +58,7 @@ func SetCacheKey(shape groundhog.Shape, body []byte, app, promptVersion string) 
 		}
 	}
 	var tools []byte
-	if v := p.fields["tools"]; v.ok() {
+	if v := p.fields.get("tools"); v.ok() {
 		tools = body[v.start:v.end]
 	}
 	key := StableKey(app, promptVersion, p.Model, string(ins), tools)

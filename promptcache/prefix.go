@@ -113,7 +113,7 @@ type Prefix struct {
 
 	body   []byte
 	root   span
-	fields map[string]span
+	fields topFields // fields.go
 }
 
 // markerKey returns the JSON key of the shape's cache marker.
@@ -157,20 +157,23 @@ func parse(shape groundhog.Shape, body []byte, hint func(*Prefix) *promptRec) (*
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EINVALID, "request body is not valid JSON", err)
 	}
-	p := &Prefix{Shape: shape, body: body, root: span{s, e}, fields: map[string]span{}}
+	p := &Prefix{Shape: shape, body: body, root: span{s, e}}
+	if ks, ok := ix.children(p.root); ok {
+		p.fields = make(topFields, 0, len(ks))
+	}
 	bd := builder{p: p, mk: mk, ix: ix}
 	bd.members(p.root, func(m member) error {
-		p.fields[string(m.key)] = m.val
+		p.fields = append(p.fields, topField{m.key, m.val})
 		return nil
 	})
-	p.Model = str(body, p.fields["model"])
-	p.CacheKey = str(body, p.fields["prompt_cache_key"])
+	p.Model = str(body, p.fields.get("model"))
+	p.CacheKey = str(body, p.fields.get("prompt_cache_key"))
 	if ix != nil {
 		// Room for one segment per top-level element (tools, messages):
 		// the common case needs no growing.
 		n := 4
 		for _, k := range []string{"tools", "functions", "system", "messages", "input"} {
-			if ks, ok := ix.children(p.fields[k]); ok {
+			if ks, ok := ix.children(p.fields.get(k)); ok {
 				n += len(ks)
 			}
 		}
@@ -417,7 +420,7 @@ func seg(kind Kind, top string, i int, v span) Segment {
 
 // tools appends one segment per tool of the array at top.
 func (bd *builder) tools(top string, markable bool) error {
-	v := bd.p.fields[top]
+	v := bd.p.fields.get(top)
 	if isNull(bd.p.body, v) {
 		return nil
 	}
@@ -436,7 +439,7 @@ func (bd *builder) messages() error {
 	if err := bd.tools("tools", true); err != nil {
 		return err
 	}
-	if sys := p.fields["system"]; !isNull(b, sys) {
+	if sys := p.fields.get("system"); !isNull(b, sys) {
 		if b[sys.start] == '"' {
 			s := seg(KindInstructions, "system", -1, sys)
 			s.textTokens = true
@@ -458,16 +461,16 @@ func (bd *builder) messages() error {
 	// messages, so that changing them diverges there, before the messages
 	// (whose cached level they invalidate).
 	for _, k := range []string{"tool_choice", "thinking"} {
-		if v := p.fields[k]; v.ok() {
+		if v := p.fields.get(k); v.ok() {
 			bd.add(seg(KindParams, k, -1, v), nil, 0)
 		}
 	}
-	if cc := p.fields["cache_control"]; !isNull(b, cc) {
+	if cc := p.fields.get("cache_control"); !isNull(b, cc) {
 		p.AutoMarker = true
 		p.Markers++
 		p.TTL = max(p.TTL, parseTTL(str(b, bd.field(cc, "ttl"))))
 	}
-	msgs := p.fields["messages"]
+	msgs := p.fields.get("messages")
 	if isNull(b, msgs) {
 		return nil
 	}
@@ -534,7 +537,7 @@ func (bd *builder) chat() error {
 	if err := bd.tools("functions", false); err != nil {
 		return err
 	}
-	msgs := p.fields["messages"]
+	msgs := p.fields.get("messages")
 	if isNull(b, msgs) {
 		return nil
 	}
@@ -641,22 +644,22 @@ func (bd *builder) parts(kind Kind, top string, i int, sub string, v span, head 
 // items (leading system/developer messages are instructions too).
 func (bd *builder) responses() error {
 	b, p := bd.p.body, bd.p
-	if opts := p.fields["prompt_cache_options"]; !isNull(b, opts) {
+	if opts := p.fields.get("prompt_cache_options"); !isNull(b, opts) {
 		p.Explicit = str(b, bd.field(opts, "mode")) == "explicit"
 		p.TTL = max(p.TTL, parseTTL(str(b, bd.field(opts, "ttl"))))
 	}
-	if r := str(b, p.fields["prompt_cache_retention"]); r != "" && r != "in_memory" && r != "in-memory" {
+	if r := str(b, p.fields.get("prompt_cache_retention")); r != "" && r != "in_memory" && r != "in-memory" {
 		p.TTL = max(p.TTL, parseTTL(r))
 	}
 	if err := bd.tools("tools", false); err != nil {
 		return err
 	}
-	if ins := p.fields["instructions"]; !isNull(b, ins) {
+	if ins := p.fields.get("instructions"); !isNull(b, ins) {
 		s := seg(KindInstructions, "instructions", -1, ins)
 		s.textTokens = b[ins.start] == '"'
 		bd.add(s, nil, sim.MessageOverhead)
 	}
-	in := p.fields["input"]
+	in := p.fields.get("input")
 	if isNull(b, in) {
 		return nil
 	}

@@ -162,6 +162,9 @@ func rawString(v json.RawMessage) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
+	if s, ok := plainString(v); ok { // rawstring.go
+		return s, true
+	}
 	var s string
 	if json.Unmarshal(v, &s) != nil {
 		return "", false
