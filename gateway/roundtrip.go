@@ -21,10 +21,12 @@ import (
 // ("Post", the URL), a redirect returned as is, except the one Client.Do
 // refuses (a Location it cannot parse: the same error, the body closed). A
 // URL with a user name goes to Client.Do (it turns it into an
-// Authorization header).
+// Authorization header), and so does every call of a client given a
+// Timeout or a cookie Jar, which only the client layer applies.
 func (s *Server) roundTrip(req *http.Request) (*http.Response, error) {
 	rt := s.client.Transport
-	if rt == nil || req.URL == nil || req.URL.User != nil || req.RequestURI != "" || req.Header == nil {
+	if rt == nil || s.client.Timeout != 0 || s.client.Jar != nil ||
+		req.URL == nil || req.URL.User != nil || req.RequestURI != "" || req.Header == nil {
 		return s.client.Do(req)
 	}
 	res, err := rt.RoundTrip(req)
