@@ -60,6 +60,7 @@ func Handler(h http.Handler, o Options) http.Handler {
 			// clearing ours here only matters for a handler that returns
 			// without reading the body.
 			defer b.clear()
+			defer b.restore(r) // runs before clear: see restore
 		}
 		// A deadline left by the previous request on this connection must
 		// not cut this one while it waits for its upstream; and the
@@ -155,6 +156,24 @@ type rateBody struct {
 	length int64 // Content-Length, or -1
 	n      int64
 	done   bool
+	eof    bool // r returned io.EOF: the body was read to its end
+}
+
+// restore puts the server's own body back in r once the handler has
+// returned, closed when it was read to its end. net/http looks at the
+// request's Body before it writes the response head (after the handler,
+// for a response that fits its buffer): a body of its own type, closed
+// after EOF, needs nothing more, while any other type — ours — makes it
+// "discard the rest" with io.CopyN, which allocates and reads an
+// exhausted body once more on every request. A body not read to its end
+// is left in place and unclosed, so net/http discards (or, over its
+// limit, gives up on) the rest exactly as before. Closing a body that
+// returned EOF is what net/http does after the handler anyway.
+func (b *rateBody) restore(r *http.Request) {
+	if b.eof && r.Body == io.ReadCloser(b) {
+		r.Body = b.r
+		_ = b.r.Close()
+	}
 }
 
 func (b *rateBody) extend() {
@@ -172,6 +191,11 @@ func (b *rateBody) clear() {
 func (b *rateBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
+	if err == io.EOF { // the common end of a body, and no timeout: isTimeout allocates
+		b.eof = true
+		b.clear()
+		return n, err
+	}
 	switch {
 	case err != nil && isTimeout(err):
 		// Cut off: the expired deadline stays, so net/http's discard of
