@@ -66,7 +66,7 @@ func Handler(h http.Handler, o Options) http.Handler {
 		// not cut this one while it waits for its upstream; and the
 		// server's final flush after the handler gets a fresh one.
 		_ = rc.SetWriteDeadline(time.Time{})
-		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(o.WriteIdle)) }()
+		defer g.w.finalDeadline()
 		g.w = writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle}
 		h.ServeHTTP(&g.w, r)
 	})
@@ -224,20 +224,47 @@ func isTimeout(err error) bool {
 // writer sets a write deadline before every write and flush.
 type writer struct {
 	http.ResponseWriter
-	rc   *controller
-	idle time.Duration
+	rc    *controller
+	idle  time.Duration
+	setAt time.Time // when the last deadline was set (now + idle), zero before
+}
+
+// deadlineReuse is how recent a write's deadline must be for the server's
+// final flush to keep it instead of getting a fresh one.
+const deadlineReuse = time.Millisecond
+
+// clock is the writer's time source (tests replace it).
+var clock = time.Now
+
+func (w *writer) setDeadline(now time.Time) {
+	w.setAt = now
+	_ = w.rc.SetWriteDeadline(now.Add(w.idle))
 }
 
 func (w *writer) Write(p []byte) (int, error) {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	w.setDeadline(clock())
 	return w.ResponseWriter.Write(p)
 }
 
 // FlushError flushes through to the connection under the write deadline;
 // http.ResponseController finds it.
 func (w *writer) FlushError() error {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	w.setDeadline(clock())
 	return w.rc.Flush()
+}
+
+// finalDeadline gives the server's flush after the handler a deadline of
+// WriteIdle — unless the handler's last write set one less than
+// deadlineReuse ago, which then stands (at least WriteIdle − 1 ms from
+// now: a bound tighter by under a millisecond, never looser). A cache hit
+// writes its answer once and returns at once: the second deadline on the
+// socket (a timer reset, about a third of a microsecond) bought nothing.
+func (w *writer) finalDeadline() {
+	now := clock()
+	if !w.setAt.IsZero() && now.Sub(w.setAt) < deadlineReuse {
+		return
+	}
+	w.setDeadline(now)
 }
 
 // Flush implements http.Flusher for handlers that assert it.
