@@ -146,6 +146,8 @@ type Writer struct {
 	writes    uint64        // journal write(2) calls of Record
 	recycled  uint64        // segments that reused a committed one's file (journal_recycle.go)
 
+	freeChunks [][]groundhog.LedgerEntry // committed row chunks kept for reuse (chunkreuse.go)
+
 	// Group commit of journal writes (groupwrite.go). gmu is taken after
 	// mu, never before it.
 	gmu  sync.Mutex
@@ -433,7 +435,7 @@ func (w *Writer) queueLocked(seg *segment, e *groundhog.LedgerEntry) {
 			seg.chunks, seg.spilled = nil, true
 		} else {
 			if len(seg.chunks) == 0 || len(seg.chunks[len(seg.chunks)-1]) == w.batch {
-				seg.chunks = append(seg.chunks, make([]groundhog.LedgerEntry, 0, w.batch))
+				seg.chunks = append(seg.chunks, w.newChunkLocked())
 			}
 			last := &seg.chunks[len(seg.chunks)-1]
 			*last = append(*last, *e)
@@ -690,10 +692,13 @@ func (w *Writer) attempt(ctx context.Context) error {
 			return err
 		}
 		n, spilled, seq := seg.n, seg.spilled, seg.seq
+		chunks := seg.chunks // committed: nothing reads them any more
+		seg.chunks = nil
 		if w.dir != "" {
 			w.retire(seg) // removed, or kept as the spare (which resets it)
 		}
 		w.mu.Lock()
+		w.reuseChunksLocked(chunks)
 		w.pending = w.pending[1:]
 		if !spilled {
 			w.buffered -= n

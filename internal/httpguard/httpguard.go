@@ -60,12 +60,13 @@ func Handler(h http.Handler, o Options) http.Handler {
 			// clearing ours here only matters for a handler that returns
 			// without reading the body.
 			defer b.clear()
+			defer b.restore(r) // runs before clear: see restore
 		}
 		// A deadline left by the previous request on this connection must
 		// not cut this one while it waits for its upstream; and the
 		// server's final flush after the handler gets a fresh one.
 		_ = rc.SetWriteDeadline(time.Time{})
-		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(o.WriteIdle)) }()
+		defer g.w.finalDeadline()
 		g.w = writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle}
 		h.ServeHTTP(&g.w, r)
 	})
@@ -155,6 +156,24 @@ type rateBody struct {
 	length int64 // Content-Length, or -1
 	n      int64
 	done   bool
+	eof    bool // r returned io.EOF: the body was read to its end
+}
+
+// restore puts the server's own body back in r once the handler has
+// returned, closed when it was read to its end. net/http looks at the
+// request's Body before it writes the response head (after the handler,
+// for a response that fits its buffer): a body of its own type, closed
+// after EOF, needs nothing more, while any other type — ours — makes it
+// "discard the rest" with io.CopyN, which allocates and reads an
+// exhausted body once more on every request. A body not read to its end
+// is left in place and unclosed, so net/http discards (or, over its
+// limit, gives up on) the rest exactly as before. Closing a body that
+// returned EOF is what net/http does after the handler anyway.
+func (b *rateBody) restore(r *http.Request) {
+	if b.eof && r.Body == io.ReadCloser(b) {
+		r.Body = b.r
+		_ = b.r.Close()
+	}
 }
 
 func (b *rateBody) extend() {
@@ -172,6 +191,11 @@ func (b *rateBody) clear() {
 func (b *rateBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
+	if err == io.EOF { // the common end of a body, and no timeout: isTimeout allocates
+		b.eof = true
+		b.clear()
+		return n, err
+	}
 	switch {
 	case err != nil && isTimeout(err):
 		// Cut off: the expired deadline stays, so net/http's discard of
@@ -200,20 +224,47 @@ func isTimeout(err error) bool {
 // writer sets a write deadline before every write and flush.
 type writer struct {
 	http.ResponseWriter
-	rc   *controller
-	idle time.Duration
+	rc    *controller
+	idle  time.Duration
+	setAt time.Time // when the last deadline was set (now + idle), zero before
+}
+
+// deadlineReuse is how recent a write's deadline must be for the server's
+// final flush to keep it instead of getting a fresh one.
+const deadlineReuse = time.Millisecond
+
+// clock is the writer's time source (tests replace it).
+var clock = time.Now
+
+func (w *writer) setDeadline(now time.Time) {
+	w.setAt = now
+	_ = w.rc.SetWriteDeadline(now.Add(w.idle))
 }
 
 func (w *writer) Write(p []byte) (int, error) {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	w.setDeadline(clock())
 	return w.ResponseWriter.Write(p)
 }
 
 // FlushError flushes through to the connection under the write deadline;
 // http.ResponseController finds it.
 func (w *writer) FlushError() error {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	w.setDeadline(clock())
 	return w.rc.Flush()
+}
+
+// finalDeadline gives the server's flush after the handler a deadline of
+// WriteIdle — unless the handler's last write set one less than
+// deadlineReuse ago, which then stands (at least WriteIdle − 1 ms from
+// now: a bound tighter by under a millisecond, never looser). A cache hit
+// writes its answer once and returns at once: the second deadline on the
+// socket (a timer reset, about a third of a microsecond) bought nothing.
+func (w *writer) finalDeadline() {
+	now := clock()
+	if !w.setAt.IsZero() && now.Sub(w.setAt) < deadlineReuse {
+		return
+	}
+	w.setDeadline(now)
 }
 
 // Flush implements http.Flusher for handlers that assert it.

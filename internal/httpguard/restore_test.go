@@ -1,0 +1,238 @@
+package httpguard
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// After the handler, a body read to its end is the server's own again, and
+// closed (so net/http skips its discard of the rest, docs/notes/hit3.md); a
+// body the handler left unread stays in place, and net/http discards the
+// rest so the next request on the connection is read intact. Requests of
+// both kinds alternate on one keep-alive connection.
+func TestBodyHandedBackAfterHandler(t *testing.T) {
+	type seen struct {
+		guarded  bool  // r.Body after the handler is still the guard's
+		readErr  error // a read of r.Body after the handler
+		bodyRead string
+	}
+	got := make(chan seen, 1)
+	guarded := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := r.ContentLength
+		if r.URL.Path == "/half" {
+			n /= 2
+		}
+		buf := make([]byte, n)
+		_, _ = io.ReadFull(r.Body, buf)
+		if r.URL.Path == "/all" {
+			// net/http's body returns EOF with its last bytes; a reader
+			// that does not is read once more, as io.ReadAll would.
+			_, _ = r.Body.Read(make([]byte, 1))
+		}
+		w.Header().Set("X-Body", string(buf))
+		_, _ = w.Write([]byte("ok"))
+	}), Options{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		guarded.ServeHTTP(w, r)
+		_, isGuard := r.Body.(*rateBody)
+		_, err := r.Body.Read(make([]byte, 1))
+		got <- seen{guarded: isGuard, readErr: err}
+	}))
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(patience))
+	br := bufio.NewReader(c)
+	for i, path := range []string{"/all", "/half", "/all", "/half", "/all"} {
+		body := fmt.Sprintf("body-%d-%s", i, strings.Repeat("x", 40+i))
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d (%s): %v", i, path, err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		want := body
+		if path == "/half" {
+			want = body[:len(body)/2]
+		}
+		if res.StatusCode != http.StatusOK || res.Header.Get("X-Body") != want || res.Close {
+			t.Fatalf("request %d (%s): status %d, body read %q (want %q), close %v", i, path, res.StatusCode, res.Header.Get("X-Body"), want, res.Close)
+		}
+		s := <-got
+		switch path {
+		case "/all":
+			if s.guarded || !errors.Is(s.readErr, http.ErrBodyReadAfterClose) {
+				t.Fatalf("request %d: after the handler r.Body is the guard's: %v, a read gives %v: want net/http's body, closed", i, s.guarded, s.readErr)
+			}
+		case "/half":
+			if !s.guarded || s.readErr != nil {
+				t.Fatalf("request %d: after the handler r.Body is the guard's: %v, a read gives %v: want the guard's, unclosed", i, s.guarded, s.readErr)
+			}
+		}
+	}
+}
+
+// eofReader returns its bytes, the last of them with io.EOF, as net/http's
+// body does; then EOF.
+type eofReader struct{ s string }
+
+func (r *eofReader) Read(p []byte) (int, error) {
+	n := copy(p, r.s)
+	r.s = r.s[n:]
+	if r.s == "" {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// errReader fails with err after its bytes.
+type errReader struct {
+	s   string
+	err error
+}
+
+func (r *errReader) Read(p []byte) (int, error) {
+	if r.s == "" {
+		return 0, r.err
+	}
+	n := copy(p, r.s)
+	r.s = r.s[n:]
+	return n, nil
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+// The body's end (io.EOF) takes a fast path: deadline cleared, no
+// allocation. Other errors take the same paths as before: a timeout keeps
+// the expired deadline, any other error clears it.
+func TestBodyEndAndErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		r         io.Reader
+		length    int64
+		wantClear bool // the read deadline is cleared at the end
+		wantEOF   bool
+	}{
+		{"eof with data", &eofReader{"hello"}, 5, true, true},
+		{"eof with data, unknown length", &eofReader{"hello"}, -1, true, true},
+		{"eof after data", &errReader{"hello", io.EOF}, -1, true, true},
+		{"timeout", &errReader{"he", timeoutErr{}}, 5, false, false},
+		{"wrapped timeout", &errReader{"he", fmt.Errorf("read: %w", timeoutErr{})}, 5, false, false},
+		{"other error", &errReader{"he", io.ErrUnexpectedEOF}, 5, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dw := &deadlineWriter{h: http.Header{}}
+			var rc controller
+			rc.resolve(dw)
+			b := &rateBody{r: io.NopCloser(tc.r), rc: &rc, start: time.Now(), o: Options{}.withDefaults(), length: tc.length}
+			b.extend()
+			if dw.read.IsZero() {
+				t.Fatal("no read deadline set")
+			}
+			data, err := io.ReadAll(b)
+			if tc.wantEOF != (err == nil) { // ReadAll turns EOF into nil
+				t.Fatalf("ReadAll: %q, %v", data, err)
+			}
+			if cleared := dw.read.IsZero(); cleared != tc.wantClear {
+				t.Fatalf("read deadline cleared %v, want %v (deadline %v)", cleared, tc.wantClear, dw.read)
+			}
+			if b.eof != tc.wantEOF {
+				t.Fatalf("eof %v, want %v", b.eof, tc.wantEOF)
+			}
+		})
+	}
+	// Reading a body to its end allocates nothing in the guard.
+	dw := &deadlineWriter{h: http.Header{}}
+	var rc controller
+	rc.resolve(dw)
+	er := &eofReader{}
+	b := &rateBody{r: io.NopCloser(er), rc: &rc, o: Options{}.withDefaults(), length: 5}
+	buf := make([]byte, 8)
+	if a := testing.AllocsPerRun(100, func() {
+		er.s, b.n, b.done, b.eof = "hello", 0, false, false
+		_, _ = b.Read(buf)
+	}); a != 0 {
+		t.Errorf("%v allocations a body read to its end, want 0", a)
+	}
+}
+
+// countingWriter records every write deadline set.
+type countingWriter struct {
+	deadlineWriter
+	set []time.Time
+}
+
+func (w *countingWriter) SetWriteDeadline(t time.Time) error {
+	w.set = append(w.set, t)
+	return w.deadlineWriter.SetWriteDeadline(t)
+}
+
+// The server's flush after the handler gets a write deadline of WriteIdle:
+// a fresh one, unless the handler's last write set one less than
+// deadlineReuse before it returned. Never none, never an older one. The
+// writer's clock is a fake one the handlers move.
+func TestFinalWriteDeadline(t *testing.T) {
+	const idle = time.Minute
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	fake := t0
+	clock = func() time.Time { return fake }
+	defer func() { clock = time.Now }()
+	write := func(w http.ResponseWriter) { _, _ = w.Write([]byte("x")) }
+	for _, tc := range []struct {
+		name      string
+		handler   func(w http.ResponseWriter)
+		wantFresh bool // the last deadline is set after the handler, not by its write
+	}{
+		{"no write", func(w http.ResponseWriter) {}, true},
+		{"one write", write, false},
+		{"write, 0.999 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse - time.Microsecond) }, false},
+		{"write, 1 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse) }, true},
+		{"write, 1 s", func(w http.ResponseWriter) { write(w); fake = fake.Add(time.Second) }, true},
+		{"write then flush", func(w http.ResponseWriter) {
+			write(w)
+			fake = fake.Add(time.Second)
+			_ = http.NewResponseController(w).Flush()
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake = t0
+			cw := &countingWriter{deadlineWriter: deadlineWriter{h: http.Header{}}}
+			var inHandler []time.Time
+			h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tc.handler(w)
+				inHandler = append([]time.Time(nil), cw.set...)
+			}), Options{WriteIdle: idle})
+			h.ServeHTTP(cw, httptest.NewRequest(http.MethodGet, "/", nil))
+			if len(cw.set) == 0 || !cw.set[0].IsZero() {
+				t.Fatalf("deadlines %v: want the previous one cleared first", cw.set)
+			}
+			last := cw.set[len(cw.set)-1]
+			if last.Before(fake.Add(idle - deadlineReuse)) {
+				t.Fatalf("final write deadline %v, want at least %v", last, fake.Add(idle-deadlineReuse))
+			}
+			fresh := len(cw.set) > len(inHandler)
+			if fresh != tc.wantFresh {
+				t.Fatalf("deadlines in the handler %v, after %v: fresh final deadline %v, want %v", inHandler, cw.set, fresh, tc.wantFresh)
+			}
+			if fresh && !last.Equal(fake.Add(idle)) {
+				t.Fatalf("final write deadline %v, want %v", last, fake.Add(idle))
+			}
+		})
+	}
+}
