@@ -91,7 +91,9 @@ type LedgerFilter struct {
 // LedgerStore keeps ledger rows.
 //
 // AppendLedger stores rows in one transaction; rows whose ID is already
-// stored are skipped, so a journal can be replayed after a crash.
+// stored are skipped, so a journal can be replayed after a crash. It must
+// not keep rows, nor anything in them, after it returns: the ledger's
+// writer clears and reuses the slice for later rows.
 // ScanLedger calls fn for every row matching f in (Time, ID) order and stops
 // at fn's first error, returning it.
 type LedgerStore interface {
