@@ -87,7 +87,10 @@ func (s *scanner) reset(in []byte, simd bool) {
 	s.in, s.pos, s.depth = in, 0, 0
 	s.simd = simd
 	s.useBits = false
-	if s.simd {
+	if s.simd && !noIndex && fused() {
+		s.badUTF8 = !s.buildIndexUTF8() // one pass for both
+		s.useBits = !s.badUTF8
+	} else if s.simd {
 		s.badUTF8 = !validUTF8(in)
 		if !s.badUTF8 && !noIndex {
 			s.buildIndex()

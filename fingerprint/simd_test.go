@@ -64,6 +64,12 @@ func checkSIMD(t *testing.T, b []byte) {
 		if got != want || errString(gerr) != errString(werr) {
 			t.Fatalf("compute(%s, %q): simd %+v %v, generic %+v %v", shape, b, got, gerr, want, werr)
 		}
+		noFused = true // the two passes (validUTF8, buildIndex) instead of indexUTF8AVX2
+		got, gerr = compute(p, b, true)
+		noFused = false
+		if got != want || errString(gerr) != errString(werr) {
+			t.Fatalf("compute(%s, %q) in two passes: simd %+v %v, generic %+v %v", shape, b, got, gerr, want, werr)
+		}
 	}
 	got, gerr := canonicalize(b, true)
 	want, werr := canonicalize(b, false)
@@ -79,6 +85,11 @@ func checkValidUTF8(t *testing.T, b []byte) {
 	want := utf8.Valid(b)
 	if got := validUTF8AVX2(b); got != want {
 		t.Fatalf("validUTF8AVX2(%q) = %v; want %v", b, got, want)
+	}
+	var s scanner
+	s.in = b
+	if got := s.buildIndexUTF8(); got != want {
+		t.Fatalf("indexUTF8AVX2(%q) valid = %v; want %v", b, got, want)
 	}
 	if haveAVX512 {
 		if got := validUTF8AVX512(b); got != want {
@@ -174,7 +185,7 @@ func TestValidUTF8Exhaustive(t *testing.T) {
 			}
 			ats := []int{0, 31, 32 - n, 61, 64 - n, 125}
 			if n == 3 {
-				ats = []int{31, 61, 125}
+				ats = []int{31, 61, 62, 125, 126} // 62, 126: across a 64-byte block end (indexUTF8AVX2)
 			}
 			for _, at := range ats {
 				b := append(append(buf[:0], pad[:at]...), seq[:n]...)
