@@ -78,7 +78,11 @@ func checkSIMD(t *testing.T, b []byte) {
 	}
 }
 
-// checkValidUTF8 compares validUTF8AVX2 and, where the CPU has it,
+// utf8Scanner is checkValidUTF8's scanner (the tests do not run in
+// parallel).
+var utf8Scanner scanner
+
+// checkValidUTF8 compares validUTF8AVX2, indexUTF8AVX2 and, where the CPU has it,
 // validUTF8AVX512 with utf8.Valid.
 func checkValidUTF8(t *testing.T, b []byte) {
 	t.Helper()
@@ -86,7 +90,7 @@ func checkValidUTF8(t *testing.T, b []byte) {
 	if got := validUTF8AVX2(b); got != want {
 		t.Fatalf("validUTF8AVX2(%q) = %v; want %v", b, got, want)
 	}
-	var s scanner
+	s := &utf8Scanner // its bits are reused: no allocation per check
 	s.in = b
 	if got := s.buildIndexUTF8(); got != want {
 		t.Fatalf("indexUTF8AVX2(%q) valid = %v; want %v", b, got, want)
@@ -182,6 +186,9 @@ func TestValidUTF8Exhaustive(t *testing.T) {
 			}
 			if n == 3 && seq[0] < 0x80 {
 				continue // an ASCII byte and a shorter sequence
+			}
+			if n == 3 && raceOn && v%17 != 0 {
+				continue // see raceOn
 			}
 			ats := []int{0, 31, 32 - n, 61, 64 - n, 125}
 			if n == 3 {
