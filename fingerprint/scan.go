@@ -232,8 +232,23 @@ func (s *scanner) array(n *node) error {
 		return nil
 	}
 	for {
-		if err := s.value(elem); err != nil {
+		// Objects and strings (the usual elements) without value's
+		// whitespace skip and dispatch; it would do the same.
+		var err error
+		if p := s.pos; p < len(s.in) && s.in[p] == '{' {
+			err = s.object(elem, false)
+		} else if p < len(s.in) && s.in[p] == '"' {
+			_, err = s.str(false)
+		} else {
+			err = s.value(elem)
+		}
+		if err != nil {
 			return err
+		}
+		if p := s.pos; p+1 < len(s.in) && s.in[p] == ',' && s.in[p+1] > ' ' {
+			s.pos = p + 1 // the next element right after the comma
+			s.out = append(s.out, ',')
+			continue
 		}
 		s.skipWS()
 		if s.pos >= len(s.in) {
