@@ -99,3 +99,16 @@ func diffSeedBodies(tb testing.TB) [][]byte {
 	}
 	return bodies
 }
+
+// TestDifferentialSeedsGeneric is TestDifferentialSeeds (the seeds, and
+// the decimals and \u escapes of their own tests) on the generic path, the
+// one every CPU without AVX2 runs: the assembly switched off.
+func TestDifferentialSeedsGeneric(t *testing.T) {
+	defer fingerprint.SetSIMD(false)()
+	for _, b := range diffSeedBodies(t) {
+		checkSame(t, "acme", b)
+	}
+	for _, tok := range []string{"0.2", "0.87", "-0.5", "0.10", "0.0000001", "0.000001", "123456789012345.5", "1234567890123456.5", "1.0", "-0.0"} {
+		checkSame(t, "t", []byte(`{"model":"m","temperature":`+tok+`,"x":[`+tok+`]}`))
+	}
+}

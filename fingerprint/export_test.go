@@ -14,3 +14,12 @@ func ExcludedPaths() map[groundhog.Shape][]string {
 	}
 	return m
 }
+
+// SetSIMD switches the assembly off (or back on where the CPU has it) for
+// the external tests, which compare the generic path with the old scanner
+// too; it returns the function that restores the setting.
+func SetSIMD(on bool) (restore func()) {
+	old := useSIMD
+	useSIMD = on && haveSIMD
+	return func() { useSIMD = old }
+}

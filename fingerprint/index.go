@@ -1,6 +1,9 @@
 package fingerprint
 
-import "math/bits"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // The string index: with the assembly (simd), reset classifies the whole
 // body once, 64 bytes at a time (indexAVX2), into two bitmaps per 64-byte
@@ -126,4 +129,37 @@ func (s *scanner) strIndexed(start int) (ok bool) {
 	}
 	s.out = s.out[:mark]
 	return false
+}
+
+// noFused makes reset run the UTF-8 check and the string index as two
+// passes where buildIndexUTF8 would do both in one: only the tests and
+// benchmarks set it.
+var noFused bool
+
+// fused says whether reset builds the index and checks UTF-8 in one pass
+// (indexUTF8AVX2): with AVX2, where the AVX-512 variants are not used
+// (their two passes are each twice as wide).
+func fused() bool { return !noFused && !(haveAVX512 && !noAVX512) }
+
+// buildIndexUTF8 is buildIndex and validUTF8 in one pass over s.in
+// (indexUTF8AVX2): it fills s.bits and reports whether s.in is valid
+// UTF-8. The bitmaps are the same whatever it reports.
+func (s *scanner) buildIndexUTF8() (valid bool) {
+	in := s.in
+	nb := len(in)/64 + 1
+	if cap(s.bits) < 2*nb {
+		s.bits = make([]uint64, 2*nb, 2*nb+2*nb/16)
+	}
+	s.bits = s.bits[:2*nb]
+	var st [96]byte
+	carry := indexUTF8AVX2(in, s.bits, &st, 0)
+	var tail [64]byte
+	whole := len(in) &^ 63
+	copy(tail[:], in[whole:])
+	indexUTF8AVX2(tail[:], s.bits[2*(nb-1):], &st, carry)
+	var bad uint64
+	for i := 32; i < 96; i += 8 {
+		bad |= binary.LittleEndian.Uint64(st[i:])
+	}
+	return bad == 0
 }

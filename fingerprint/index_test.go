@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"bytes"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -44,13 +45,25 @@ func checkIndex(t *testing.T, b []byte) {
 		var s scanner
 		s.in = b
 		s.buildIndex()
-		if !slicesEqual(s.bits, want) {
-			for k := range want {
-				if s.bits[k] != want[k] {
-					t.Fatalf("index (AVX-512 %v) of %q: word %d (block %d, %s) = %064b; want %064b", !off, b, k, k/2, [2]string{"quotes", "not as they are"}[k%2], s.bits[k], want[k])
-				}
+		diffIndex(t, "index (AVX-512 "+strconv.FormatBool(!off)+")", b, s.bits, want)
+	}
+	// The one pass that also checks UTF-8 (indexUTF8AVX2): same bitmaps,
+	// valid or not.
+	var s scanner
+	s.in = b
+	s.buildIndexUTF8()
+	diffIndex(t, "indexUTF8AVX2", b, s.bits, want)
+}
+
+func diffIndex(t *testing.T, what string, b []byte, got, want []uint64) {
+	t.Helper()
+	if !slicesEqual(got, want) {
+		for k := range want {
+			if got[k] != want[k] {
+				t.Fatalf("%s of %q: word %d (block %d, %s) = %064b; want %064b", what, b, k, k/2, [2]string{"quotes", "not as they are"}[k%2], got[k], want[k])
 			}
 		}
+		t.Fatalf("%s of %q: %d words; want %d", what, b, len(got), len(want))
 	}
 }
 

@@ -72,3 +72,47 @@ func appendNumber(dst []byte, f float64) []byte {
 	}
 	return dst
 }
+
+// plainDecimal reports whether tok, a number token with a fraction and no
+// exponent (RFC 8259 grammar, already checked), is the canonical text of
+// the double it denotes, so it can be copied instead of parsed and
+// printed: at most 15 significant digits, no trailing zero in the
+// fraction, and not below 1e-6 (where ECMAScript switches to exponent
+// notation). A decimal of at most 15 significant digits is the shortest
+// text that rounds to its double (two such decimals never round to the
+// same double: DBL_DIG is 15), so strconv's shortest digits are its
+// digits, and in this range ECMAScript prints them in plain notation as
+// written (TestPlainDecimalMatchesAppendNumber compares).
+func plainDecimal(tok []byte) bool {
+	i := 0
+	if tok[0] == '-' {
+		i = 1
+	}
+	sig := 0 // significant digits
+	if tok[i] == '0' {
+		i++ // "0.": only the fraction's digits after its leading zeros count
+	} else {
+		for tok[i] != '.' {
+			i++
+			sig++
+		}
+	}
+	i++ // '.'
+	frac := tok[i:]
+	if len(frac) == 0 || frac[len(frac)-1] == '0' {
+		return false
+	}
+	if sig == 0 {
+		z := 0
+		for frac[z] == '0' {
+			z++
+		}
+		if z > 5 { // 0.000000d… is below 1e-6: exponent notation
+			return false
+		}
+		sig = len(frac) - z
+	} else {
+		sig += len(frac)
+	}
+	return sig <= 15
+}

@@ -87,7 +87,10 @@ func (s *scanner) reset(in []byte, simd bool) {
 	s.in, s.pos, s.depth = in, 0, 0
 	s.simd = simd
 	s.useBits = false
-	if s.simd {
+	if s.simd && !noIndex && fused() {
+		s.badUTF8 = !s.buildIndexUTF8() // one pass for both
+		s.useBits = !s.badUTF8
+	} else if s.simd {
 		s.badUTF8 = !validUTF8(in)
 		if !s.badUTF8 && !noIndex {
 			s.buildIndex()
@@ -229,8 +232,23 @@ func (s *scanner) array(n *node) error {
 		return nil
 	}
 	for {
-		if err := s.value(elem); err != nil {
+		// Objects and strings (the usual elements) without value's
+		// whitespace skip and dispatch; it would do the same.
+		var err error
+		if p := s.pos; p < len(s.in) && s.in[p] == '{' {
+			err = s.object(elem, false)
+		} else if p < len(s.in) && s.in[p] == '"' {
+			_, err = s.str(false)
+		} else {
+			err = s.value(elem)
+		}
+		if err != nil {
 			return err
+		}
+		if p := s.pos; p+1 < len(s.in) && s.in[p] == ',' && s.in[p+1] > ' ' {
+			s.pos = p + 1 // the next element right after the comma
+			s.out = append(s.out, ',')
+			continue
 		}
 		s.skipWS()
 		if s.pos >= len(s.in) {
@@ -1105,7 +1123,9 @@ func (s *scanner) number() error {
 		}
 		isInt = false
 	}
+	sawExp := false
 	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
+		sawExp = true
 		i++
 		if i < len(in) && (in[i] == '+' || in[i] == '-') {
 			i++
@@ -1125,6 +1145,10 @@ func (s *scanner) number() error {
 			tok = tok[1:]
 		}
 		s.out = append(s.out, tok...)
+		return nil
+	}
+	if !sawExp && plainDecimal(tok) {
+		s.out = append(s.out, tok...) // already canonical: no parse, no print
 		return nil
 	}
 	f, err := strconv.ParseFloat(string(tok), 64)

@@ -50,3 +50,8 @@ func index(b []byte, bits []uint64, carry uint64) uint64 {
 	}
 	return indexAVX2(b, bits, carry)
 }
+
+// indexUTF8AVX2 is documented in indexutf8_amd64.s.
+//
+//go:noescape
+func indexUTF8AVX2(b []byte, bits []uint64, st *[96]byte, carry uint64) uint64

@@ -20,3 +20,7 @@ func index(b []byte, bits []uint64, carry uint64) uint64 { return indexAVX2(b, b
 
 func validUTF8AVX2(b []byte) bool   { panic("fingerprint: no SIMD UTF-8 check on this platform") }
 func validUTF8AVX512(b []byte) bool { panic("fingerprint: no SIMD UTF-8 check on this platform") }
+
+func indexUTF8AVX2(b []byte, bits []uint64, st *[96]byte, carry uint64) uint64 {
+	panic("fingerprint: no SIMD string index on this platform")
+}

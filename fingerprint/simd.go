@@ -1,7 +1,8 @@
 package fingerprint
 
 // useSIMD makes Compute and Canonicalize use the assembly UTF-8 check
-// (validUTF8), string index (index_amd64.s, index.go) and string scan
+// (validUTF8), string index (index_amd64.s, index.go; the two in one pass,
+// indexutf8_amd64.s, where AVX-512 is not used) and string scan
 // (strRun, for what the index leaves to the byte-level scan) where the CPU
 // has them: on amd64 with AVX2 and BMI1/2 (scan_amd64.s, utf8_amd64.s). Elsewhere the scanner
 // finds string ends eight bytes at a time and checks UTF-8 with
