@@ -2,6 +2,7 @@ package fingerprint_test
 
 import (
 	"fmt"
+	"runtime/metrics"
 	"sync"
 	"testing"
 
@@ -140,4 +141,43 @@ func BenchmarkMemo(b *testing.B) {
 			_, _ = m.Compute(fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: fmt.Sprint(v)}, body)
 		}
 	})
+}
+
+// Memo hits run the memo's maintenance on the caller's goroutine: 200 000
+// hits start no goroutine for it, where otter's default executor starts one
+// per drain of its read buffers (hundreds here). The bound allows a few
+// goroutines of the runtime or the test framework; no time is asserted. The
+// memo is sized so that its 64 bodies fill most of it: otter records reads
+// (and drains them) only in a cache that is more than half full.
+func TestMemoHitsStartNoGoroutine(t *testing.T) {
+	m := fingerprint.NewMemo(20000, 64)
+	p := fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: "t1"}
+	bodies := make([][]byte, 64)
+	want := make([]fingerprint.Result, len(bodies))
+	for i := range bodies {
+		bodies[i] = []byte(fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"memo %d, long enough to be remembered"}]}`, i))
+		for range 3 { // remembered from the second sight, answered from the third
+			r, err := m.Compute(p, bodies[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[i] = r
+		}
+	}
+	hits := m.Stats().Hits
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	before := s[0].Value.Uint64()
+	for i := range 200000 {
+		if r, err := m.Compute(p, bodies[i%len(bodies)]); err != nil || r != want[i%len(bodies)] {
+			t.Fatalf("hit %d: %+v %v, want %+v", i, r, err, want[i%len(bodies)])
+		}
+	}
+	metrics.Read(s)
+	if n := s[0].Value.Uint64() - before; n > 10 {
+		t.Fatalf("200000 memo hits started %d goroutines, want (about) none", n)
+	}
+	if got := m.Stats().Hits - hits; got != 200000 {
+		t.Fatalf("%d of 200000 computes were memo hits", got)
+	}
 }
