@@ -97,8 +97,8 @@ func (b *bodyRefs) reader(body []byte) (*refReader, error) {
 	return r, nil
 }
 
-// newUpstreamRequest is http.NewRequestWithContext(ctx, POST, url, (newPost: the URL parsed once, upurl.go)
-// bytes.NewReader(body)); when c's body is counted (bodyRefs) the request's
+// newUpstreamRequest is http.NewRequestWithContext(ctx, POST, url,
+// bytes.NewReader(body)) (newPost: the URL parsed once, upurl.go); when c's body is counted (bodyRefs) the request's
 // body, and every rewound copy the transport asks for (GetBody), hold a
 // reference until closed. Same Content-Length, same bytes on the wire.
 //
