@@ -32,8 +32,8 @@ func newPost(ctx context.Context, rawURL string, body io.Reader) (*http.Request,
 	if err != nil {
 		return nil, err
 	}
-	cp := *u // the request's own: a caller may change it
-	req.URL, req.Host = &cp, cp.Host
+	*req.URL = *u // a copy into the request's own URL (parsed from ""): a caller may change it
+	req.Host = u.Host
 	return req, nil
 }
 

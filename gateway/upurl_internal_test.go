@@ -100,3 +100,21 @@ func TestNewPostMatchesNewRequest(t *testing.T) {
 	}
 
 }
+
+func BenchmarkNewPost(b *testing.B) {
+	const raw = "http://127.0.0.1:43567/v1/chat/completions"
+	body := []byte(`{"model":"m"}`)
+	ctx := context.Background()
+	b.Run("NewRequestWithContext", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = http.NewRequestWithContext(ctx, http.MethodPost, raw, bytes.NewReader(body))
+		}
+	})
+	b.Run("newPost", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = newPost(ctx, raw, bytes.NewReader(body))
+		}
+	})
+}
