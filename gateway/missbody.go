@@ -98,9 +98,9 @@ func (b *bodyRefs) reader(body []byte) (*refReader, error) {
 }
 
 // newUpstreamRequest is http.NewRequestWithContext(ctx, POST, url,
-// bytes.NewReader(body)) (newPost: the URL parsed once, upurl.go); when c's body is counted (bodyRefs) the request's
-// body, and every rewound copy the transport asks for (GetBody), hold a
-// reference until closed. Same Content-Length, same bytes on the wire.
+// bytes.NewReader(body)) (newPost: the URL parsed once, upurl.go); when c's
+// body is counted (bodyRefs) the request's body, and every rewound copy the
+// transport asks for (GetBody), hold a reference until closed. Same Content-Length, same bytes on the wire.
 //
 // A counted body of at most smallUpstreamBody bytes is sent from a copy
 // instead (no reference taken): net/http writes the headers and the body
