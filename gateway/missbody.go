@@ -98,9 +98,9 @@ func (b *bodyRefs) reader(body []byte) (*refReader, error) {
 }
 
 // newUpstreamRequest is http.NewRequestWithContext(ctx, POST, url,
-// bytes.NewReader(body)); when c's body is counted (bodyRefs) the request's
-// body, and every rewound copy the transport asks for (GetBody), hold a
-// reference until closed. Same Content-Length, same bytes on the wire.
+// bytes.NewReader(body)) (newPost: the URL parsed once, upurl.go); when c's
+// body is counted (bodyRefs) the request's body, and every rewound copy the
+// transport asks for (GetBody), hold a reference until closed. Same Content-Length, same bytes on the wire.
 //
 // A counted body of at most smallUpstreamBody bytes is sent from a copy
 // instead (no reference taken): net/http writes the headers and the body
@@ -112,16 +112,16 @@ func (b *bodyRefs) reader(body []byte) (*refReader, error) {
 // reader (no 200 KB copy).
 func newUpstreamRequest(ctx context.Context, url string, c *call, body []byte) (*http.Request, error) {
 	if c.refs == nil || len(body) == 0 {
-		return http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		return newPost(ctx, url, bytes.NewReader(body))
 	}
 	if len(body) <= smallUpstreamBody {
-		return http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(bytes.Clone(body)))
+		return newPost(ctx, url, bytes.NewReader(bytes.Clone(body)))
 	}
 	rd, err := c.refs.reader(body)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, rd)
+	req, err := newPost(ctx, url, rd)
 	if err != nil {
 		rd.Close()
 		return nil, err

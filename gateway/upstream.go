@@ -247,6 +247,9 @@ func upstreamError(ctx context.Context, err error) error {
 }
 
 func isEventStream(ct string) bool {
+	if es, ok := knownContentTypes[ct]; ok { // ctfast.go
+		return es
+	}
 	mt, _, _ := mime.ParseMediaType(ct)
 	return mt == "text/event-stream"
 }

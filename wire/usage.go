@@ -250,12 +250,18 @@ type cacheDetails struct {
 
 // parseUsage normalizes a provider usage object; nil or null is zero.
 func parseUsage(shape groundhog.Shape, raw json.RawMessage) (groundhog.Usage, error) {
+	return parseUsageOf(shape, raw, false)
+}
+
+// parseUsageOf is parseUsage; valid says raw is known to be valid JSON
+// (decodeUsage).
+func parseUsageOf(shape groundhog.Shape, raw json.RawMessage, valid bool) (groundhog.Usage, error) {
 	var u groundhog.Usage
 	if len(raw) == 0 || isNull(raw) {
 		return u, nil
 	}
 	var f usageFields
-	if !decodeUsageFields(raw, &f) { // usage_fields.go: json.Unmarshal's result without reflection, or false
+	if !decodeUsage(raw, &f, valid) { // usage_fields.go: json.Unmarshal's result without reflection, or false
 		if err := unmarshalObject(raw, &f); err != nil {
 			return u, fmt.Errorf("usage: %w", err)
 		}

@@ -19,9 +19,14 @@ import (
 // object decoded into the same struct (so its fields merge, as
 // json.Unmarshal's do), null into a pointer leaving it nil, null into a
 // RawMessage giving "null". Pinned by TestDecodeUsageFieldsMatchesUnmarshal.
-func decodeUsageFields(raw []byte, f *usageFields) bool {
+func decodeUsageFields(raw []byte, f *usageFields) bool { return decodeUsage(raw, f, false) }
+
+// decodeUsage is decodeUsageFields; valid says raw is already known to be
+// valid JSON (a value cut from a body json.Valid accepted:
+// UsageFromValidBody), which spares its json.Valid.
+func decodeUsage(raw []byte, f *usageFields, valid bool) bool {
 	b := bytes.TrimSpace(raw)
-	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+	if len(b) == 0 || b[0] != '{' || !valid && !json.Valid(b) {
 		return false
 	}
 	var out usageFields

@@ -47,7 +47,7 @@ func UsageFromValidBody(shape groundhog.Shape, body []byte) (model string, u gro
 		}
 	}
 	model, _ = rawString(json.RawMessage(rawModel))
-	u, err = parseUsage(shape, json.RawMessage(rawUsage))
+	u, err = parseUsageOf(shape, json.RawMessage(rawUsage), true) // a value of a valid body: valid
 	if err != nil {
 		return model, groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
 	}
