@@ -60,14 +60,7 @@ func BenchmarkStageVsFingerprint(b *testing.B) {
 					if !warm {
 						st.Tracker = NewTracker(Config{})
 					}
-					p := st.Before(ctx, req, true)
-					p.Started(true)
-					u := groundhog.Usage{InputTokens: 1000}
-					if p.call != nil {
-						u.CachedInputTokens = int64(p.call.Diagnosis.Expected)
-					}
-					st.After(ctx, p, u)
-					p.Done()
+					runStage(ctx, st, req)
 				}
 				stage() // warms the chain (and the code)
 				var fp, sg time.Duration

@@ -9,6 +9,20 @@ import (
 	"github.com/groundhog-ai/groundhog/internal/benchbody"
 )
 
+// runStage is one call through the stage as the gateway makes it: Before,
+// Started, After with 1000 input tokens (the expected cached ones read back
+// as cached), Done.
+func runStage(ctx context.Context, st *Stage, req *Request) {
+	p := st.Before(ctx, req, true)
+	p.Started(true)
+	u := groundhog.Usage{InputTokens: 1000}
+	if p.call != nil {
+		u.CachedInputTokens = int64(p.call.Diagnosis.Expected)
+	}
+	st.After(ctx, p, u)
+	p.Done()
+}
+
 // BenchmarkStageWarm is the miss path's prompt-cache stage alone (Before,
 // Started, After, Done as the gateway calls them) on the gateway bench's
 // bodies, the conversation already known: for profiles of the stage.
@@ -22,16 +36,7 @@ func BenchmarkStageWarm(b *testing.B) {
 			ctx := context.Background()
 			req := &Request{Tenant: "t", Operation: "bench", Shape: groundhog.ShapeChat, Body: body}
 			st := &Stage{Tracker: NewTracker(Config{})}
-			stage := func() {
-				p := st.Before(ctx, req, true)
-				p.Started(true)
-				u := groundhog.Usage{InputTokens: 1000}
-				if p.call != nil {
-					u.CachedInputTokens = int64(p.call.Diagnosis.Expected)
-				}
-				st.After(ctx, p, u)
-				p.Done()
-			}
+			stage := func() { runStage(ctx, st, req) }
 			stage()
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
@@ -55,16 +60,7 @@ func BenchmarkStageWalk(b *testing.B) {
 				ctx := context.Background()
 				req := &Request{Tenant: "t", Operation: "bench", Shape: groundhog.ShapeChat, Body: body}
 				st := &Stage{Tracker: NewTracker(Config{})}
-				stage := func() {
-					p := st.Before(ctx, req, true)
-					p.Started(true)
-					u := groundhog.Usage{InputTokens: 1000}
-					if p.call != nil {
-						u.CachedInputTokens = int64(p.call.Diagnosis.Expected)
-					}
-					st.After(ctx, p, u)
-					p.Done()
-				}
+				stage := func() { runStage(ctx, st, req) }
 				stage()
 				b.ReportAllocs()
 				b.SetBytes(int64(len(body)))
