@@ -137,13 +137,12 @@ func (s *scanner) strIndexed(start int) (ok bool) {
 var noFused bool
 
 // fused says whether reset builds the index and checks UTF-8 in one pass
-// (indexUTF8AVX2): with AVX2, where the AVX-512 variants are not used
-// (their two passes are each twice as wide).
-func fused() bool { return !noFused && !(haveAVX512 && !noAVX512) }
+// (indexUTF8AVX512, or indexUTF8AVX2 without AVX-512).
+func fused() bool { return !noFused }
 
 // buildIndexUTF8 is buildIndex and validUTF8 in one pass over s.in
-// (indexUTF8AVX2): it fills s.bits and reports whether s.in is valid
-// UTF-8. The bitmaps are the same whatever it reports.
+// (indexUTF8AVX512, or indexUTF8AVX2): it fills s.bits and reports whether
+// s.in is valid UTF-8. The bitmaps are the same whatever it reports.
 func (s *scanner) buildIndexUTF8() (valid bool) {
 	in := s.in
 	nb := len(in)/64 + 1
@@ -151,6 +150,9 @@ func (s *scanner) buildIndexUTF8() (valid bool) {
 		s.bits = make([]uint64, 2*nb, 2*nb+2*nb/16)
 	}
 	s.bits = s.bits[:2*nb]
+	if haveAVX512 && !noAVX512 {
+		return indexUTF8AVX512(in, s.bits)
+	}
 	var st [96]byte
 	carry := indexUTF8AVX2(in, s.bits, &st, 0)
 	var tail [64]byte

@@ -47,12 +47,18 @@ func checkIndex(t *testing.T, b []byte) {
 		s.buildIndex()
 		diffIndex(t, "index (AVX-512 "+strconv.FormatBool(!off)+")", b, s.bits, want)
 	}
-	// The one pass that also checks UTF-8 (indexUTF8AVX2): same bitmaps,
-	// valid or not.
-	var s scanner
-	s.in = b
-	s.buildIndexUTF8()
-	diffIndex(t, "indexUTF8AVX2", b, s.bits, want)
+	// The one pass that also checks UTF-8 (indexUTF8AVX2, and
+	// indexUTF8AVX512 where the CPU has it): same bitmaps, valid or not.
+	for _, off := range []bool{true, false} {
+		if !off && !haveAVX512 {
+			continue
+		}
+		noAVX512 = off
+		var s scanner
+		s.in = b
+		s.buildIndexUTF8()
+		diffIndex(t, "indexUTF8 (AVX-512 "+strconv.FormatBool(!off)+")", b, s.bits, want)
+	}
 }
 
 func diffIndex(t *testing.T, what string, b []byte, got, want []uint64) {

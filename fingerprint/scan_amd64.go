@@ -55,3 +55,8 @@ func index(b []byte, bits []uint64, carry uint64) uint64 {
 //
 //go:noescape
 func indexUTF8AVX2(b []byte, bits []uint64, st *[96]byte, carry uint64) uint64
+
+// indexUTF8AVX512 is documented in indexutf8avx512_amd64.s.
+//
+//go:noescape
+func indexUTF8AVX512(b []byte, bits []uint64) bool

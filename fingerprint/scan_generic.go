@@ -24,3 +24,7 @@ func validUTF8AVX512(b []byte) bool { panic("fingerprint: no SIMD UTF-8 check on
 func indexUTF8AVX2(b []byte, bits []uint64, st *[96]byte, carry uint64) uint64 {
 	panic("fingerprint: no SIMD string index on this platform")
 }
+
+func indexUTF8AVX512(b []byte, bits []uint64) bool {
+	panic("fingerprint: no SIMD string index on this platform")
+}

@@ -64,11 +64,19 @@ func checkSIMD(t *testing.T, b []byte) {
 		if got != want || errString(gerr) != errString(werr) {
 			t.Fatalf("compute(%s, %q): simd %+v %v, generic %+v %v", shape, b, got, gerr, want, werr)
 		}
-		noFused = true // the two passes (validUTF8, buildIndex) instead of indexUTF8AVX2
+		noFused = true // the two passes (validUTF8, buildIndex) instead of indexUTF8AVX512/AVX2
 		got, gerr = compute(p, b, true)
 		noFused = false
 		if got != want || errString(gerr) != errString(werr) {
 			t.Fatalf("compute(%s, %q) in two passes: simd %+v %v, generic %+v %v", shape, b, got, gerr, want, werr)
+		}
+		if haveAVX512 {
+			noAVX512 = true // the AVX2 variants (indexUTF8AVX2)
+			got, gerr = compute(p, b, true)
+			noAVX512 = false
+			if got != want || errString(gerr) != errString(werr) {
+				t.Fatalf("compute(%s, %q) with AVX2: simd %+v %v, generic %+v %v", shape, b, got, gerr, want, werr)
+			}
 		}
 	}
 	got, gerr := canonicalize(b, true)
@@ -92,12 +100,18 @@ func checkValidUTF8(t *testing.T, b []byte) {
 	}
 	s := &utf8Scanner // its bits are reused: no allocation per check
 	s.in = b
+	noAVX512 = true
 	if got := s.buildIndexUTF8(); got != want {
 		t.Fatalf("indexUTF8AVX2(%q) valid = %v; want %v", b, got, want)
 	}
+	noAVX512 = false
 	if haveAVX512 {
 		if got := validUTF8AVX512(b); got != want {
 			t.Fatalf("validUTF8AVX512(%q) = %v; want %v", b, got, want)
+		}
+		noAVX512 = false
+		if got := s.buildIndexUTF8(); got != want {
+			t.Fatalf("indexUTF8AVX512(%q) valid = %v; want %v", b, got, want)
 		}
 	}
 }
