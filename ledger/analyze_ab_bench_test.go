@@ -77,3 +77,70 @@ func BenchmarkAnalyzeFieldsAB(b *testing.B) {
 		b.Log(sink)
 	}
 }
+
+// BenchmarkReorderBufAB times the reorder buffer against the heap-only one
+// it replaced (heapBuf), in one process with old and new taking turns: the
+// calls of BenchmarkAnalyze's file (timestamps in file order) pushed, and
+// popped as Analyze releases them (5-minute window). It reports the
+// median ns per line of each, and new ÷ old.
+func BenchmarkReorderBufAB(b *testing.B) {
+	path, _ := analyzeBenchFile(b)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var calls []pendingCall
+	var dc dayCache
+	for i, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		scanObject(l, func(key, val []byte) error {
+			if string(key) == "timestamp" {
+				ns, ok := dc.fastTimestamp(val)
+				if !ok {
+					b.Fatalf("line %d: timestamp %s", i+1, val)
+				}
+				calls = append(calls, pendingCall{t: ns, line: int64(i + 1)})
+			}
+			return nil
+		})
+	}
+	window := int64(DefaultReorderWindow)
+	var sink int64
+	var old, cur []float64
+	for b.Loop() {
+		var hb heapBuf
+		t0 := time.Now()
+		maxSeen := int64(0)
+		for i := range calls {
+			hb.push(&calls[i])
+			maxSeen = max(maxSeen, calls[i].t)
+			for hb.len() > 0 && hb.minTime() <= maxSeen-window {
+				sink += hb.pop().line
+			}
+		}
+		for hb.len() > 0 {
+			sink += hb.pop().line
+		}
+		old = append(old, float64(time.Since(t0).Nanoseconds())/float64(len(calls)))
+		var rb reorderBuf
+		t0 = time.Now()
+		maxSeen = 0
+		for i := range calls {
+			rb.push(&calls[i])
+			maxSeen = max(maxSeen, calls[i].t)
+			for rb.len() > 0 && rb.minTime() <= maxSeen-window {
+				sink -= rb.pop().line
+			}
+		}
+		for rb.len() > 0 {
+			sink -= rb.pop().line
+		}
+		cur = append(cur, float64(time.Since(t0).Nanoseconds())/float64(len(calls)))
+	}
+	if sink != 0 {
+		b.Fatal("the two buffers popped different lines")
+	}
+	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
+	b.ReportMetric(med(old), "heap-ns")
+	b.ReportMetric(med(cur), "run-ns")
+	b.ReportMetric(med(cur)/med(old), "run/heap")
+}
