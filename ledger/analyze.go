@@ -213,6 +213,7 @@ type parser struct {
 	intern map[string]string // operation and tenant names
 
 	priceOf map[string]priceEntry // prices by model (price)
+	days    dayCache              // the last timestamp's date (fastTimestamp)
 }
 
 func (an *analyzer) newParser() *parser {

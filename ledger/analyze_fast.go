@@ -15,6 +15,22 @@ import "github.com/groundhog-ai/groundhog"
 // fraction digits, years 1970–2199) into unix nanoseconds. ok is false for
 // anything else, valid or not: then parseTimestamp reads it.
 func fastTimestamp(v []byte) (ns int64, ok bool) {
+	var dc dayCache
+	return dc.fastTimestamp(v)
+}
+
+// dayCache is fastTimestamp's memory of the last date it read: a log's
+// lines are mostly of the same day as the line before, and then the date's
+// digits, its validation and its day number need not be worked out again.
+// The zero value is empty.
+type dayCache struct {
+	date [10]byte // "YYYY-MM-DD", valid
+	days int64    // daysFromCivil of date
+	ok   bool
+}
+
+// fastTimestamp is the package's fastTimestamp, remembering the date.
+func (dc *dayCache) fastTimestamp(v []byte) (ns int64, ok bool) {
 	// "2006-01-02T15:04:05Z" is 22 bytes quoted; with 9 decimals 32.
 	if len(v) < 22 || v[0] != '"' || v[len(v)-1] != '"' || v[len(v)-2] != 'Z' {
 		return 0, false
@@ -33,15 +49,25 @@ func fastTimestamp(v []byte) (ns int64, ok bool) {
 		}
 		return n, true
 	}
-	year, ok1 := num(s[0:4])
-	month, ok2 := num(s[5:7])
-	day, ok3 := num(s[8:10])
+	var days int64
+	if dc.ok && string(s[:10]) == string(dc.date[:]) {
+		days = dc.days
+	} else {
+		year, ok1 := num(s[0:4])
+		month, ok2 := num(s[5:7])
+		day, ok3 := num(s[8:10])
+		if !(ok1 && ok2 && ok3) || year < 1970 || year > 2199 ||
+			month < 1 || month > 12 || day < 1 || day > daysIn(month, year) {
+			return 0, false
+		}
+		days = daysFromCivil(year, month, day)
+		copy(dc.date[:], s[:10])
+		dc.days, dc.ok = days, true
+	}
 	hour, ok4 := num(s[11:13])
 	minute, ok5 := num(s[14:16])
 	sec, ok6 := num(s[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || year < 1970 || year > 2199 ||
-		month < 1 || month > 12 || day < 1 || day > daysIn(month, year) ||
-		hour > 23 || minute > 59 || sec > 59 {
+	if !(ok4 && ok5 && ok6) || hour > 23 || minute > 59 || sec > 59 {
 		return 0, false
 	}
 	var frac int
@@ -58,7 +84,6 @@ func fastTimestamp(v []byte) (ns int64, ok bool) {
 		}
 		frac = d
 	}
-	days := daysFromCivil(year, month, day)
 	return ((days*24+int64(hour))*60+int64(minute))*60*1e9 + int64(sec)*1e9 + int64(frac), true
 }
 

@@ -170,3 +170,36 @@ func FuzzPlainDigits(f *testing.F) {
 		}
 	})
 }
+
+// A dayCache reading a run of timestamps gives, for each, what a fresh
+// fastTimestamp gives: dates repeated and changing, valid and not (an
+// invalid date never remembered, an invalid time after a remembered date).
+func TestDayCacheAsFresh(t *testing.T) {
+	dates := []string{"2025-03-14", "2025-03-15", "2024-02-29", "2025-02-29", "1969-12-31", "2199-12-31",
+		"2025-13-01", "2025-1x-01", "2025-03-1"}
+	times := []string{"00:00:00", "23:59:59", "12:34:56.789", "24:00:00", "00:60:00", "00:00:00.1234567890",
+		"00:00:00.", "0x:00:00", "09:26:53.589874644"}
+	r := rand.New(rand.NewPCG(5, 6))
+	var dc dayCache
+	for range 100_000 {
+		d, tm := dates[r.IntN(len(dates))], times[r.IntN(len(times))]
+		if r.IntN(3) > 0 {
+			d = dates[r.IntN(2)] // runs of the same day, as in a log
+		}
+		v := []byte(`"` + d + "T" + tm + `Z"`)
+		if r.IntN(50) == 0 {
+			v = []byte(`"` + d + " " + tm + `Z"`)
+		}
+		got, gok := dc.fastTimestamp(v)
+		want, wok := fastTimestampFresh(v)
+		if got != want || gok != wok {
+			t.Fatalf("%s: cached %d %v, fresh %d %v", v, got, gok, want, wok)
+		}
+	}
+}
+
+// fastTimestampFresh is fastTimestamp with nothing remembered.
+func fastTimestampFresh(v []byte) (int64, bool) {
+	var dc dayCache
+	return dc.fastTimestamp(v)
+}

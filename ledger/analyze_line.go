@@ -53,7 +53,7 @@ func (p *parser) parse(b []byte, n int64) (pendingCall, error) {
 	if ts == nil || isNull(ts) {
 		return pendingCall{}, errors.New(`missing "timestamp"`)
 	}
-	if ns, ok := fastTimestamp(ts); ok {
+	if ns, ok := p.days.fastTimestamp(ts); ok {
 		c.t = ns
 	} else {
 		t, err := parseTimestamp(ts)
