@@ -37,27 +37,25 @@ func checkIndex(t *testing.T, b []byte) {
 	t.Helper()
 	defer func() { noAVX512 = false }()
 	want := refIndex(b)
-	for _, off := range []bool{true, false} {
-		if !off && !haveAVX512 {
-			continue
+	// buildIndex, then the one pass that also checks UTF-8 (indexUTF8AVX2,
+	// and indexUTF8AVX512 where the CPU has it): same bitmaps, valid or not.
+	for _, pass := range []struct {
+		name  string
+		build func(*scanner)
+	}{
+		{"index", func(s *scanner) { s.buildIndex() }},
+		{"indexUTF8", func(s *scanner) { s.buildIndexUTF8() }},
+	} {
+		for _, off := range []bool{true, false} {
+			if !off && !haveAVX512 {
+				continue
+			}
+			noAVX512 = off
+			var s scanner
+			s.in = b
+			pass.build(&s)
+			diffIndex(t, pass.name+" (AVX-512 "+strconv.FormatBool(!off)+")", b, s.bits, want)
 		}
-		noAVX512 = off
-		var s scanner
-		s.in = b
-		s.buildIndex()
-		diffIndex(t, "index (AVX-512 "+strconv.FormatBool(!off)+")", b, s.bits, want)
-	}
-	// The one pass that also checks UTF-8 (indexUTF8AVX2, and
-	// indexUTF8AVX512 where the CPU has it): same bitmaps, valid or not.
-	for _, off := range []bool{true, false} {
-		if !off && !haveAVX512 {
-			continue
-		}
-		noAVX512 = off
-		var s scanner
-		s.in = b
-		s.buildIndexUTF8()
-		diffIndex(t, "indexUTF8 (AVX-512 "+strconv.FormatBool(!off)+")", b, s.bits, want)
 	}
 }
 
