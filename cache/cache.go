@@ -203,9 +203,10 @@ func (c *Cache) Get(ctx context.Context, tenant, hash string) (*groundhog.CacheE
 // written to the store only (and any memory copy of the key is dropped).
 // After Put, e is shared: the caller must not modify it.
 //
-// Two concurrent Puts of the same key may leave the tiers holding different
-// ones of the two entries until the memory copy expires or is evicted; both
-// are valid answers for the same inputs.
+// A Put that overlaps another writer of the same key (or of its stripe of
+// the key space) leaves its entry out of the memory tier (the next Get reads
+// the store and promotes it), so memory never holds an entry a concurrent
+// Delete has removed from the store.
 func (c *Cache) Put(ctx context.Context, e *groundhog.CacheEntry) error {
 	switch {
 	case e == nil:
@@ -217,9 +218,12 @@ func (c *Cache) Put(ctx context.Context, e *groundhog.CacheEntry) error {
 	}
 	k := key{e.Tenant, e.RequestHash}
 	var s *writeStripe
+	var ticket uint64
+	alone := true
 	if c.mem != nil {
 		s = c.stripe(k)
-		s.started.Add(1)
+		ticket = s.started.Add(1)
+		alone = s.finished.Load() == ticket-1 // every writer before this one is done
 		defer s.finished.Add(1)
 	}
 	if err := c.store.PutCache(ctx, e); err != nil {
@@ -234,6 +238,16 @@ func (c *Cache) Put(ctx context.Context, e *groundhog.CacheEntry) error {
 		return nil
 	}
 	c.mem.Set(k, e)
+	if !alone || !s.quiet(ticket) {
+		// Another writer of this stripe overlapped this Put: its store
+		// write may have come after this one and its memory write before
+		// (a Delete that dropped the key before this Set), and memory must
+		// not hold what the store no longer has. Drop this entry only; the
+		// next Get reads the store. As in promote, finished may count a
+		// writer that started after this one and hide an older one still
+		// running, but then started has moved and quiet fails.
+		c.removeIfSame(k, e, nil)
+	}
 	return nil
 }
 

@@ -44,6 +44,7 @@ type spyStore struct {
 	gets     atomic.Int64
 	fail     atomic.Pointer[groundhog.Error]
 	afterGet func() // called after the underlying read, if set
+	afterPut func() // called after the underlying write succeeded, if set
 }
 
 func (s *spyStore) GetCache(ctx context.Context, tenant, hash string, now time.Time) (*groundhog.CacheEntry, error) {
@@ -62,7 +63,13 @@ func (s *spyStore) PutCache(ctx context.Context, e *groundhog.CacheEntry) error 
 	if err := s.fail.Load(); err != nil {
 		return err
 	}
-	return s.CacheStore.PutCache(ctx, e)
+	if err := s.CacheStore.PutCache(ctx, e); err != nil {
+		return err
+	}
+	if s.afterPut != nil {
+		s.afterPut()
+	}
+	return nil
 }
 
 // newTestStore returns the durable store the tests run against: a real
@@ -502,6 +509,42 @@ func TestConcurrent(t *testing.T) {
 		if groundhog.IsNotFound(serr) && err == nil {
 			t.Errorf("%s: memory serves %.20q, store has none", hash(k), got.Response.Body)
 		}
+	}
+}
+
+// A Delete that runs entirely between a Put's store write and its memory
+// write must not leave the memory tier serving what the store no longer has:
+// the store says the Delete came last, so memory must too (TestConcurrent
+// found it under -race; here the interleaving is forced).
+func TestPutRacingDeleteLeavesNoResurrection(t *testing.T) {
+	ctx := context.Background()
+	c, st := newTestCache(t, 16<<10, newFakeClock())
+	var once sync.Once
+	st.afterPut = func() {
+		once.Do(func() {
+			if err := c.Delete(ctx, "t1", "sha256:a"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := c.Put(ctx, entry("t1", "sha256:a", "A", time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CacheStore.GetCache(ctx, "t1", "sha256:a", time.Now()); !groundhog.IsNotFound(err) {
+		t.Fatalf("store after the Delete: %v, want not found", err)
+	}
+	if e, err := c.Get(ctx, "t1", "sha256:a"); !groundhog.IsNotFound(err) {
+		t.Fatalf("Get after Put and a Delete between its two writes = %v, %v; want not found (memory resurrected the entry)", e, err)
+	}
+	// A Put with no writer around it still fills memory.
+	st.afterPut = nil
+	if err := c.Put(ctx, entry("t1", "sha256:b", "B", time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	before := st.gets.Load()
+	mustGet(t, c, "t1", "sha256:b", "B")
+	if st.gets.Load() != before {
+		t.Fatal("an uncontended Put did not fill the memory tier")
 	}
 }
 
