@@ -11,14 +11,6 @@ import "github.com/groundhog-ai/groundhog"
 // timestamp, time.Parse, a JSON decoder for the model of a request without
 // a "shape"), and a line costs a few microseconds in all.
 
-// fastTimestamp reads a JSON string "YYYY-MM-DDTHH:MM:SS[.f…]Z" (1 to 9
-// fraction digits, years 1970–2199) into unix nanoseconds. ok is false for
-// anything else, valid or not: then parseTimestamp reads it.
-func fastTimestamp(v []byte) (ns int64, ok bool) {
-	var dc dayCache
-	return dc.fastTimestamp(v)
-}
-
 // dayCache is fastTimestamp's memory of the last date it read: a log's
 // lines are mostly of the same day as the line before, and then the date's
 // digits, its validation and its day number need not be worked out again.
@@ -29,7 +21,10 @@ type dayCache struct {
 	ok   bool
 }
 
-// fastTimestamp is the package's fastTimestamp, remembering the date.
+// fastTimestamp reads a JSON string "YYYY-MM-DDTHH:MM:SS[.f…]Z" (1 to 9
+// fraction digits, years 1970–2199) into unix nanoseconds, remembering its
+// date. ok is false for anything else, valid or not: then parseTimestamp
+// reads it.
 func (dc *dayCache) fastTimestamp(v []byte) (ns int64, ok bool) {
 	// "2006-01-02T15:04:05Z" is 22 bytes quoted; with 9 decimals 32.
 	if len(v) < 22 || v[0] != '"' || v[len(v)-1] != '"' || v[len(v)-2] != 'Z' {

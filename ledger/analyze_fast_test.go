@@ -7,6 +7,13 @@ import (
 	"time"
 )
 
+// fastTimestamp is dayCache.fastTimestamp with nothing remembered (the
+// tests, and the old path kept verbatim in analyze_old_test.go).
+func fastTimestamp(v []byte) (ns int64, ok bool) {
+	var dc dayCache
+	return dc.fastTimestamp(v)
+}
+
 // checkFastTimestamp: when the fast path reads v, the general one reads
 // the same instant.
 func checkFastTimestamp(t *testing.T, v []byte) bool {
