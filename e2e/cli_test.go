@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,14 @@ func TestServeKeysAndLoopbackRule(t *testing.T) {
 	out, err := exec.Command(binary, "serve", "--db", db, "--addr", "0.0.0.0:0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "refusing to listen on 0.0.0.0:0 without gateway keys") {
 		t.Fatalf("non-loopback without keys: err %v, output %q", err, out)
+	}
+	// On PostgreSQL the refusal names the database without its password.
+	pg := freshPostgres(t)
+	u, _ := url.Parse(pg)
+	u.User = url.UserPassword("postgres", "s3cret-pw")
+	out, err = exec.Command(binary, "serve", "--db", u.String(), "--addr", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "refusing to listen") || strings.Contains(string(out), "s3cret-pw") {
+		t.Fatalf("non-loopback without keys on PostgreSQL: err %v, output %q", err, out)
 	}
 
 	cmd := exec.Command(binary, "keys", "create", "--tenant", "acme", "--db", db)

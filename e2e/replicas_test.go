@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/groundhog-ai/groundhog"
@@ -34,35 +30,7 @@ type cluster struct {
 
 // freshPostgres creates a schema dropped when t ends and returns the URL
 // that selects it.
-func freshPostgres(t *testing.T) string {
-	t.Helper()
-	base := storetest.PostgresURL(t)
-	ctx := context.Background()
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "gh_e2e_" + hex.EncodeToString(b[:])
-	c, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-	})
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func freshPostgres(t *testing.T) string { return storetest.FreshPostgres(t) }
 
 // freshRedisPrefix returns a key prefix whose keys are deleted when t ends.
 func freshRedisPrefix(t *testing.T, redisURL string) string {
@@ -108,7 +76,7 @@ func startClusterWith(t *testing.T, n int, simArgs, env []string) *cluster {
 		go func() { // replicas start together: migrations must not race
 			defer wg.Done()
 			p := start(t, env, "serve", "--db", pg, "--cache", redisURL, "--redis-prefix", prefix,
-				"--upstream", sim.URL+"/v1", "--lease", "2s", "--journal-dir", filepath.Join(dir, fmt.Sprint("journal", i)))
+				"--upstream", sim.URL+"/v1", "--anthropic-upstream", sim.URL+"/v1", "--lease", "2s", "--journal-dir", filepath.Join(dir, fmt.Sprint("journal", i)))
 			mu.Lock()
 			cl.replicas[i] = p
 			mu.Unlock()

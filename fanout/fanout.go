@@ -34,6 +34,45 @@ type Config struct {
 	// OnHold, when set, is called as a request starts waiting (for
 	// metrics, and so tests know a request is held without polling).
 	OnHold func()
+	// Shared, when set, extends the holds across processes: the replicas
+	// of one deployment hold for each other's writer as for their own
+	// (package distfanout, over Redis). Nil holds within this process.
+	Shared Shared
+}
+
+// Shared coordinates a prefix's writer across processes. Within a process
+// the Group already has one writer per prefix; that writer asks Shared
+// whether another process writes the prefix. Its methods never fail a
+// request: on any error they answer as if no other process were there
+// (Claim gives Claimed, Wait gives false).
+type Shared interface {
+	// Claim makes this process the prefix's writer for at most hold,
+	// unless another process writes it (Busy) or it is known written
+	// (Warm, for Claim.Warm more).
+	Claim(ctx context.Context, key string, hold time.Duration) Claim
+	// Wait returns once the other process's writer has started answering
+	// (true: the prefix is written), has ended without an answer or let
+	// its claim lapse (false), or ctx is done (false).
+	Wait(ctx context.Context, key string) bool
+	// Release ends a claim that Claim returned as Claimed: ok marks the
+	// prefix written for warm, and the waiting processes are woken.
+	Release(key string, c Claim, ok bool, warm time.Duration)
+}
+
+// ClaimState is what Shared.Claim found.
+type ClaimState int
+
+const (
+	Claimed ClaimState = iota // this process writes the prefix
+	Busy                      // another process writes it: Wait for it
+	Warm                      // it is written: nobody needs to wait
+)
+
+// Claim is the answer of Shared.Claim.
+type Claim struct {
+	State ClaimState
+	Token string        // identifies a Claimed claim to Release
+	Warm  time.Duration // for Warm: how much longer the prefix counts as written
 }
 
 // Group holds requests by prefix key. The key must scope everything that
@@ -76,10 +115,11 @@ func New(cfg Config) *Group {
 // paths ends it: Started when the provider's response head arrives, Done in
 // every case (a deferred Done after Started is a no-op).
 type Ticket struct {
-	g    *Group
-	key  string
-	f    *flight // non-nil when this request is the prefix's writer
-	once sync.Once
+	g     *Group
+	key   string
+	f     *flight // non-nil when this request is the prefix's writer
+	claim *Claim  // non-nil when it writes it for every process (Config.Shared)
+	once  sync.Once
 	// Held is true when Enter waited for another request.
 	Held bool
 }
@@ -92,6 +132,11 @@ type Ticket struct {
 // set. If the writer failed before answering, the released requests simply
 // go upstream; the first of them to come back becomes the next writer for
 // requests still to arrive.
+//
+// With Config.Shared the writer of this process then claims the prefix for
+// every process. If another process writes it, the writer waits for that
+// one (at most MaxHold, Held set), and the requests held for it here are
+// released with it; if it is known written, none of them waits.
 func (g *Group) Enter(ctx context.Context, key string) *Ticket {
 	t := &Ticket{g: g, key: key}
 	g.mu.Lock()
@@ -104,6 +149,9 @@ func (g *Group) Enter(ctx context.Context, key string) *Ticket {
 		t.f = &flight{started: make(chan struct{})}
 		g.writing[key] = t.f
 		g.mu.Unlock()
+		if g.cfg.Shared != nil {
+			g.claim(ctx, t)
+		}
 		return t
 	}
 	g.mu.Unlock()
@@ -119,6 +167,36 @@ func (g *Group) Enter(ctx context.Context, key string) *Ticket {
 	return t
 }
 
+// claim asks the other processes about the prefix t writes in this one.
+func (g *Group) claim(ctx context.Context, t *Ticket) {
+	c := g.cfg.Shared.Claim(ctx, t.key, g.cfg.MaxHold)
+	switch c.State {
+	case Claimed:
+		t.claim = &c
+		return
+	case Warm:
+		g.release(t.key, t.f, true, c.Warm)
+	default: // Busy
+		t.Held = true
+		if g.cfg.OnHold != nil {
+			g.cfg.OnHold()
+		}
+		hctx, cancel := context.WithCancel(ctx)
+		hold := g.cfg.After(g.cfg.MaxHold)
+		go func() {
+			select {
+			case <-hold:
+				cancel()
+			case <-hctx.Done():
+			}
+		}()
+		ok := g.cfg.Shared.Wait(hctx, t.key)
+		cancel()
+		g.release(t.key, t.f, ok, g.cfg.Warm)
+	}
+	t.f = nil // released: this request no longer writes the prefix
+}
+
 // Started tells the Group the request's provider response head arrived;
 // ok means a success (the provider wrote the prefix). Requests held for
 // this one are released. Only the writer's call has an effect.
@@ -126,14 +204,22 @@ func (t *Ticket) Started(ok bool) {
 	if t == nil || t.f == nil {
 		return
 	}
-	t.once.Do(func() { t.g.release(t.key, t.f, ok) })
+	t.once.Do(func() {
+		t.g.release(t.key, t.f, ok, t.g.cfg.Warm)
+		if c := t.claim; c != nil {
+			// Off the response's path: the other processes' waiters only
+			// wait a round trip longer.
+			go t.g.cfg.Shared.Release(t.key, *c, ok, t.g.cfg.Warm)
+		}
+	})
 }
 
 // Done ends the ticket: a writer that never started answering releases the
 // requests held for it. Safe to call more than once and after Started.
 func (t *Ticket) Done() { t.Started(false) }
 
-func (g *Group) release(key string, f *flight, ok bool) {
+// release ends the writing of f; ok marks key written for warm.
+func (g *Group) release(key string, f *flight, ok bool, warm time.Duration) {
 	g.mu.Lock()
 	if g.writing[key] == f {
 		delete(g.writing, key)
@@ -142,7 +228,7 @@ func (g *Group) release(key string, f *flight, ok bool) {
 		if _, seen := g.warm[key]; !seen {
 			g.order = append(g.order, key)
 		}
-		g.warm[key] = g.cfg.Clock.Now().Add(g.cfg.Warm)
+		g.warm[key] = g.cfg.Clock.Now().Add(warm)
 		for len(g.order) > g.cfg.MaxKeys {
 			delete(g.warm, g.order[0])
 			g.order = g.order[1:]

@@ -141,3 +141,93 @@ func TestWarmKeysBounded(t *testing.T) {
 		t.Fatal("the oldest warm key was kept")
 	}
 }
+
+// fakeShared answers Claim with a fixed claim and Wait when told.
+type fakeShared struct {
+	claim    Claim
+	waiting  chan struct{} // a value when Wait starts
+	answer   chan bool     // what Wait returns, unless ctx ends first
+	released chan bool     // Release's ok
+}
+
+func (f *fakeShared) Claim(context.Context, string, time.Duration) Claim { return f.claim }
+func (f *fakeShared) Wait(ctx context.Context, _ string) bool {
+	f.waiting <- struct{}{}
+	select {
+	case ok := <-f.answer:
+		return ok
+	case <-ctx.Done():
+		return false
+	}
+}
+func (f *fakeShared) Release(_ string, _ Claim, ok bool, _ time.Duration) { f.released <- ok }
+
+func TestSharedHolds(t *testing.T) {
+	ctx := context.Background()
+	shared := func(r *rig, c Claim) *fakeShared {
+		f := &fakeShared{claim: c, waiting: make(chan struct{}, 1), answer: make(chan bool, 1), released: make(chan bool, 1)}
+		r.g.cfg.Shared = f
+		return f
+	}
+	t.Run("claimed: this process writes, and releases the others", func(t *testing.T) {
+		r := newRig()
+		f := shared(r, Claim{State: Claimed, Token: "t"})
+		w := r.g.Enter(ctx, "p")
+		if w.Held {
+			t.Fatal("the claiming writer was held")
+		}
+		w.Started(true)
+		if ok := <-f.released; !ok {
+			t.Fatal("Release told the prefix was not written")
+		}
+	})
+	t.Run("busy elsewhere: the writer and its followers wait for it", func(t *testing.T) {
+		r := newRig()
+		f := shared(r, Claim{State: Busy})
+		ch := r.enter(ctx, "p")
+		<-r.held
+		<-f.waiting
+		follower := r.enter(ctx, "p")
+		<-r.held // held behind this process's writer
+		f.answer <- true
+		for _, c := range []<-chan *Ticket{ch, follower} {
+			if tk := <-c; !tk.Held || tk.f != nil {
+				t.Fatalf("released: held %v, writer %v; want held, not a writer", tk.Held, tk.f != nil)
+			}
+		}
+		if tk := r.g.Enter(ctx, "p"); tk.Held || tk.f != nil {
+			t.Fatal("the prefix written elsewhere is not warm here")
+		}
+	})
+	t.Run("busy elsewhere past the hold", func(t *testing.T) {
+		r := newRig()
+		f := shared(r, Claim{State: Busy})
+		ch := r.enter(ctx, "p")
+		<-r.held
+		<-f.waiting
+		r.timer <- time.Time{} // MaxHold passed
+		if tk := <-ch; !tk.Held {
+			t.Fatal("not marked held")
+		}
+		f.claim = Claim{State: Claimed}
+		if tk := r.g.Enter(ctx, "p"); tk.f == nil {
+			t.Fatal("after an unanswered hold the next request should write")
+		}
+	})
+	t.Run("warm elsewhere: nobody waits, for as long as it stays warm", func(t *testing.T) {
+		r := newRig()
+		shared(r, Claim{State: Warm, Warm: time.Minute})
+		if tk := r.g.Enter(ctx, "p"); tk.Held || tk.f != nil {
+			t.Fatal("held or writing a prefix known written")
+		}
+		r.clk.Advance(59 * time.Second)
+		r.g.cfg.Shared = nil // known warm here: Shared is not asked
+		if tk := r.g.Enter(ctx, "p"); tk.f != nil {
+			t.Fatal("the prefix stopped being warm before its TTL")
+		}
+		r.clk.Advance(2 * time.Second)
+		if tk := r.g.Enter(ctx, "p"); tk.f == nil {
+			t.Fatal("the prefix stayed warm past the TTL Shared gave")
+		}
+	})
+}

@@ -44,8 +44,8 @@ type pcState struct {
 
 // newPromptCacheStage builds the stage from the options and the config:
 // the given tracker (or a new one bounded by prompt_cache), the given
-// fan-out group (or one holding at most prompt_cache.fan_out_max_hold;
-// a negative hold turns fan-out off).
+// fan-out group (or one holding at most prompt_cache.fan_out_max_hold,
+// across replicas with FanOutShared; a negative hold turns fan-out off).
 func newPromptCacheStage(o Options) *promptcache.Stage {
 	pc := o.Config.PromptCache
 	t := o.PromptCache
@@ -55,7 +55,7 @@ func newPromptCacheStage(o Options) *promptcache.Stage {
 	}
 	f := o.FanOut
 	if f == nil && pc.FanOutMaxHold >= 0 {
-		f = fanout.New(fanout.Config{MaxHold: pc.FanOutMaxHold, Clock: o.Clock})
+		f = fanout.New(fanout.Config{MaxHold: pc.FanOutMaxHold, Clock: o.Clock, Shared: o.FanOutShared})
 	}
 	return &promptcache.Stage{Tracker: t, FanOut: f}
 }

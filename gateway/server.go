@@ -89,6 +89,10 @@ type Options struct {
 	// FanOut is the warm-then-fan-out group; nil makes one from
 	// Config.PromptCache (none when fan_out_max_hold is negative).
 	FanOut *fanout.Group
+	// FanOutShared extends the holds of the group made from the config
+	// across replicas (distfanout, over Redis); nil holds within this
+	// process. Unused when FanOut is given.
+	FanOutShared fanout.Shared
 	// Keyless lets the gateway serve the single tenant "local" while no
 	// gateway key exists. Set it only for a gateway that starts with no
 	// keys on a loopback address (serve does). Even then keyless mode ends

@@ -2,17 +2,13 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/groundhog-ai/groundhog"
@@ -21,43 +17,8 @@ import (
 
 var ctx = context.Background()
 
-// freshSchema creates a schema of its own for t (dropped with CASCADE when
-// t ends) and returns the URL that puts it first on the search_path, so
-// parallel test packages never see each other's tables.
-func freshSchema(t testing.TB) string {
-	t.Helper()
-	base := storetest.PostgresURL(t)
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "gh_test_" + hex.EncodeToString(b[:])
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect %s: %v", base, err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			t.Errorf("cleanup: connect: %v", err)
-			return
-		}
-		defer c.Close(context.Background())
-		if _, err := c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("cleanup: drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse %s: %v", base, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// freshSchema creates a schema of its own for t (see storetest.FreshPostgres).
+func freshSchema(t testing.TB) string { return storetest.FreshPostgres(t) }
 
 func openTest(t testing.TB) *DB {
 	t.Helper()

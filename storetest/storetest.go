@@ -11,8 +11,14 @@
 package storetest
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
 	"os"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -71,4 +77,44 @@ func serviceURL(t testing.TB, env, what string) string {
 	}
 	t.Skipf("%s not set: skipping %s tests", env, what)
 	return ""
+}
+
+// FreshPostgres creates a schema of its own for t in the PostgreSQL of
+// PostgresURL (dropped with CASCADE when t ends) and returns the URL that
+// puts it first on the search_path, so tests that share the server never
+// see each other's tables. It skips or fails like PostgresURL.
+func FreshPostgres(t testing.TB) string {
+	t.Helper()
+	base := PostgresURL(t)
+	ctx := context.Background()
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "gh_test_" + hex.EncodeToString(b[:])
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect %s: %v", base, err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			t.Errorf("cleanup: connect: %v", err)
+			return
+		}
+		defer c.Close(context.Background())
+		if _, err := c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("cleanup: drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("parse %s: %v", base, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }

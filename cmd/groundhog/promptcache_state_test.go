@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/storetest"
 )
 
 // lineWriter hands serve's output lines to a channel.
@@ -57,12 +58,24 @@ func startServe(t *testing.T, cfg config.Config) (string, func()) {
 }
 
 // serve restores the break-diagnosis state it wrote on its last graceful
-// shutdown (a 0600 file beside the database): a conversation whose
-// instructions change across a restart is still diagnosed.
+// shutdown (a 0600 file beside the SQLite database, or beside the replica's
+// journal on PostgreSQL): a conversation whose instructions change across a
+// restart is still diagnosed.
 func TestServeKeepsPromptCacheDiagnosisAcrossRestart(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		db := filepath.Join(t.TempDir(), "groundhog.db")
+		testPromptCacheRestart(t, db, "", db+".promptcache")
+	})
+	t.Run("postgres", func(t *testing.T) {
+		journal := filepath.Join(t.TempDir(), "replica1.journal")
+		testPromptCacheRestart(t, storetest.FreshPostgres(t), journal, strings.TrimSuffix(journal, ".journal")+".promptcache")
+	})
+}
+
+func testPromptCacheRestart(t *testing.T, db, journal, snapshot string) {
 	cfg := config.Default()
 	cfg.Addr = "127.0.0.1:0"
-	cfg.DB = filepath.Join(t.TempDir(), "groundhog.db")
+	cfg.DB, cfg.Ledger.JournalDir = db, journal
 	if err := cfg.Finish(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +101,7 @@ func TestServeKeepsPromptCacheDiagnosisAcrossRestart(t *testing.T) {
 	base, stop := startServe(t, cfg)
 	call(base, sys, "where is order 1?")
 	stop()
-	fi, err := os.Stat(cfg.DB + ".promptcache")
+	fi, err := os.Stat(snapshot)
 	if err != nil {
 		t.Fatalf("no snapshot after a graceful stop: %v", err)
 	}

@@ -98,7 +98,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		return err
 	}
 	if nkeys == 0 && !config.IsLoopback(cfg.Addr) {
-		return fmt.Errorf("refusing to listen on %s without gateway keys: anyone who can reach it would use your provider account. Create a key with `groundhog keys create --tenant NAME --db %s`, or listen on 127.0.0.1", cfg.Addr, cfg.DB)
+		return fmt.Errorf("refusing to listen on %s without gateway keys: anyone who can reach it would use your provider account. Create a key with `groundhog keys create --tenant NAME --db %s`, or listen on 127.0.0.1", cfg.Addr, redact(cfg.DB))
 	}
 
 	openai := gateway.Upstream{BaseURL: cfg.Upstream, APIKey: cfg.OpenAIAPIKey, Provider: "openai"}
@@ -173,9 +173,9 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log,
 		Notifier: st.notifier()})
-	pct := openPromptCache(cfg, log) // restored from the snapshot beside the database
+	pct := openPromptCache(cfg, journal, log) // restored from the snapshot beside the database or the journal
 	gw = gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), OpenAI: openai, Anthropic: anthropic,
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(log), OpenAI: openai, Anthropic: anthropic,
 		Logger: log, Ready: st.Ready, Degraded: st.degraded, PromptCache: pct,
 		Extra: withContextRoutes(withStateRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log), db, cfg, log,
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),
@@ -230,7 +230,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if err := gw.Drain(dctx); err != nil {
 		log.Error("shutdown: work still running", "err", err)
 	}
-	if err := savePromptCache(pct, cfg); err != nil {
+	if err := savePromptCache(pct, cfg, journal); err != nil {
 		log.Error("shutdown: prompt-cache diagnosis not saved", "err", err)
 	}
 	if err := lw.Close(dctx); err != nil {

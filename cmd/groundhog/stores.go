@@ -12,6 +12,8 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/distcoalesce"
+	"github.com/groundhog-ai/groundhog/distfanout"
+	"github.com/groundhog-ai/groundhog/fanout"
 	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/internal/wake"
@@ -224,6 +226,16 @@ func (st *stores) flights(cfg *config.Config, log *slog.Logger) gateway.Flights 
 	}
 	return distcoalesce.New(distcoalesce.Options{Client: st.Redis.Client(), Prefix: st.Redis.Prefix(), Waker: st.Redis,
 		Lease: cfg.Idempotency.Lease, MaxWait: cfg.UpstreamTimeout, Degraded: st.Redis.Degraded, Logger: log})
+}
+
+// fanOut is the cross-replica warm-then-fan-out: over Redis when the cache
+// is there, else none (each replica holds for its own writers).
+func (st *stores) fanOut(log *slog.Logger) fanout.Shared {
+	if st.Redis == nil {
+		return nil
+	}
+	return distfanout.New(distfanout.Options{Client: st.Redis.Client(), Prefix: st.Redis.Prefix(), Waker: st.Redis,
+		Degraded: st.Redis.Degraded, Logger: log})
 }
 
 // degraded lists the stores running in a degraded mode, for /readyz.
