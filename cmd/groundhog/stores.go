@@ -166,7 +166,7 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 		}
 		st.Redis, st.Cache, st.Waker = rdb, rdb, rdb
 		st.closers = append(st.closers, rdb.Close)
-		cdesc = fmt.Sprintf("cache memory tier + redis %s (prefix %q, entries up to %d bytes), wake-ups pub/sub",
+		cdesc = fmt.Sprintf("cache memory tier + redis %s (prefix %q, entries up to %d bytes), wake-ups pub/sub, flights and fan-out holds across replicas",
 			redact(cfg.Cache.Backend), cfg.Cache.RedisPrefix, cfg.Cache.RedisMaxEntryBytes)
 	}
 	st.Describe = desc + "; " + cdesc
