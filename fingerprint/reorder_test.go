@@ -21,6 +21,10 @@ var reorderBodies = []string{
 	`{"d":1,"a":2,"b":3,"c":4}`,
 	`{"a":1,"b":2,"c":3,"0":4}`,
 	`{"a":1,"c":2,"d":3,"b":4}`,
+	// One pair out of order, not the first and not at the end: neither
+	// moveFirst nor moveLast may take it.
+	`{"a":1,"d":2,"b":3,"c":4}`,
+	`{"a":1,"b":2,"e":3,"c":4,"d":5}`,
 	`{"b":1,"a":2,"b":3}`,
 	`{"b":1,"a":2,"c":3,"b":4}`,
 	`{"a":1,"b":2,"a":3}`,

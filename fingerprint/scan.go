@@ -279,9 +279,14 @@ func (s *scanner) object(n *node, top bool) error {
 	objStart := len(s.out)
 	s.out = append(s.out, '{')
 	mark, keyMark := len(s.members), len(s.keys)
-	sorted, emitted, equal := true, 0, false
-	firstOnly := true    // the only pair out of order, if any, is the first
-	bad, lastBad := 0, 0 // pairs out of order, the second member of the last one
+	emitted := 0
+	// The order of the members, kept without branches (which way each
+	// comparison goes depends on the keys, so a branch on it would be
+	// mispredicted at every change of object shape): bad counts the pairs
+	// out of order, lastBad is the second member of the last one, equal
+	// is 1 once two keys were equal, later is 1 once a pair other than
+	// the first was out of order.
+	bad, lastBad, equal, later := 0, 0, 0, 0
 
 	s.skipWS()
 	if s.pos < len(s.in) && s.in[s.pos] == '}' {
@@ -332,12 +337,11 @@ func (s *scanner) object(n *node, top bool) error {
 			} else {
 				c = compareKeys(prev, key)
 			}
-			if c >= 0 {
-				sorted = false
-				equal = equal || c == 0
-				firstOnly = firstOnly && mi == mark+1
-				bad, lastBad = bad+1, mi
-			}
+			ge := b2i(c >= 0)
+			bad += ge
+			lastBad += ge * (mi - lastBad)
+			equal |= b2i(c == 0)
+			later |= ge & b2i(mi != mark+1)
 		}
 
 		// The usual `":` right after the key and the value right after it
@@ -401,12 +405,13 @@ func (s *scanner) object(n *node, top bool) error {
 		s.pos++
 		break
 	}
-	if !sorted && !top && !equal && firstOnly && s.moveFirst(mark) {
+	sorted, firstOnly := bad == 0, later == 0
+	if !sorted && !top && equal == 0 && firstOnly && s.moveFirst(mark) {
 		// done: the usual disorder (a short first member), fixed in place
-	} else if !sorted && !top && !equal && bad == 1 && lastBad == len(s.members)-1 && s.moveLast(mark) {
+	} else if !sorted && !top && equal == 0 && bad == 1 && lastBad == len(s.members)-1 && s.moveLast(mark) {
 		// done: the other usual one (the last member first), in place
 	} else if !sorted {
-		if err := s.sortMembers(mark, equal); err != nil {
+		if err := s.sortMembers(mark, equal != 0); err != nil {
 			return err
 		}
 		if top {
@@ -423,6 +428,14 @@ func (s *scanner) object(n *node, top bool) error {
 	s.members, s.keys = s.members[:mark], s.keys[:keyMark]
 	s.depth--
 	return nil
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // topField records the top-level fields Compute reports and checks their
