@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -77,6 +78,27 @@ func TestReplicasFanOutWritesSharedPrefixOnce(t *testing.T) {
 	}
 	if writes > p*11/10 || reads < (n-1)*p {
 		t.Errorf("sim bill: writes %d, reads %d; want the %d-token prefix written once (≤ 1.1×) and read %d times", writes, reads, p, n-1)
+	}
+	// Each replica's first request asked Redis (the others were held behind
+	// it in process): one claimed the prefix, the other found it busy.
+	claims := map[string]int{}
+	for _, r := range cl.replicas {
+		res, err := http.Get(r.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			var answer string
+			var v int
+			if _, err := fmt.Sscanf(line, "groundhog_fan_out_claims_total{answer=%q} %d", &answer, &v); err == nil {
+				claims[answer] += v
+			}
+		}
+	}
+	if claims["claimed"] != 1 || claims["busy"] != 1 || claims["error"] != 0 {
+		t.Errorf("groundhog_fan_out_claims_total over both replicas: %v, want claimed 1, busy 1, no error", claims)
 	}
 }
 

@@ -175,7 +175,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		Notifier: st.notifier()})
 	pct := openPromptCache(cfg, journal, log) // restored from the snapshot beside the database or the journal
 	gw = gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(log), OpenAI: openai, Anthropic: anthropic,
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(), OpenAI: openai, Anthropic: anthropic,
 		Logger: log, Ready: st.Ready, Degraded: st.degraded, PromptCache: pct,
 		Extra: withContextRoutes(withStateRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log), db, cfg, log,
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),

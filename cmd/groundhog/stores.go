@@ -118,6 +118,8 @@ type stores struct {
 	// Waker carries wake-ups across replicas: Redis pub/sub with --cache
 	// redis, else LISTEN/NOTIFY on PostgreSQL, nil on SQLite (one process).
 	Waker wake.Transport
+	// FanOut holds warm-then-fan-out across replicas, with Redis.
+	FanOut *distfanout.Shared
 	// Describe says which stores are in use, without secrets.
 	Describe string
 
@@ -165,6 +167,8 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 			return nil, fmt.Errorf("open cache %s: %w", redact(cfg.Cache.Backend), err)
 		}
 		st.Redis, st.Cache, st.Waker = rdb, rdb, rdb
+		st.FanOut = distfanout.New(distfanout.Options{Client: rdb.Client(), Prefix: rdb.Prefix(), Waker: rdb,
+			Degraded: rdb.Degraded, Logger: log})
 		st.closers = append(st.closers, rdb.Close)
 		cdesc = fmt.Sprintf("cache memory tier + redis %s (prefix %q, entries up to %d bytes), wake-ups pub/sub, flights and fan-out holds across replicas",
 			redact(cfg.Cache.Backend), cfg.Cache.RedisPrefix, cfg.Cache.RedisMaxEntryBytes)
@@ -228,14 +232,13 @@ func (st *stores) flights(cfg *config.Config, log *slog.Logger) gateway.Flights 
 		Lease: cfg.Idempotency.Lease, MaxWait: cfg.UpstreamTimeout, Degraded: st.Redis.Degraded, Logger: log})
 }
 
-// fanOut is the cross-replica warm-then-fan-out: over Redis when the cache
-// is there, else none (each replica holds for its own writers).
-func (st *stores) fanOut(log *slog.Logger) fanout.Shared {
-	if st.Redis == nil {
-		return nil
+// fanOut is the cross-replica warm-then-fan-out, nil without Redis (each
+// replica holds for its own writers).
+func (st *stores) fanOut() fanout.Shared {
+	if st.FanOut == nil {
+		return nil // not a nil *distfanout.Shared in the interface
 	}
-	return distfanout.New(distfanout.Options{Client: st.Redis.Client(), Prefix: st.Redis.Prefix(), Waker: st.Redis,
-		Degraded: st.Redis.Degraded, Logger: log})
+	return st.FanOut
 }
 
 // degraded lists the stores running in a degraded mode, for /readyz.
@@ -251,6 +254,11 @@ func (st *stores) register(m *metrics.Metrics) {
 	if st.Redis == nil {
 		return
 	}
+	m.CounterFuncs("groundhog_fan_out_claims_total", "Cross-replica warm-then-fan-out claims in Redis by answer: claimed (this replica writes the prefix), busy (held for another replica's writer), warm (already written), error (Redis failed: held within the replica).",
+		"answer", func() map[string]float64 {
+			s := st.FanOut.Stats()
+			return map[string]float64{"claimed": float64(s.Claimed), "busy": float64(s.Busy), "warm": float64(s.Warm), "error": float64(s.Errors)}
+		})
 	m.GaugeFunc("groundhog_cache_redis_degraded", "1 while Redis is unavailable and the cache serves from each replica's memory tier.", func() float64 {
 		if st.Redis.Degraded() {
 			return 1
