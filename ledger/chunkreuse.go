@@ -27,17 +27,33 @@ func (w *Writer) newChunkLocked() []groundhog.LedgerEntry {
 	return make([]groundhog.LedgerEntry, 0, w.batch)
 }
 
-// reuseChunksLocked keeps committed chunks for reuse, cleared, up to
-// maxFreeChunks. w.mu is held; the caller holds the only references.
-func (w *Writer) reuseChunksLocked(chunks [][]groundhog.LedgerEntry) {
+// clearChunks clears the committed chunks that reuseChunksLocked may keep
+// (at most maxFreeChunks of capacity w.batch) and returns them, so that the
+// clear (about 590 KB a chunk) runs before the committer takes w.mu, not
+// while Record waits for it. The caller holds the only references.
+func (w *Writer) clearChunks(chunks [][]groundhog.LedgerEntry) [][]groundhog.LedgerEntry {
+	kept := chunks[:0]
 	for _, c := range chunks {
-		if len(w.freeChunks) >= maxFreeChunks {
-			return
+		if len(kept) == maxFreeChunks {
+			break
 		}
 		if cap(c) != w.batch {
 			continue
 		}
 		clear(c)
-		w.freeChunks = append(w.freeChunks, c[:0])
+		kept = append(kept, c[:0])
+	}
+	clear(chunks[len(kept):]) // the rest go to the GC
+	return kept
+}
+
+// reuseChunksLocked keeps committed chunks, cleared by clearChunks, for
+// reuse, up to maxFreeChunks. w.mu is held.
+func (w *Writer) reuseChunksLocked(chunks [][]groundhog.LedgerEntry) {
+	for _, c := range chunks {
+		if len(w.freeChunks) >= maxFreeChunks {
+			return
+		}
+		w.freeChunks = append(w.freeChunks, c)
 	}
 }

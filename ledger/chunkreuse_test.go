@@ -127,3 +127,44 @@ func TestCommittedChunksReused(t *testing.T) {
 		t.Fatalf("store holds %d rows, want %d", len(got), len(want))
 	}
 }
+
+// A committed chunk kept for reuse holds no row of its last use (its
+// strings must be free for the GC), over its whole capacity, and at most
+// maxFreeChunks are kept.
+func TestFreeChunksCleared(t *testing.T) {
+	ctx := context.Background()
+	const batch = 8
+	w, err := OpenWriter(ctx, &gatedStore{}, WriterOptions{JournalDir: t.TempDir(), BatchSize: batch, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(ctx)
+	n := 0
+	for round := range 4 {
+		for range (round + 1) * batch { // 1 to 4 full chunks a segment
+			if err := w.Record(chunkRow(n)); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if err := w.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.mu.Lock()
+		free := append([][]groundhog.LedgerEntry(nil), w.freeChunks...)
+		w.mu.Unlock()
+		if len(free) == 0 || len(free) > maxFreeChunks {
+			t.Fatalf("round %d: %d free chunks, want 1 to %d", round, len(free), maxFreeChunks)
+		}
+		for i, c := range free {
+			if len(c) != 0 || cap(c) != batch {
+				t.Fatalf("round %d: free chunk %d has len %d cap %d, want 0 and %d", round, i, len(c), cap(c), batch)
+			}
+			for j, e := range c[:cap(c)] {
+				if !reflect.DeepEqual(e, groundhog.LedgerEntry{}) {
+					t.Fatalf("round %d: free chunk %d still holds row %s at %d", round, i, e.ID, j)
+				}
+			}
+		}
+	}
+}

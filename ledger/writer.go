@@ -692,7 +692,7 @@ func (w *Writer) attempt(ctx context.Context) error {
 			return err
 		}
 		n, spilled, seq := seg.n, seg.spilled, seg.seq
-		chunks := seg.chunks // committed: nothing reads them any more
+		chunks := w.clearChunks(seg.chunks) // committed: nothing reads them any more
 		seg.chunks = nil
 		if w.dir != "" {
 			w.retire(seg) // removed, or kept as the spare (which resets it)

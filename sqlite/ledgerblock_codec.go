@@ -3,6 +3,7 @@ package sqlite
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -39,7 +40,6 @@ const shaPrefix = "sha256:"
 // TestBlockCodecRoundTrip holds the two to the same bytes.
 type blockEncoder struct {
 	out  []byte // the block so far
-	row  []byte // the current row, encoded
 	prev *groundhog.LedgerEntry
 }
 
@@ -56,7 +56,10 @@ func (w *blockEncoder) add(e *groundhog.LedgerEntry) {
 		p = &noPrev
 	}
 	first := w.prev == nil
-	r := w.row[:0]
+	// The row is encoded in place after a one-byte length (a row under
+	// 128 bytes, as a gateway row is), moved if its length needs more.
+	start := len(w.out)
+	r := append(w.out, 0)
 	text := func(s, ps string) {
 		if !first && s == ps {
 			r = append(r, tagSame)
@@ -114,9 +117,16 @@ func (w *blockEncoder) add(e *groundhog.LedgerEntry) {
 	text(e.PromptCacheBreak, p.PromptCacheBreak)
 	num(e.PromptCacheLostTokens, p.PromptCacheLostTokens)
 	num(int64(boolInt(e.FanOutHeld)), int64(boolInt(p.FanOutHeld)))
-	w.row = r
-	w.out = binary.AppendUvarint(w.out, uint64(len(r)))
-	w.out = append(w.out, r...)
+	if n := len(r) - start - 1; n < 0x80 {
+		r[start] = byte(n)
+	} else {
+		var lb [binary.MaxVarintLen64]byte
+		k := binary.PutUvarint(lb[:], uint64(n))
+		r = append(r, lb[1:k]...) // room for the longer length
+		copy(r[start+k:], r[start+1:start+1+n])
+		copy(r[start:], lb[:k])
+	}
+	w.out = r
 	w.prev = e
 }
 
@@ -159,8 +169,11 @@ var lowerHex = func() (t [256]byte) {
 }()
 
 func varintLen(v int64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutVarint(b[:], v)
+	ux := uint64(v) << 1 // zigzag, as binary.PutVarint
+	if v < 0 {
+		ux = ^ux
+	}
+	return (bits.Len64(ux|1) + 6) / 7
 }
 
 // blockDecoder reads the rows of one block back as packed rows.
