@@ -57,17 +57,18 @@
 // member moved once; the top-level object is never rewritten but hashed
 // member by member in sorted order. On amd64 with AVX2, from 512-byte
 // bodies on, the UTF-8 check is assembly and a string index (index.go) is
-// built first, 64 bytes at a time: both in one pass with AVX2
-// (indexutf8_amd64.s), two AVX-512BW passes where the CPU has that. The
-// scan then finds each string's end and whether it needs rewriting from
-// two bitmaps, without a loop or a call per string. Elsewhere the check is
-// utf8.Valid and strings are searched eight bytes at a time. For a 200 KB
-// agent transcript (fingerprint_bench_test.go) that is about 2.0–2.3×
-// sha256.Sum256 over the same bytes in thread CPU time with AVX-512, and
-// 2.1–2.9× with AVX2 only, depending on the machine's load; what is left
-// is SHA-256 itself (≈ 40–45 % of it) and the scan's work per member (key,
-// order check, member record, copy); docs/notes/fpscan.md, fpsimd.md,
-// fpspan.md and fp2.md say what was tried.
+// built first, 64 bytes at a time: both in one pass, with AVX2
+// (indexutf8_amd64.s) or AVX-512BW where the CPU has that
+// (indexutf8avx512_amd64.s). The scan then finds each string's end and
+// whether it needs rewriting from two bitmaps, without a loop or a call per
+// string. Elsewhere the check is utf8.Valid and strings are searched eight
+// bytes at a time. For a 200 KB agent transcript
+// (fingerprint_bench_test.go) that is about 1.75–1.8× sha256.Sum256 over
+// the same bytes in thread CPU time with AVX-512 (up to 2.4× on a busy
+// machine), and 2.1–2.9× with AVX2 only; what is left is SHA-256 itself
+// (≈ 55 % of it) and fixed work per event of the scan (tokens, member
+// reorders, rewritten escapes); docs/notes/fpscan.md, fpsimd.md,
+// fpspan.md, fp2.md, fp3.md and fp4.md say what was tried.
 package fingerprint
 
 import (
