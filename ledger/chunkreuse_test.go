@@ -75,10 +75,13 @@ func TestCommittedChunksReused(t *testing.T) {
 	}
 
 	// Rows recorded while the first segment's commit is held in the store.
-	record(batch + 3) // two chunks
+	// The gate is closed first: the committer may start that commit on its
+	// own (the rows reach the batch) before the Flush below asks for it, and
+	// it must be held either way.
 	st.mu.Lock()
 	st.gate, st.entered = make(chan struct{}), make(chan struct{}, 1)
 	st.mu.Unlock()
+	record(batch + 3) // two chunks
 	flushed := make(chan error, 1)
 	go func() { flushed <- w.Flush(ctx) }()
 	<-st.entered
