@@ -121,6 +121,7 @@ func Open(ctx context.Context, url string, o Options) (*DB, error) {
 	if db.log == nil {
 		db.log = slog.New(slog.DiscardHandler)
 	}
+	routeLibraryLog(db.log)
 	if err := db.rdb.Ping(ctx).Err(); err != nil {
 		err = mapErr(fmt.Errorf("redis: connect: %w", err))
 		if !o.StartDegraded || groundhog.ErrorCode(err) != groundhog.EUNAVAILABLE {
@@ -202,3 +203,26 @@ func isServerBusy(err error) bool {
 }
 
 var _ wake.Transport = (*DB)(nil)
+
+// go-redis logs through one process-wide logger that writes plain lines to
+// stderr: while Redis is down, "failed to dial after 5 attempts" twice a
+// second, around the log format and in spite of the degraded mode's one
+// line (health.go). Its lines go instead to the Logger of the DB opened
+// last, at debug level.
+var libraryLog struct {
+	once sync.Once
+	to   atomic.Pointer[slog.Logger]
+}
+
+type libraryLogger struct{}
+
+func (libraryLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l := libraryLog.to.Load(); l != nil {
+		l.DebugContext(ctx, fmt.Sprintf(format, v...), "source", "go-redis")
+	}
+}
+
+func routeLibraryLog(l *slog.Logger) {
+	libraryLog.to.Store(l)
+	libraryLog.once.Do(func() { goredis.SetLogger(libraryLogger{}) })
+}
