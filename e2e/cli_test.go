@@ -159,3 +159,25 @@ func groundhogKey(t *testing.T, db, tenant string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// keys list and keys revoke on a SQLite file that does not exist (a typo in
+// --db) name the missing file and create nothing, as report does; keys
+// create still creates the database (keys may be made before the first
+// serve).
+func TestKeysListAndRevokeRefuseMissingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{{"keys", "list", "--db", db}, {"keys", "revoke", "gh_0123", "--db", db}, {"report", "--db", db}} {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "database "+db+": stat "+db+": no such file or directory") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+		if _, err := os.Stat(db); err == nil {
+			t.Fatalf("%v created %s", args, db)
+		}
+	}
+	groundhogKey(t, db, "acme")
+	if out, err := exec.Command(binary, "keys", "list", "--db", db).CombinedOutput(); err != nil || !strings.Contains(string(out), "acme") {
+		t.Fatalf("keys list after create: %v\n%s", err, out)
+	}
+}
