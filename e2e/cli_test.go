@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -179,5 +180,22 @@ func TestKeysListAndRevokeRefuseMissingDatabase(t *testing.T) {
 	groundhogKey(t, db, "acme")
 	if out, err := exec.Command(binary, "keys", "list", "--db", db).CombinedOutput(); err != nil || !strings.Contains(string(out), "acme") {
 		t.Fatalf("keys list after create: %v\n%s", err, out)
+	}
+}
+
+// groundhog prices MODEL for an unknown model prints "unknown" once, on
+// stdout, and exits 1 (README: two lines with `; echo $?`), with no second
+// "groundhog: unknown model" on stderr.
+func TestPricesUnknownModelSaysItOnce(t *testing.T) {
+	cmd := exec.Command(binary, "prices", "gpt-9")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1", err)
+	}
+	if want := "gpt-9: unknown (in neither the built-in table, prices_file nor prices:)\n"; stdout.String() != want || stderr.String() != "" {
+		t.Fatalf("stdout %q (want %q), stderr %q (want none)", stdout.String(), want, stderr.String())
 	}
 }
