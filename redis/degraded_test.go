@@ -169,3 +169,12 @@ func TestLibraryLogGoesToTheLogger(t *testing.T) {
 		t.Fatalf("want one warning for the degraded mode:\n%s", out)
 	}
 }
+
+// A Redis URL that does not parse is refused without quoting it: the
+// password it holds stays out of the error (serve prints it).
+func TestOpenInvalidURLHidesPassword(t *testing.T) {
+	_, err := redis.Open(context.Background(), "redis://:REDISPW@127.0.0.1:badport/0", redis.Options{})
+	if groundhog.ErrorCode(err) != groundhog.EINVALID || strings.Contains(err.Error(), "REDISPW") || !strings.Contains(err.Error(), "invalid port") {
+		t.Fatalf("Open: %v; want EINVALID naming the port, without the password", err)
+	}
+}

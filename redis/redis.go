@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,6 +101,11 @@ var _ groundhog.CacheStore = (*DB)(nil)
 func Open(ctx context.Context, url string, o Options) (*DB, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
+		// url.Parse's error quotes the whole URL, password included.
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, groundhog.WrapError(groundhog.EINVALID, "redis: invalid URL", err)
 	}
 	if o.PoolSize > 0 {
