@@ -5,8 +5,10 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path"
 	"strconv"
@@ -440,9 +442,51 @@ func isSHA256Hex(s string) bool {
 
 func checkURL(u string) error {
 	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return fmt.Errorf("%q is not an http(s) URL or \"sim\"", u)
+		return fmt.Errorf("%q is not an http(s) URL or \"sim\"", RedactUserinfo(u))
+	}
+	// A URL that does not parse would fail every call (500), each logging
+	// the parse error, which quotes the URL and its password.
+	pu, err := url.Parse(u)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%q is not a valid URL: %w", RedactUserinfo(u), err)
+	}
+	if pu.Host == "" {
+		return fmt.Errorf("%q has no host", RedactUserinfo(u))
 	}
 	return nil
+}
+
+// RedactUserinfo replaces the password of a URL's userinfo
+// ("scheme://user:password@host…") with xxxxx, by its text alone, so that
+// an error about a URL that does not parse (or has the wrong scheme) never
+// prints the password. Text without "://" but with an "@" (a mistyped URL)
+// keeps only what follows its last "@". Other text is returned as it is.
+func RedactUserinfo(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		if at := strings.LastIndex(s, "@"); at >= 0 {
+			return "xxxxx" + s[at:]
+		}
+		return s
+	}
+	rest := s[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return s
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return s
+	}
+	return s[:i+3] + user + ":xxxxx" + rest[at:]
 }
 
 // ValidOperationName reports whether s can name an operation: 1–128 bytes of

@@ -114,3 +114,39 @@ func TestProviderKeyFromEnvWinsOverFile(t *testing.T) {
 		t.Fatal("negative operation TTL accepted (it would mean an entry that never expires)")
 	}
 }
+
+// An upstream URL refused for its scheme is named in the error without the
+// password of its userinfo.
+func TestURLErrorsHidePasswords(t *testing.T) {
+	for _, tc := range []struct{ upstream, anthropic, want string }{
+		{"ftp://proxy:UPPW@h/v1", "", `upstream: "ftp://proxy:xxxxx@h/v1" is not an http(s) URL`},
+		{"https://api.openai.com/v1", "htp://proxy:ANPW@h:1/v1?x=@", `anthropic upstream: "htp://proxy:xxxxx@h:1/v1?x=@" is not an http(s) URL`},
+		{"http//proxy:UPPW@h/v1", "", `upstream: "xxxxx@h/v1" is not an http(s) URL`}, // mistyped: no "://"
+		// would make every call a 500 logging the parse error, URL and password included
+		{"http://proxy:UPPW@h:badport/v1", "", `upstream: "http://proxy:xxxxx@h:badport/v1" is not a valid URL: invalid port ":badport" after host`},
+		{"https://api.openai.com/v1", "https://proxy:ANPW@/v1", `anthropic upstream: "https://proxy:xxxxx@/v1" has no host`},
+	} {
+		c := Default()
+		c.Upstream, c.AnthropicUpstream = tc.upstream, tc.anthropic
+		err := c.Finish()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Finish(%q, %q) = %v, want %s", tc.upstream, tc.anthropic, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "UPPW") || strings.Contains(err.Error(), "ANPW")) {
+			t.Errorf("password in %v", err)
+		}
+	}
+	for in, want := range map[string]string{
+		"redis://:pw@h:badport/0":  "redis://:xxxxx@h:badport/0",
+		"ftp://u@h/v1":             "ftp://u@h/v1",
+		"ftp://h/p@q":              "ftp://h/p@q",
+		"x://u:p:q@h@i/":           "x://u:xxxxx@i/",
+		"no scheme u:p@h":          "xxxxx@h",
+		"./data/g.db":              "./data/g.db",
+		"postgres://u:p@h/d?a=b@c": "postgres://u:xxxxx@h/d?a=b@c",
+	} {
+		if got := RedactUserinfo(in); got != want {
+			t.Errorf("RedactUserinfo(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -158,4 +159,43 @@ func groundhogKey(t *testing.T, db, tenant string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// keys list and keys revoke on a SQLite file that does not exist (a typo in
+// --db) name the missing file and create nothing, as report does; keys
+// create still creates the database (keys may be made before the first
+// serve).
+func TestKeysListAndRevokeRefuseMissingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{{"keys", "list", "--db", db}, {"keys", "revoke", "gh_0123", "--db", db}, {"report", "--db", db}} {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "database "+db+": stat "+db+": no such file or directory") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+		if _, err := os.Stat(db); err == nil {
+			t.Fatalf("%v created %s", args, db)
+		}
+	}
+	groundhogKey(t, db, "acme")
+	if out, err := exec.Command(binary, "keys", "list", "--db", db).CombinedOutput(); err != nil || !strings.Contains(string(out), "acme") {
+		t.Fatalf("keys list after create: %v\n%s", err, out)
+	}
+}
+
+// groundhog prices MODEL for an unknown model prints "unknown" once, on
+// stdout, and exits 1 (README: two lines with `; echo $?`), with no second
+// "groundhog: unknown model" on stderr.
+func TestPricesUnknownModelSaysItOnce(t *testing.T) {
+	cmd := exec.Command(binary, "prices", "gpt-9")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1", err)
+	}
+	if want := "gpt-9: unknown (in neither the built-in table, prices_file nor prices:)\n"; stdout.String() != want || stderr.String() != "" {
+		t.Fatalf("stdout %q (want %q), stderr %q (want none)", stdout.String(), want, stderr.String())
+	}
 }

@@ -185,3 +185,16 @@ func rewrite(r *http.Request, base string) *http.Request {
 	out.Host = b.URL.Host
 	return out
 }
+
+// A refused OTLP endpoint is named without the password it may carry.
+func TestOTLPEndpointErrorHidesPassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"ftp://otel:OTLPPW@collector:4318": `otlp endpoint "ftp://otel:xxxxx@collector:4318"`,
+		"http://otel:OTLPPW@:bad":          `otlp endpoint "(unparsable URL)"`,
+	} {
+		_, _, err := observe.OTLP(context.Background(), in, "test")
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "OTLPPW") {
+			t.Errorf("OTLP(%q) = %v, want %s and no password", in, err, want)
+		}
+	}
+}

@@ -22,7 +22,11 @@ func OTLP(ctx context.Context, endpoint, version string) (trace.Tracer, func(con
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, nil, fmt.Errorf("otlp endpoint %q: want http(s)://host:port", endpoint)
+		shown := "(unparsable URL)" // never the password it may hold
+		if err == nil {
+			shown = u.Redacted()
+		}
+		return nil, nil, fmt.Errorf("otlp endpoint %q: want http(s)://host:port", shown)
 	}
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/traces"))
 	if err != nil {

@@ -210,13 +210,28 @@ type YAMLPrice struct {
 // Parse reads a YAML mapping of model → {input, cached_input, cache_write,
 // cache_write_1h, output} in USD per million tokens. A missing cached_input
 // defaults to input; a missing cache_write defaults to 1.25 × input; a
-// missing cache_write_1h defaults to 2 × input.
+// missing cache_write_1h defaults to 2 × input. A file that is not such a
+// mapping but holds it under one top-level "prices:" key (the form of the
+// configuration file, as the README shows the table) is read as that
+// mapping.
 func Parse(r io.Reader) (Table, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("price table: %w", err)
+	}
 	var raw map[string]YAMLPrice
-	dec := yaml.NewDecoder(r)
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&raw); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("price table: %w", err)
+		var wrapped struct {
+			Prices map[string]YAMLPrice `yaml:"prices"`
+		}
+		wdec := yaml.NewDecoder(bytes.NewReader(b))
+		wdec.KnownFields(true)
+		if wdec.Decode(&wrapped) != nil || wrapped.Prices == nil {
+			return nil, fmt.Errorf("price table: %w", err)
+		}
+		raw = wrapped.Prices
 	}
 	return FromStrings(raw)
 }

@@ -58,6 +58,30 @@ my-model:
 	}
 }
 
+// The table as the README shows it, under "prices:" (the configuration's
+// form), reads as the same table; a bad entry under it is still an error,
+// and a top-level key that is neither a model nor "prices" still fails.
+func TestParseYAMLUnderPricesKey(t *testing.T) {
+	flat := "my-finetune:\n  input: 0.50\n  cached_input: 0.05\n  cache_write: 0.625\n  cache_write_1h: 1.00\n  output: 2.00\n\"claude-*\":\n  input: 3\n  output: 15\n"
+	want, err := Parse(strings.NewReader(flat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped := "prices:\n" + strings.ReplaceAll("  "+strings.TrimSuffix(flat, "\n"), "\n", "\n  ") + "\n"
+	got, err := Parse(strings.NewReader(wrapped))
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", wrapped, err)
+	}
+	if len(got) != 2 || got["my-finetune"] != want["my-finetune"] || got["claude-*"] != want["claude-*"] {
+		t.Fatalf("under prices: %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"prices:\n  m: {input: abc, output: 1}", "prices:\n  m: {input: 1, output: 1, bogus: 2}", "prices: {}\nother: 1", "pricez:\n  m: {input: 1, output: 1}"} {
+		if _, err := Parse(strings.NewReader(bad)); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+}
+
 func TestMoneyFormat(t *testing.T) {
 	for _, c := range []struct {
 		m    groundhog.Money

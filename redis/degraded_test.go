@@ -1,10 +1,13 @@
 package redis_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,5 +128,53 @@ func TestDegradedModeAndRecovery(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no cross-process wake-up after recovery")
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the goroutines of a DB.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// go-redis's own lines (a failed dial, twice a second while Redis is down)
+// go to the DB's Logger at debug level, not as plain lines to stderr
+// around the log format: the degraded mode is logged once at warn level.
+func TestLibraryLogGoesToTheLogger(t *testing.T) {
+	var buf lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	db, err := redis.Open(context.Background(), "redis://"+freeAddr(t)+"/0", redis.Options{StartDegraded: true, Logger: log})
+	if err != nil {
+		t.Fatalf("Open with StartDegraded: %v", err)
+	}
+	defer db.Close()
+	out := buf.String()
+	if !strings.Contains(out, `"level":"DEBUG","msg":"redis: connection pool: failed to dial`) ||
+		!strings.Contains(out, `"source":"go-redis"`) {
+		t.Fatalf("go-redis's dial failure is not in the DB's log at debug level:\n%s", out)
+	}
+	if strings.Count(out, `"level":"WARN"`) != 1 {
+		t.Fatalf("want one warning for the degraded mode:\n%s", out)
+	}
+}
+
+// A Redis URL that does not parse is refused without quoting it: the
+// password it holds stays out of the error (serve prints it).
+func TestOpenInvalidURLHidesPassword(t *testing.T) {
+	_, err := redis.Open(context.Background(), "redis://:REDISPW@127.0.0.1:badport/0", redis.Options{})
+	if groundhog.ErrorCode(err) != groundhog.EINVALID || strings.Contains(err.Error(), "REDISPW") || !strings.Contains(err.Error(), "invalid port") {
+		t.Fatalf("Open: %v; want EINVALID naming the port, without the password", err)
 	}
 }

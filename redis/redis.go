@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,6 +101,11 @@ var _ groundhog.CacheStore = (*DB)(nil)
 func Open(ctx context.Context, url string, o Options) (*DB, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
+		// url.Parse's error quotes the whole URL, password included.
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, groundhog.WrapError(groundhog.EINVALID, "redis: invalid URL", err)
 	}
 	if o.PoolSize > 0 {
@@ -121,6 +127,7 @@ func Open(ctx context.Context, url string, o Options) (*DB, error) {
 	if db.log == nil {
 		db.log = slog.New(slog.DiscardHandler)
 	}
+	routeLibraryLog(db.log)
 	if err := db.rdb.Ping(ctx).Err(); err != nil {
 		err = mapErr(fmt.Errorf("redis: connect: %w", err))
 		if !o.StartDegraded || groundhog.ErrorCode(err) != groundhog.EUNAVAILABLE {
@@ -202,3 +209,26 @@ func isServerBusy(err error) bool {
 }
 
 var _ wake.Transport = (*DB)(nil)
+
+// go-redis logs through one process-wide logger that writes plain lines to
+// stderr: while Redis is down, "failed to dial after 5 attempts" twice a
+// second, around the log format and in spite of the degraded mode's one
+// line (health.go). Its lines go instead to the Logger of the DB opened
+// last, at debug level.
+var libraryLog struct {
+	once sync.Once
+	to   atomic.Pointer[slog.Logger]
+}
+
+type libraryLogger struct{}
+
+func (libraryLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l := libraryLog.to.Load(); l != nil {
+		l.DebugContext(ctx, fmt.Sprintf(format, v...), "source", "go-redis")
+	}
+}
+
+func routeLibraryLog(l *slog.Logger) {
+	libraryLog.to.Store(l)
+	libraryLog.once.Do(func() { goredis.SetLogger(libraryLogger{}) })
+}

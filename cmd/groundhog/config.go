@@ -87,6 +87,32 @@ func (cf *configFlags) openStore(cmd *cobra.Command) (database, error) {
 	return openDatabase(cmd.Context(), cfg)
 }
 
+// openExistingStore is openStore for a command that only reads or removes:
+// sqlite.Open would create an empty database, so a typo in --db would list
+// no keys (or find none to revoke) instead of naming the missing file.
+func (cf *configFlags) openExistingStore(cmd *cobra.Command) (database, error) {
+	cfg, err := cf.load(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := databaseExists(cfg); err != nil {
+		return nil, err
+	}
+	return openDatabase(cmd.Context(), cfg)
+}
+
+// databaseExists checks that cfg's SQLite database file exists (a
+// PostgreSQL database is not checked).
+func databaseExists(cfg *config.Config) error {
+	if isPostgresURL(cfg.DB) {
+		return nil
+	}
+	if _, err := os.Stat(cfg.DB); err != nil {
+		return fmt.Errorf("database %s: %w", cfg.DB, err)
+	}
+	return nil
+}
+
 func newLogger(level string) (*slog.Logger, error) {
 	return newFormatLogger(level, "text")
 }

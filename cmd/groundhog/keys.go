@@ -50,7 +50,7 @@ func init() {
 		Short: "List gateway keys (ids and tenants, never secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := lf.openStore(cmd)
+			db, err := lf.openExistingStore(cmd)
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ func init() {
 		Short: "Revoke a gateway key by its ID or an unambiguous prefix of it (as `keys list` shows it); a running gateway stops accepting it within 10 seconds",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := rf.openStore(cmd)
+			db, err := rf.openExistingStore(cmd)
 			if err != nil {
 				return err
 			}

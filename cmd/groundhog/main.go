@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -22,7 +23,9 @@ flight, durable idempotency records, and a ledger that measures duplicate work.`
 
 func main() {
 	if err := rootCmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "groundhog:", err)
+		if !errors.Is(err, errUnknownModel) { // already said on stdout
+			fmt.Fprintln(os.Stderr, "groundhog:", err)
+		}
 		os.Exit(1)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 	_ "time/tzdata" // --tz must work where the OS has no zoneinfo (containers)
@@ -59,10 +58,8 @@ reuse by cause with an example request hash each.`,
 			}
 			// sqlite.Open would create an empty database: a typo in --db
 			// must not print an empty report.
-			if !isPostgresURL(cfg.DB) {
-				if _, err := os.Stat(cfg.DB); err != nil {
-					return fmt.Errorf("database %s: %w", cfg.DB, err)
-				}
+			if err := databaseExists(cfg); err != nil {
+				return err
 			}
 			db, err := openDatabase(cmd.Context(), cfg)
 			if err != nil {

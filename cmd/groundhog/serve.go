@@ -128,10 +128,10 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		fmt.Fprintf(out, "groundhog: %s: serving from the built-in simulated provider (%s; bill at %s/sim/v1/bill)\n", why, base, base)
 	}
 	if cfg.Upstream != "sim" && cfg.OpenAIAPIKey == "" {
-		fmt.Fprintf(out, "groundhog: warning: no OpenAI provider key (set OPENAI_API_KEY or openai_api_key): calls to %s go without one\n", cfg.Upstream)
+		fmt.Fprintf(out, "groundhog: warning: no OpenAI provider key (set OPENAI_API_KEY or openai_api_key): calls to %s go without one\n", redact(cfg.Upstream))
 	}
 	if cfg.AnthropicUpstream != "sim" && cfg.AnthropicAPIKey == "" {
-		fmt.Fprintf(out, "groundhog: warning: no Anthropic provider key (set ANTHROPIC_API_KEY or anthropic_api_key): calls to %s go without one\n", cfg.AnthropicUpstream)
+		fmt.Fprintf(out, "groundhog: warning: no Anthropic provider key (set ANTHROPIC_API_KEY or anthropic_api_key): calls to %s go without one\n", redact(cfg.AnthropicUpstream))
 	}
 
 	c, err := cache.New(cache.Options{Store: st.Cache, MaxBytes: cfg.Cache.MemoryBytes})
@@ -169,7 +169,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		}
 		defer stopTraces(context.Background())
 		rec.Tracer = tracer
-		fmt.Fprintf(out, "groundhog: exporting a trace span per call to %s\n", cfg.OTLPEndpoint)
+		fmt.Fprintf(out, "groundhog: exporting a trace span per call to %s\n", redact(cfg.OTLPEndpoint))
 	}
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log,
 		Notifier: st.notifier()})
