@@ -6,7 +6,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -157,16 +156,5 @@ func post(ctx context.Context, url, body string, hdr map[string]string) result {
 
 func simCalls(t *testing.T, simURL string) int64 {
 	t.Helper()
-	res, err := http.Get(simURL + "/sim/v1/bill")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var b struct {
-		Calls int64 `json:"calls"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Calls
+	return simBill(t, simURL).Calls
 }

@@ -102,7 +102,9 @@ func TestReplicasFanOutWritesSharedPrefixOnce(t *testing.T) {
 	}
 }
 
+// bill is the part of the sim's bill the e2e tests read.
 type bill struct {
+	Calls             int64 `json:"calls"`
 	CachedInputTokens int64 `json:"cached_input_tokens"`
 	CacheWriteTokens  int64 `json:"cache_write_tokens"`
 }
