@@ -6,6 +6,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -157,4 +158,25 @@ func post(ctx context.Context, url, body string, hdr map[string]string) result {
 func simCalls(t *testing.T, simURL string) int64 {
 	t.Helper()
 	return simBill(t, simURL).Calls
+}
+
+// bill is the part of the sim's bill the e2e tests read.
+type bill struct {
+	Calls             int64 `json:"calls"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	CacheWriteTokens  int64 `json:"cache_write_tokens"`
+}
+
+func simBill(t *testing.T, simURL string) bill {
+	t.Helper()
+	res, err := http.Get(simURL + "/sim/v1/bill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var b bill
+	if err := json.NewDecoder(res.Body).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

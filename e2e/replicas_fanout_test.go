@@ -101,24 +101,3 @@ func TestReplicasFanOutWritesSharedPrefixOnce(t *testing.T) {
 		t.Errorf("groundhog_fan_out_claims_total over both replicas: %v, want claimed 1, busy 1, no error", claims)
 	}
 }
-
-// bill is the part of the sim's bill the e2e tests read.
-type bill struct {
-	Calls             int64 `json:"calls"`
-	CachedInputTokens int64 `json:"cached_input_tokens"`
-	CacheWriteTokens  int64 `json:"cache_write_tokens"`
-}
-
-func simBill(t *testing.T, simURL string) bill {
-	t.Helper()
-	res, err := http.Get(simURL + "/sim/v1/bill")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var b bill
-	if err := json.NewDecoder(res.Body).Decode(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
