@@ -190,7 +190,7 @@ func rewrite(r *http.Request, base string) *http.Request {
 func TestOTLPEndpointErrorHidesPassword(t *testing.T) {
 	for in, want := range map[string]string{
 		"ftp://otel:OTLPPW@collector:4318": `otlp endpoint "ftp://otel:xxxxx@collector:4318"`,
-		"http://otel:OTLPPW@:bad":          `otlp endpoint "(unparsable URL)"`,
+		"http://otel:OTLPPW@:bad":          `otlp endpoint "http://otel:xxxxx@:bad"`, // does not parse
 	} {
 		_, _, err := observe.OTLP(context.Background(), in, "test")
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "OTLPPW") {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/groundhog-ai/groundhog/config"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,11 +23,7 @@ func OTLP(ctx context.Context, endpoint, version string) (trace.Tracer, func(con
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		shown := "(unparsable URL)" // never the password it may hold
-		if err == nil {
-			shown = u.Redacted()
-		}
-		return nil, nil, fmt.Errorf("otlp endpoint %q: want http(s)://host:port", shown)
+		return nil, nil, fmt.Errorf("otlp endpoint %q: want http(s)://host:port", config.RedactUserinfo(endpoint))
 	}
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/traces"))
 	if err != nil {

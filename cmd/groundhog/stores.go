@@ -93,17 +93,14 @@ func postgresURL(cfg *config.Config) (string, error) {
 	return u.String(), nil
 }
 
-// redact hides the password of a URL for logs and errors; a SQLite path
-// is returned as it is.
+// redact hides the password of a URL for logs and errors, also of one that
+// does not parse (config.RedactUserinfo); a SQLite path is returned as it
+// is, whatever it holds.
 func redact(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
+	return config.RedactUserinfo(s)
 }
 
 // stores are the backends of one serve process.

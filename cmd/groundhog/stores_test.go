@@ -35,9 +35,11 @@ func TestPostgresURLAddsPoolAndTimeoutUnlessSet(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"postgres://u:secret@h/d":   "postgres://u:xxxxx@h/d",
-		"rediss://:secret@r:6380/0": "rediss://:xxxxx@r:6380/0",
-		"./data/100%zz.db":          "./data/100%zz.db",
+		"postgres://u:secret@h/d":     "postgres://u:xxxxx@h/d",
+		"rediss://:secret@r:6380/0":   "rediss://:xxxxx@r:6380/0",
+		"./data/100%zz.db":            "./data/100%zz.db",
+		"./data/me@host.db":           "./data/me@host.db",
+		"postgres://u:secret@h:bad/d": "postgres://u:xxxxx@h:bad/d", // does not parse
 	} {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)
