@@ -76,6 +76,7 @@ type Server struct {
 	bill       Bill
 	onHang     func() // test hook: a request starts hanging (timeout fault)
 	fs         fileStore
+	diag       diagStore // Anthropic cache diagnostics (anthropic_diagnostics.go)
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
