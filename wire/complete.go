@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // StreamComplete reports whether events form a complete, successful stream
@@ -31,6 +32,8 @@ func StreamComplete(shape groundhog.Shape, events []groundhog.Event) bool {
 		return responsesComplete(events)
 	case groundhog.ShapeMessages:
 		return messagesComplete(events)
+	case groundhog.ShapeConverse:
+		return bedrock.StreamComplete(events)
 	}
 	return false
 }
@@ -186,6 +189,8 @@ func IsTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
 		return eventType(ev, "response.completed") || eventType(ev, "response.incomplete")
 	case groundhog.ShapeMessages:
 		return eventType(ev, "message_stop")
+	case groundhog.ShapeConverse:
+		return bedrock.IsTerminal(ev)
 	}
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // UsageFromBody reads the model and the token usage of a non-stream success
@@ -35,6 +36,12 @@ import (
 func UsageFromBody(shape groundhog.Shape, body []byte) (model string, u groundhog.Usage, err error) {
 	if !shape.Valid() {
 		return "", u, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
+	}
+	if shape == groundhog.ShapeConverse {
+		if u, err = bedrock.UsageFromBody(body); err != nil {
+			return "", groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
+		}
+		return "", u, nil
 	}
 	var b struct {
 		Model json.RawMessage `json:"model"`
@@ -78,6 +85,11 @@ func UsageFromEvents(shape groundhog.Shape, events []groundhog.Event) (model str
 		}
 	case groundhog.ShapeEmbeddings:
 		return "", u, fmt.Errorf("wire: %s: %w", shape, ErrNotStreamable)
+	case groundhog.ShapeConverse:
+		if u, err = bedrock.UsageFromEvents(events); err != nil {
+			return "", groundhog.Usage{}, fmt.Errorf("wire: %s stream: %w", shape, err)
+		}
+		return "", u, nil
 	default:
 		return "", u, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
 	}

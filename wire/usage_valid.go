@@ -17,7 +17,7 @@ import (
 // key with an escape or a non-ASCII byte (where encoding/json's matching
 // folds more) sends the body the UsageFromBody way.
 func UsageFromValidBody(shape groundhog.Shape, body []byte) (model string, u groundhog.Usage, err error) {
-	if !shape.Valid() {
+	if !shape.Valid() || shape == groundhog.ShapeConverse {
 		return UsageFromBody(shape, body)
 	}
 	b := bytes.TrimSpace(body)
