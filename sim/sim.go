@@ -54,6 +54,12 @@ type Config struct {
 	// reuse; 0 means 5 minutes. Entries with a lifetime of their own (30
 	// minutes, 1 hour, 24 hours) keep it. Ignored when PrefixCache is set.
 	PrefixCacheTTL time.Duration
+
+	// MCP serves the simulated MCP server at MCPPath (see mcp.go), its
+	// effects at MCPEffectsPath and its faults at MCPFaultsPath.
+	MCP bool
+	// MCPLatency is added to every simulated tool call (waited with Sleep).
+	MCPLatency time.Duration
 }
 
 // maxBody bounds a request body; larger bodies get 413 like the real APIs.
@@ -76,6 +82,7 @@ type Server struct {
 	bill       Bill
 	onHang     func() // test hook: a request starts hanging (timeout fault)
 	fs         fileStore
+	mcp        *mcpSim // nil unless Config.MCP
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
@@ -107,6 +114,9 @@ func New(cfg Config) *Server {
 		panic(fmt.Sprintf("sim: Config.Fault: %v", err))
 	}
 	s.fault = f
+	if cfg.MCP {
+		s.mcp = newMCPSim(s, cfg.MCPLatency)
+	}
 	return s
 }
 
@@ -412,6 +422,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, s.Bill())
+	case s.mcp != nil && path == MCPPath:
+		s.mcp.serveMCP(w, r)
+	case s.mcp != nil && path == MCPEffectsPath:
+		if !allow(w, r, familyOpenAI, http.MethodGet) {
+			return
+		}
+		writeJSON(w, http.StatusOK, s.Effects())
+	case s.mcp != nil && path == MCPFaultsPath:
+		if !allow(w, r, familyOpenAI, http.MethodPost) {
+			return
+		}
+		s.mcp.serveFaults(w, r)
 	case path == "/sim/v1/bill/reset":
 		if !allow(w, r, familyOpenAI, http.MethodPost) {
 			return
