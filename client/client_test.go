@@ -12,7 +12,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/client"
 	"github.com/groundhog-ai/groundhog/contextapi"
-	"github.com/groundhog-ai/groundhog/internal/localgw"
+	"github.com/groundhog-ai/groundhog/localgw"
 )
 
 func start(t *testing.T) (*localgw.Gateway, *client.Client) {

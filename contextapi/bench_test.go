@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
-	"github.com/groundhog-ai/groundhog/internal/localgw"
+	"github.com/groundhog-ai/groundhog/localgw"
 )
 
 // BenchmarkContextVsCacheHit compares, on one in-process gateway over

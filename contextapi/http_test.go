@@ -12,7 +12,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/config"
-	"github.com/groundhog-ai/groundhog/internal/localgw"
+	"github.com/groundhog-ai/groundhog/localgw"
 )
 
 // seedState is the seed record; the second constraint carries

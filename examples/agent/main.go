@@ -26,7 +26,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/groundhog-ai/groundhog/internal/localgw"
+	"github.com/groundhog-ai/groundhog/localgw"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/groundhog-ai/groundhog/internal/localgw"
+	"github.com/groundhog-ai/groundhog/localgw"
 )
 
 // The example's whole run against an in-process gateway: what it prints
