@@ -4,7 +4,7 @@
 // httputil.ReverseProxy, and groundhog gateways — drives each with a stdlib
 // HTTP client over loopback, and reports throughput and server CPU per
 // request as ratios against baselines measured in the same run, as
-// markdown tables with the goals of issue 12 beside them.
+// markdown tables with their goals beside them.
 package bench
 
 import (

@@ -10,7 +10,7 @@ import (
 var scenarios = []string{"floor", "direct-sim", "proxy-miss", "gateway-miss", "gateway-hit", "gateway-hit-no-ledger", "gateway-idempotent-new-keys", "gateway-idempotent-replay"}
 
 // WriteMarkdown writes the report: the raw figures of every scenario, then
-// issue 12's table — each figure a ratio against its baseline of the same
+// the benchmark table — each figure a ratio against its baseline of the same
 // run, with the goal beside it.
 func (r *Report) WriteMarkdown(w io.Writer) {
 	mode := "non-streaming"
@@ -29,7 +29,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		}
 	}
 
-	fmt.Fprintf(w, "\n## Issue 12 figures (same-run ratios)\n\n| figure | measured | raw | goal |\n|---|---:|---|---|\n")
+	fmt.Fprintf(w, "\n## Figures (same-run ratios)\n\n| figure | measured | raw | goal |\n|---|---:|---|---|\n")
 	for _, b := range r.Bodies {
 		l := b.Label
 		hit, floor := r.Results["gateway-hit/"+l], r.Results["floor/"+l]

@@ -111,7 +111,7 @@ func New(o Options) (*Cache, error) {
 		// the buffers full, instead of a goroutine started for it: on the
 		// hit path the drain is a few hundred nanoseconds, the goroutine's
 		// creation, scheduling and exit about as much again
-		// (docs/notes/hit3.md). Nothing here runs on the executor but
+		// (docs/design/0009-hit-path.md). Nothing here runs on the executor but
 		// maintenance: no OnDeletion, no loads or refreshes.
 		Executor: runInline,
 		// Runs under a bucket lock: it may only count.

@@ -1,4 +1,4 @@
-// Package fanout is warm-then-fan-out (DESIGN.md §4, issue 7 item 6): of
+// Package fanout is warm-then-fan-out (docs/prompt-caching.md): of
 // concurrent requests that share a prompt prefix the provider has not cached
 // yet, the first goes upstream at once and the others wait until it has
 // started answering — the provider has then written the prefix, so they read

@@ -67,8 +67,8 @@
 // the same bytes in thread CPU time with AVX-512 (up to 2.4× on a busy
 // machine), and 2.1–2.9× with AVX2 only; what is left is SHA-256 itself
 // (≈ 55 % of it) and fixed work per event of the scan (tokens, member
-// reorders, rewritten escapes); docs/notes/fpscan.md, fpsimd.md,
-// fpspan.md, fp2.md, fp3.md and fp4.md say what was tried.
+// reorders, rewritten escapes); docs/design/0001-canonical-fingerprint.md
+// says what was tried and why.
 package fingerprint
 
 import (

@@ -74,7 +74,7 @@ func NewMemo(maxBytes int64, minBody int) *Memo {
 			// Maintenance (draining the read buffers, evicting) on the
 			// goroutine that found them full, not on a goroutine started
 			// per drain (otter's default): ≈ 0.5 µs a hit in the cache's
-			// memory tier (docs/notes/hit3.md), the same here.
+			// memory tier (docs/design/0009-hit-path.md), the same here.
 			Executor: func(fn func()) { fn() },
 		}),
 	}

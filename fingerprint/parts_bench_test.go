@@ -143,7 +143,7 @@ func BenchmarkSpanCPULine(b *testing.B)  { benchSpanCPU(b, bodyLine) }
 // order (json.Marshal of its decoded value: the same escapes), and that
 // without the HTML escapes \u003c \u003e \u0026 (642 in this body), in
 // thread CPU time. The differences are what the reordering of members and
-// the rewritten escapes cost the scan: docs/notes/fp4.md.
+// the rewritten escapes cost the scan: docs/design/0001-canonical-fingerprint.md.
 func BenchmarkShapesCPU200KB(b *testing.B) {
 	var v any
 	if err := json.Unmarshal(body200KB, &v); err != nil {

@@ -75,7 +75,7 @@ func whoami(t *testing.T, url, key string) (int, string) {
 	return res.StatusCode, string(b)
 }
 
-// TestRevokingLastKeyNeverOpensTheGateway (issue 10 item 1): once a key has
+// TestRevokingLastKeyNeverOpensTheGateway: once a key has
 // existed, revoking the last one makes every request 401 — whether the
 // gateway was allowed to start keyless (loopback, no keys) or not.
 func TestRevokingLastKeyNeverOpensTheGateway(t *testing.T) {

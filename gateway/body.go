@@ -14,7 +14,7 @@ import (
 // Request bodies are read once, into a buffer sized from Content-Length,
 // instead of io.ReadAll's doubling growth (which allocated and zeroed about
 // twice the body per request: 92 % of the hit path's allocated bytes at
-// 200 KB, docs/notes/perf12.md).
+// 200 KB, docs/design/0009-hit-path.md).
 //
 // The buffer comes from a pool of power-of-two size classes. It goes back to
 // the pool only where its lifetime is proven to have ended: after a cache hit

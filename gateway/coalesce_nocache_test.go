@@ -10,7 +10,7 @@ import (
 	"github.com/groundhog-ai/groundhog/config"
 )
 
-// Coalescing without the cache (issue 11 item 5): with the cache off,
+// Coalescing without the cache: with the cache off,
 // Groundhog-Coalesce: on (or the operation's coalesce: true) makes identical
 // calls in flight share one upstream call, and nothing is stored — the next
 // call after the flight goes upstream again. Groundhog-Coalesce: off keeps

@@ -8,7 +8,7 @@ import (
 )
 
 // A cache hit answers with the original response's Content-Type byte for
-// byte (issue 11 item 9), parameters and spelling included.
+// byte, parameters and spelling included.
 func TestHitKeepsTheOriginalContentType(t *testing.T) {
 	const ct = "application/json; charset=utf-8"
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -3,7 +3,7 @@ package gateway
 import "net/http"
 
 // Header work on the hit path without net/http's per-call key
-// canonicalization (docs/notes/hit1k.md). http.Header.Get(k) looks up
+// canonicalization (docs/design/0009-hit-path.md). http.Header.Get(k) looks up
 // textproto.CanonicalMIMEHeaderKey(k), which validates and copies-if-needed
 // k byte by byte on every call; the gateway reads about twenty request
 // headers per call, nearly all absent. With a key already in canonical form

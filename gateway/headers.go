@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Upstream response headers that reach the client (issue 10 item 8): the
+// Upstream response headers that reach the client: the
 // back-off and rate-limit headers SDKs act on, and the provider's request id
 // and processing time that support asks for. Every other upstream header is
 // dropped — hop-by-hop ones included — since the gateway writes its own

@@ -11,7 +11,7 @@ import (
 )
 
 // Hit-path work that repeats the same results call after call
-// (docs/notes/hit1k2.md): the response head's strings of a stored answer,
+// (docs/design/0009-hit-path.md): the response head's strings of a stored answer,
 // and the mux's choice of handler for the four provider routes.
 
 // strCache remembers the strings of recent values in a small direct-mapped

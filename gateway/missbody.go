@@ -14,7 +14,7 @@ import (
 // stage, the upstream request) after the client's handler has returned.
 // At 200 KB that was a fresh 256 KiB buffer allocated and zeroed per miss
 // (5 % of the gateway's CPU on the miss path, 64 % of its allocated bytes:
-// docs/notes/missfast.md), plus the GC cycles it paid for.
+// docs/design/0010-miss-path.md), plus the GC cycles it paid for.
 //
 // bodyRefs counts who may still read a pooled body on the miss path of a
 // call without an idempotency key: the handler, the call's flight while its
@@ -107,7 +107,7 @@ func (b *bodyRefs) reader(body []byte) (*refReader, error) {
 // of a *bytes.Reader in one write(2), but flushes the headers on their own
 // before any other body type (transfer.go, isKnownInMemoryReader) — one
 // more syscall per miss, ≈ 7 % of the gateway's CPU at 1 KB
-// (docs/notes/miss3.md). Above the transport's 4 KiB write buffer the
+// (docs/design/0010-miss-path.md). Above the transport's 4 KiB write buffer the
 // headers go out alone either way, so larger bodies keep the counted
 // reader (no 200 KB copy).
 func newUpstreamRequest(ctx context.Context, url string, c *call, body []byte) (*http.Request, error) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestOperationNameBound (issue 10 item 7): Groundhog-Operation is bounded
+// TestOperationNameBound: Groundhog-Operation is bounded
 // in length and charset with a clear 400 in the provider's error shape,
 // before the provider is called.
 func TestOperationNameBound(t *testing.T) {

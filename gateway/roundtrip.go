@@ -14,7 +14,7 @@ import (
 // it never follows here (CheckRedirect answers ErrUseLastResponse), checks
 // a deadline the client does not have, and wraps errors. The bare
 // httputil.ReverseProxy calls its Transport the same way; the client layer
-// was ≈ 2 % of the gateway's CPU per 1 KB miss (docs/notes/miss3.md).
+// was ≈ 2 % of the gateway's CPU per 1 KB miss (docs/design/0010-miss-path.md).
 //
 // Same outcome as Client.Do for every response and error, pinned by
 // TestRoundTripMatchesClientDo: errors wrapped in the same *url.Error

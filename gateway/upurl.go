@@ -12,7 +12,7 @@ import (
 // newPost is http.NewRequestWithContext(ctx, POST, rawURL, body) without
 // parsing rawURL on every call: the upstream URL of a miss is one of a few
 // strings (an upstream's base and a route), and url.Parse of it was ≈ 2 %
-// of the gateway's CPU on a 1 KB miss (docs/notes/miss3.md, miss4.md). The
+// of the gateway's CPU on a 1 KB miss (docs/design/0010-miss-path.md). The
 // first call for a URL parses it as NewRequestWithContext does (the host's
 // empty port removed); later calls build the request from "" (every body
 // rule of NewRequestWithContext unchanged: ContentLength, GetBody, NoBody)

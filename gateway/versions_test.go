@@ -54,7 +54,7 @@ func decodeVersions(t *testing.T, s string) map[string]string {
 	return got
 }
 
-// TestCacheVersionCannotForgeAnthropicBeta (issue 10 item 10): a
+// TestCacheVersionCannotForgeAnthropicBeta: a
 // Groundhog-Cache-Version value that spells out another component must not
 // give the same key as a request that sends that component for real.
 func TestCacheVersionCannotForgeAnthropicBeta(t *testing.T) {

@@ -2,7 +2,7 @@ package ledger
 
 import "github.com/groundhog-ai/groundhog"
 
-// Row chunks are reused once committed (docs/notes/hit3.md). A chunk holds
+// Row chunks are reused once committed (docs/design/0003-ledger-journal.md). A chunk holds
 // BatchSize rows (2048 × 288 bytes by default, about 590 KB): allocating a
 // fresh one every BatchSize rows cost the request that crossed the boundary
 // a large zeroed allocation (fresh pages from the heap, about 0.2 µs a row

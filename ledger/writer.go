@@ -25,7 +25,7 @@ type WriterOptions struct {
 	// BatchSize is the most rows one AppendLedger call carries and the
 	// number of queued rows that triggers a commit before FlushInterval.
 	// Default 2048 (fewer, larger commits: the commit of a SQLite transaction
-	// cost about a third as much as its inserts at 512, NOTES-perf12b.md).
+	// cost about a third as much as its inserts at 512, docs/design/0003-ledger-journal.md).
 	BatchSize int
 	// FlushInterval is the longest a recorded row waits before a commit is
 	// attempted. Default 200ms.

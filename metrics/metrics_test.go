@@ -22,7 +22,7 @@ func scrape(t *testing.T, m *Metrics) string {
 
 var opLabelRE = regexp.MustCompile(`operation="([^"]*)"`)
 
-// TestOperationLabelsBounded (issue 10 item 7): 20,000 calls with unique
+// TestOperationLabelsBounded: 20,000 calls with unique
 // client-chosen operation names create at most MaxObservedOperations label
 // values besides the declared ones and "other"; every call is still counted.
 func TestOperationLabelsBounded(t *testing.T) {

@@ -3,7 +3,7 @@ package promptcache
 // topFields is a body's top-level members in body order, for the builder's
 // look-ups by name. It replaced a map[string]span built per parse: a string
 // key allocated per member and the map's groups (≈ 3 % of the gateway's CPU
-// per 1 KB miss, docs/notes/miss3.md); a top-level object has a handful of
+// per 1 KB miss, docs/design/0010-miss-path.md); a top-level object has a handful of
 // members and parse looks up about fifteen names, so a backwards scan is
 // cheaper than hashing. Keys are the raw bytes of the body (escapes not
 // decoded), as the map's were: they live as long as Prefix.body and are

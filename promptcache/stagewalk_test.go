@@ -206,8 +206,8 @@ func quoteBitsSlow(b []byte) []uint64 {
 	return q
 }
 
-// TestQuoteIndexMatchesDefinition: fingerprint.QuoteIndex (its only test:
-// the brief allows one new file in fingerprint/) against its definition on
+// TestQuoteIndexMatchesDefinition: fingerprint.QuoteIndex (tested here, beside
+// its one user) against its definition on
 // random bodies rich in quotes and backslash runs of every length (across
 // the 64-byte block edges), every length from 0 to 300 and large ones, the
 // buffer reused.

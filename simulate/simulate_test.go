@@ -12,7 +12,7 @@ import (
 	"github.com/groundhog-ai/groundhog/pricing"
 )
 
-// The seed's figures (issue 8): 50 → 100 steps at 2,000 tokens a step.
+// The design's worked example: 50 → 100 steps at 2,000 tokens a step.
 func TestSeedFigures(t *testing.T) {
 	res, err := Run(Params{Steps: []int64{50, 100}, TokensPerStep: 2000, StateTokens: 4000})
 	if err != nil {

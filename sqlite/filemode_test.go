@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestDatabaseFilesOwnerOnly (issue 10, robustness): the database file and
+// TestDatabaseFilesOwnerOnly: the database file and
 // the WAL and shared-memory files SQLite creates beside it are 0600, even
 // under a permissive umask.
 func TestDatabaseFilesOwnerOnly(t *testing.T) {

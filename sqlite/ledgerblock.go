@@ -20,7 +20,7 @@ import (
 // The ledger is stored in blocks (migration 0003): one row of
 // ledger_blocks per (AppendLedger call, tenant, time slice) holds that
 // call's rows sorted by (time, id). A per-row table cost one B-tree insert
-// per index per row, about 5–6 µs of CPU in modernc (docs/notes/journal.md);
+// per index per row, about 5–6 µs of CPU in modernc (docs/design/0004-sqlite-ledger-blocks.md);
 // a block costs that once per batch, and the rows only their packing.
 //
 // Dedupe by id without a per-row index. A time-keyed id (keyTime: 32

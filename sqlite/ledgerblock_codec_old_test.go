@@ -13,7 +13,7 @@ import (
 )
 
 // The block encoder before it wrote rows in place and computed varint
-// lengths arithmetically (docs/notes/hit5.md), kept to hold the new one to
+// lengths arithmetically (docs/design/0004-sqlite-ledger-blocks.md), kept to hold the new one to
 // it byte for byte.
 
 // blockEncoderOld writes the rows of one block. It writes each field of

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// keyTimeOld is keyTime before its table-driven loop (docs/notes/hit5.md),
+// keyTimeOld is keyTime before its table-driven loop (docs/design/0004-sqlite-ledger-blocks.md),
 // kept to hold the new one to it.
 func keyTimeOld(id string) (int64, bool) {
 	if len(id) != 32 {

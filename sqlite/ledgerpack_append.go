@@ -9,7 +9,7 @@ import (
 // appendPackedLedger appends the packed form of e to b: the same bytes as
 // packLedgerRow over the values of packLedger, written field by field with
 // no []driver.Value (which boxed ~28 values into interfaces: most of the
-// objects the ledger committer allocated per row, docs/notes/perf12.md).
+// objects the ledger committer allocated per row, docs/design/0004-sqlite-ledger-blocks.md).
 func appendPackedLedger(b []byte, e *groundhog.LedgerEntry) []byte {
 	b = packText(b, e.ID)
 	b = packInt(b, e.Time.UnixNano())

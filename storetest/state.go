@@ -12,7 +12,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 )
 
-// SeedState is the working state of issue 8's seed, byte for byte: a
+// SeedState is the working state of the design's worked example, byte for byte: a
 // store and the HTTP layer must give back exactly these bytes.
 const SeedState = `{"objective":"Fix the webhook retry bug","constraints":["No duplicate charges","Rollback required"],"findings":["Worker may time out after downstream success"],"failed_approaches":["Blind retry duplicates the action"],"evidence":["src/webhooks.py","incident-1042"],"next_step":"Check downstream idempotency support"}`
 

@@ -8,7 +8,7 @@ import "unicode/utf8"
 // bad byte), then the closing quote as v's last byte. ok false: anything
 // else, for json.Unmarshal to decide (rawString). The model name of every
 // answer goes through here (json.Unmarshal of it was ≈ 0.7 % of the
-// gateway's CPU per 1 KB miss: docs/notes/miss3.md).
+// gateway's CPU per 1 KB miss: docs/design/0010-miss-path.md).
 func plainString(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
 		return "", false

@@ -8,7 +8,7 @@ import (
 // decodeUsageFields fills f from the usage object raw as
 // json.Unmarshal(raw, f) does, without reflection (json.Unmarshal of the
 // usage object was 6 % of the gateway's CPU on a 1 KB miss:
-// docs/notes/missfast.md). It reports false, having left f untouched,
+// docs/design/0010-miss-path.md). It reports false, having left f untouched,
 // whenever it cannot promise json.Unmarshal's result: raw not valid JSON
 // or not an object, a key with an escape or a non-ASCII byte (where
 // encoding/json's case folding goes beyond ASCII), a details value that is

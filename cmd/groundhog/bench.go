@@ -24,7 +24,7 @@ func init() {
 from memory (floor), a bare httputil.ReverseProxy and groundhog gateways as separate
 processes on loopback, drive each with a stdlib HTTP client, and print throughput
 and server CPU per request as ratios against the baselines of the same run, with
-issue 12's goals beside them. The fingerprint and analyze figures are measured in
+the goals beside them. The fingerprint and analyze figures are measured in
 this process first.
 
 Each scenario runs for --duration per body (default small and large): about

@@ -302,5 +302,5 @@ func addConfigKeys(ctx context.Context, db groundhog.KeyStore, keys []config.Key
 // load. It costs up to this much memory; GOGC in the environment turns it
 // off. 24 MiB measured better than 64 MiB on the 1 KB hit: a heap that stays
 // within the last-level cache keeps allocations cache-warm
-// (docs/notes/hit1k2.md).
+// (docs/design/0008-gc-heap-floor.md).
 const gcHeapFloor = 24 << 20

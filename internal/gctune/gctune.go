@@ -6,7 +6,7 @@
 // while it allocates a few KB per request, so at 13,000 cache hits a second
 // it ran about ten collections a second, each one marking the whole live
 // heap: about a tenth of the process's CPU on the 1 KB hit path
-// (docs/notes/hit1k2.md). MinHeap raises GOGC while the live heap is small,
+// (docs/design/0008-gc-heap-floor.md). MinHeap raises GOGC while the live heap is small,
 // so that a collection starts only once the heap has reached a floor; past
 // the floor's half, GOGC is 100 again.
 package gctune

@@ -14,7 +14,7 @@ import (
 )
 
 // After the handler, a body read to its end is the server's own again, and
-// closed (so net/http skips its discard of the rest, docs/notes/hit3.md); a
+// closed (so net/http skips its discard of the rest, docs/design/0009-hit-path.md); a
 // body the handler left unread stays in place, and net/http discards the
 // rest so the next request on the connection is read intact. Requests of
 // both kinds alternate on one keep-alive connection.
