@@ -22,20 +22,20 @@ import (
 
 // Config is the whole gateway configuration.
 type Config struct {
-	Addr              string `yaml:"addr"`
-	DB                string `yaml:"db"`
+	Addr              string `yaml:"addr"`               // listen address; a non-loopback address requires gateway keys
+	DB                string `yaml:"db"`                 // SQLite file path, or a postgres:// URL shared by replicas
 	Upstream          string `yaml:"upstream"`           // OpenAI-compatible base URL ending in /v1, or "sim"
 	AnthropicUpstream string `yaml:"anthropic_upstream"` // Anthropic base URL; "" = same as Upstream when that is "sim", else https://api.anthropic.com/v1
 	OpenAIAPIKey      string `yaml:"openai_api_key"`     // provider key; never logged
 	AnthropicAPIKey   string `yaml:"anthropic_api_key"`  // provider key; never logged
-	MaxBodyBytes      int64  `yaml:"max_body_bytes"`
+	MaxBodyBytes      int64  `yaml:"max_body_bytes"`     // bound on one request body after decompression (413 past it)
 	MaxUpstreamBytes  int64  `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
 	// PassthroughMaxBodyBytes bounds a request body relayed on a
 	// passthrough route (file and audio uploads): streamed, never held.
 	PassthroughMaxBodyBytes int64         `yaml:"passthrough_max_body_bytes"`
-	UpstreamTimeout         time.Duration `yaml:"upstream_timeout"`
-	ShutdownTimeout         time.Duration `yaml:"shutdown_timeout"`
-	LogLevel                string        `yaml:"log_level"`
+	UpstreamTimeout         time.Duration `yaml:"upstream_timeout"` // bound on one upstream call, stream included
+	ShutdownTimeout         time.Duration `yaml:"shutdown_timeout"` // how long a graceful stop waits for calls in flight
+	LogLevel                string        `yaml:"log_level"`        // debug, info, warn or error
 	// LogFormat is "text" (default) or "json"; every call logs one line.
 	LogFormat string `yaml:"log_format"`
 	// OTLPEndpoint, when set, exports one trace span per call over
@@ -63,7 +63,7 @@ type Config struct {
 	// (model_prices_and_context_window.json), told apart by content (see
 	// pricing.Load). Prices wins over it.
 	PricesFile string                       `yaml:"prices_file"`
-	Prices     map[string]pricing.YAMLPrice `yaml:"prices"`
+	Prices     map[string]pricing.YAMLPrice `yaml:"prices"` // USD per million tokens by model name or "prefix-*", merged over the built-in table and prices_file
 	Sim        SimConfig                    `yaml:"sim"`
 	State      StateConfig                  `yaml:"state"`
 	Evidence   EvidenceConfig               `yaml:"evidence"`
@@ -106,8 +106,8 @@ type PostgresConfig struct {
 
 // IdemConfig configures operation records.
 type IdemConfig struct {
-	Lease     time.Duration `yaml:"lease"`
-	Retention time.Duration `yaml:"retention"`
+	Lease     time.Duration `yaml:"lease"`     // how long a running call holds its record without renewal
+	Retention time.Duration `yaml:"retention"` // how long a finished record answers retries
 }
 
 // LedgerConfig configures the ledger writer.
@@ -124,10 +124,10 @@ type LedgerConfig struct {
 
 // SimConfig configures the in-process simulated provider.
 type SimConfig struct {
-	FirstToken     time.Duration `yaml:"first_token"`
-	PerPromptToken time.Duration `yaml:"per_prompt_token"`
-	PerOutputToken time.Duration `yaml:"per_output_token"`
-	Fault          string        `yaml:"fault"`
+	FirstToken     time.Duration `yaml:"first_token"`      // latency before the first token
+	PerPromptToken time.Duration `yaml:"per_prompt_token"` // added latency per uncached prompt token
+	PerOutputToken time.Duration `yaml:"per_output_token"` // latency per output token
+	Fault          string        `yaml:"fault"`            // fault to inject on every call (see groundhog sim --help)
 }
 
 // StateConfig configures the agent working-state endpoints.
@@ -184,16 +184,16 @@ type PromptCacheConfig struct {
 // KeyConfig is a gateway key in the configuration file: the tenant and the
 // hex SHA-256 of the secret, as `groundhog keys create` prints it.
 type KeyConfig struct {
-	Tenant string `yaml:"tenant"`
-	SHA256 string `yaml:"sha256"`
+	Tenant string `yaml:"tenant"` // the tenant the key authenticates
+	SHA256 string `yaml:"sha256"` // hex SHA-256 of the secret
 }
 
 // Rule maps calls without a Groundhog-Operation header to an operation.
 // Route and Model are path.Match patterns ("" matches all).
 type Rule struct {
-	Route     string `yaml:"route"`
-	Model     string `yaml:"model"`
-	Operation string `yaml:"operation"`
+	Route     string `yaml:"route"`     // path.Match pattern of the route, "" for all
+	Model     string `yaml:"model"`     // path.Match pattern of the model, "" for all
+	Operation string `yaml:"operation"` // the operation name given to matching calls
 }
 
 // Default returns the built-in configuration: loopback, a SQLite file in the
