@@ -56,7 +56,7 @@ type LedgerEntry struct {
 	Idempotent bool // the call carried an Idempotency-Key
 	Stream     bool
 
-	// Provider prompt caching (DESIGN.md §4). PromptCacheSaved is the net
+	// Provider prompt caching (docs/prompt-caching.md). PromptCacheSaved is the net
 	// saving of the provider's prompt cache on this call: what the cached
 	// reads saved against the uncached input rate minus what the cache
 	// writes cost above it (negative when caching lost money; CostUnknown

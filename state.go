@@ -7,7 +7,7 @@ import (
 )
 
 // WorkingState is an agent's durable working state for one (tenant,
-// session) (DESIGN.md §5): what the next step needs instead of the whole
+// session) (docs/agent-state.md): what the next step needs instead of the whole
 // transcript. Constraints and Objective are the user's exact words and are
 // stored verbatim; no summarizer may rewrite them. Evidence entries are
 // either "ev_<sha256 hex>" references to stored evidence or external

@@ -1,5 +1,5 @@
 // Package assemble builds an agent step's provider request from its durable
-// working state (DESIGN.md §5): a byte-stable prefix (tools, instructions),
+// working state (docs/agent-state.md): a byte-stable prefix (tools, instructions),
 // then the working state rendered deterministically, then the last step, so
 // the input per step stays bounded instead of growing with the transcript.
 // Everything here is pure: the same Input gives the same bytes in every run,

@@ -1,6 +1,6 @@
 // Package compaction decides when compacting an agent's working state pays
 // for itself, and performs compactions without ever losing the user's
-// words (DESIGN.md §5): the objective and constraints are carried verbatim
+// words (docs/agent-state.md): the objective and constraints are carried verbatim
 // by groundhog, evidence references survive, only the findings, failed
 // approaches and next step may be rewritten.
 //

@@ -7,7 +7,7 @@ import (
 )
 
 // CompactionConfig sets the cost model of working-state compaction
-// (DESIGN.md §5): when compacting pays, and which model does it.
+// (docs/agent-state.md): when compacting pays, and which model does it.
 type CompactionConfig struct {
 	// Model is the summarizing model; "" uses the model of the request the
 	// context is assembled for.

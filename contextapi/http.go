@@ -1,5 +1,5 @@
 // Package contextapi serves an agent session's context assembly and
-// compaction over HTTP (DESIGN.md §5, §7):
+// compaction over HTTP (docs/agent-state.md, docs/reference/wire.md):
 //
 //	POST /groundhog/v1/sessions/{id}/context   the next request body, its token counts and the compaction decision
 //	POST /groundhog/v1/sessions/{id}/compact   compact the working state now (CAS on its version)

@@ -10,7 +10,7 @@ import (
 	"github.com/groundhog-ai/groundhog/ledger"
 )
 
-// The provider prompt-cache part of the page (DESIGN.md §4): a table with
+// The provider prompt-cache part of the page (docs/prompt-caching.md): a table with
 // the prompt-cache figures of every operation and the total, the breaks by
 // cause of the scope, and two charts over the window (hit ratio, net
 // saving, which can be negative).

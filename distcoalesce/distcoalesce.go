@@ -1,5 +1,5 @@
 // Package distcoalesce coalesces identical cacheable calls across gateway
-// replicas (DESIGN.md §1 "In-flight coalescing", across processes).
+// replicas (docs/cache-and-coalescing.md, across processes).
 //
 // In-process coalescing (package coalesce) already makes one leader per
 // (tenant, request hash) in each replica; Group.Lead is what that leader

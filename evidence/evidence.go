@@ -1,4 +1,4 @@
-// Package evidence serves evidence blobs over HTTP (DESIGN.md §5, §7):
+// Package evidence serves evidence blobs over HTTP (docs/agent-state.md, docs/reference/wire.md):
 // content-addressed, deduplicated per tenant, streamed both ways, read
 // whole, by line range or by byte range. The store is any
 // groundhog.EvidenceStore.

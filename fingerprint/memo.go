@@ -19,7 +19,7 @@ import (
 // Why: at 200 KB the canonical scan costs about 2.7 times SHA-256 over the
 // same bytes, while finding and comparing a remembered body costs a fast
 // non-cryptographic hash and a memory comparison — a small fraction of it.
-// The request hash itself (SHA-256 of the canonical form, DESIGN.md) is
+// The request hash itself (SHA-256 of the canonical form, design record 0001) is
 // unchanged: a memo hit returns the hash computed when the body was first
 // seen.
 //

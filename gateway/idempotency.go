@@ -13,7 +13,7 @@ import (
 )
 
 // serveIdempotent runs the idempotency stage for a call that carries an
-// Idempotency-Key (DESIGN.md §1, state by state): replay a terminal record,
+// Idempotency-Key (docs/idempotency.md, state by state): replay a terminal record,
 // refuse a mismatched payload (422), answer a running one with 409 or wait
 // for it (Prefer: wait), or claim the record and run the rest of the
 // pipeline under its lease. The claim is settled — completed, failed or

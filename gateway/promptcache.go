@@ -13,7 +13,7 @@ import (
 	"github.com/groundhog-ai/groundhog/promptcache"
 )
 
-// The provider prompt-cache stage's headers (DESIGN.md §4, §7).
+// The provider prompt-cache stage's headers (docs/prompt-caching.md, docs/reference/wire.md).
 const (
 	// Response: what the provider read from / wrote to its prompt cache,
 	// "read=<tokens> write=<tokens>", on every call the provider answered

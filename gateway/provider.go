@@ -21,7 +21,7 @@ import (
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
-// Response and request header names of the wire contract (DESIGN.md §7).
+// Response and request header names of the wire contract (docs/reference/wire.md).
 const (
 	hdrRequestHash  = "Groundhog-Request-Hash"
 	hdrCache        = "Groundhog-Cache"

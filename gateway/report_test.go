@@ -12,7 +12,7 @@ import (
 	"github.com/groundhog-ai/groundhog/pricing"
 )
 
-// DESIGN.md §2's worked example through the real pipeline and the
+// docs/measure.md's worked example through the real pipeline and the
 // simulated provider, scaled to 4,000 calls with 600 same-day repeats
 // (15 %) and priced so one call costs $0.04: the repeats cost $24.00 a day
 // and a cache would save $720.00 in 30 days — the design's figures exactly.

@@ -1,5 +1,5 @@
 // Package gateway is groundhog's HTTP layer: the OpenAI/Anthropic-compatible
-// provider routes running the pipeline of DESIGN.md §1 (authenticate → parse
+// provider routes running the pipeline of docs/architecture.md (authenticate → parse
 // → fingerprint → ledger → idempotency → cache → coalesce → upstream → store
 // → respond) and the /groundhog/v1 management endpoints.
 package gateway

@@ -2,7 +2,7 @@
 // Idempotency-Key) on top of a groundhog.OperationStore: it claims the
 // record, renews its lease while the operation runs, commits the result
 // fenced by the record's token, and replays the stored result to every
-// later retry (DESIGN.md §1 "Idempotency").
+// later retry (docs/idempotency.md).
 //
 // The same Service backs the gateway's provider routes (Begin, Wait,
 // Claim, Classify), the HTTP tool operations API (Handler) and a Go API for

@@ -7,8 +7,8 @@ import (
 	"github.com/groundhog-ai/groundhog"
 )
 
-// PromptCache is the provider prompt-cache part of a report Row (DESIGN.md
-// §4), over the same rows as the rest of the Row:
+// PromptCache is the provider prompt-cache part of a report Row
+// (docs/prompt-caching.md), over the same rows as the rest of the Row:
 //
 //   - CachedReadTokens, CacheWriteTokens, CacheWrite1hTokens: sums of the
 //     rows' Usage.CachedInputTokens, CacheWriteTokens and CacheWrite1hTokens

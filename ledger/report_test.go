@@ -67,7 +67,7 @@ func workedExample(calls, repeats int) []groundhog.LedgerEntry {
 }
 
 func TestWorkedExample(t *testing.T) {
-	// DESIGN §2: 40,000 calls, 6,000 repeats -> 15 %; at $0.004 a call
+	// docs/measure.md's worked example: 40,000 calls, 6,000 repeats -> 15 %; at $0.004 a call
 	// that is $24 a day, $720 in 30 days. Exactly, at full scale through
 	// the Accumulator and scaled 4,000/600 through SQLite.
 	for _, c := range []struct {

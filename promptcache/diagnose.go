@@ -6,7 +6,7 @@ import (
 )
 
 // Cause is why prefix reuse broke. The names are part of the wire contract
-// (DESIGN.md §7, header Groundhog-Prompt-Cache-Break).
+// (docs/reference/wire.md, header Groundhog-Prompt-Cache-Break).
 type Cause string
 
 const (

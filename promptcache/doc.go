@@ -1,5 +1,5 @@
 // Package promptcache helps agents keep the provider's prompt cache warm
-// and says why it went cold (DESIGN.md §4): a prefix model of every request
+// and says why it went cold (docs/prompt-caching.md): a prefix model of every request
 // shape, break diagnosis against earlier prompts (Tracker), breakpoint
 // injection (Inject), stable prompt_cache_key values (StableKey,
 // SetCacheKey) and the request differ behind `groundhog prefix-diff` (Diff).

@@ -1,5 +1,5 @@
 // Package simulate reproduces the transcript-growth arithmetic of an agent
-// (DESIGN.md §5): the input tokens and their cost when every step re-sends
+// (docs/agent-state.md): the input tokens and their cost when every step re-sends
 // the whole transcript (quadratic total) against a compact working state
 // plus the last step (linear total), with and without provider prompt
 // caching. Everything is exact integer arithmetic; money is groundhog.Money.

@@ -1,5 +1,5 @@
 // Package state serves an agent's durable working state over HTTP
-// (DESIGN.md §5, §7): versioned, compare-and-swap updates with ETag /
+// (docs/agent-state.md, docs/reference/wire.md): versioned, compare-and-swap updates with ETag /
 // If-Match, JSON Merge Patch, every version readable, deletes as
 // tombstones. The store is any groundhog.StateStore.
 package state

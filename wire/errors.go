@@ -110,7 +110,7 @@ func ErrorEvent(shape groundhog.Shape, code, message string) groundhog.Event {
 const CodeMethod = "method_not_allowed"
 
 // Status is the one mapping from a groundhog error code to the HTTP status
-// of DESIGN.md §7; every handler (gateway, tool operations API, report and
+// of docs/reference/wire.md; every handler (gateway, tool operations API, report and
 // dashboard) answers through it.
 func Status(code string) int {
 	switch code {

@@ -8,7 +8,7 @@ import (
 )
 
 // Storable reports whether a complete, successful response body of shape
-// may be stored in the cache. A refusal by policy may not (DESIGN.md §1):
+// may be stored in the cache. A refusal by policy may not (docs/cache-and-coalescing.md):
 // the provider declined this request once, a later identical request may be
 // answered, and a stored refusal would be replayed to every caller for the
 // entry's whole lifetime. The refusal is still passed to its client and

@@ -4,8 +4,7 @@
 // the gateway, the cache and coalescing can treat every response uniformly.
 //
 // Its central job is conversion: a stored stream must be able to answer a
-// non-stream request and a stored body a stream request (DESIGN.md §1, "Exact
-// response cache"). BodyFromEvents and EventsFromBody do that, and the
+// non-stream request and a stored body a stream request (docs/cache-and-coalescing.md). BodyFromEvents and EventsFromBody do that, and the
 // streams EventsFromBody synthesizes are accepted by the official OpenAI and
 // Anthropic Go SDKs' decoders and accumulators.
 //
