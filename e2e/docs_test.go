@@ -169,3 +169,15 @@ func TestDocumentedExamplesShip(t *testing.T) {
 		fh.Close()
 	}
 }
+
+// TestReadmeIsAFrontDoor: the README stays short; the reference lives in
+// docs/.
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > 300 {
+		t.Fatalf("README.md has %d lines; keep it at most 300 and move reference material to docs/", n)
+	}
+}
