@@ -103,7 +103,8 @@
 // the latest 3 explicit ones. Breakpoints under 1,024 tokens write nothing.
 // Writes live 30 minutes and are billed at the cache-write price, reported
 // as prompt_tokens_details.cache_write_tokens / input_tokens_details.
-// cache_write_tokens (and cache_write_tokens_details.ttl_30m_tokens).
+// cache_write_tokens (the API sends no per-TTL breakdown of them: strict
+// clients reject any other usage field).
 // additional_tools input items add callable tools where they stand (after
 // the cached prefix; a breakpoint inside one is a 400); tool_choice
 // {"type": "allowed_tools"} restricts the callable tools without changing

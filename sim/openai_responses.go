@@ -197,12 +197,8 @@ func responsesToolChoice(raw json.RawMessage) (mode, name string) {
 type responsesUsage struct {
 	InputTokens        int64 `json:"input_tokens"`
 	InputTokensDetails struct {
-		CachedTokens            int64 `json:"cached_tokens"`
-		CacheWriteTokens        int64 `json:"cache_write_tokens"`
-		CacheWriteTokensDetails struct {
-			TTL30m int64 `json:"ttl_30m_tokens"`
-			TTL12h int64 `json:"ttl_12h_tokens"`
-		} `json:"cache_write_tokens_details"`
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
 	} `json:"input_tokens_details"`
 	OutputTokens        int64 `json:"output_tokens"`
 	OutputTokensDetails struct {
@@ -306,7 +302,6 @@ func newResponseObject(x *exchange, req *responsesRequest, c *completion) *respo
 		TotalTokens: x.usage.InputTokens + x.usage.OutputTokens}
 	u.InputTokensDetails.CachedTokens = x.usage.CachedInputTokens
 	u.InputTokensDetails.CacheWriteTokens = x.usage.CacheWriteTokens
-	u.InputTokensDetails.CacheWriteTokensDetails.TTL30m = x.usage.CacheWriteTokens // every OpenAI write lives 30 minutes
 	r.Usage = u
 	if c.tool != nil {
 		r.Output = []any{functionCallItem{ID: x.id.derive("item", 0).id("fc_"), Type: "function_call", Status: "completed",
