@@ -238,8 +238,20 @@ type anthropicUsage struct {
 		Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
 		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
-	OutputTokens int64  `json:"output_tokens"`
-	ServiceTier  string `json:"service_tier"`
+	OutputTokens        int64 `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ThinkingTokens int64 `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
+	ServerToolUse serverToolUse `json:"server_tool_use"`
+	ServiceTier   string        `json:"service_tier"`
+	InferenceGeo  string        `json:"inference_geo"`
+}
+
+// serverToolUse counts the provider-run tool requests of a call; the sim
+// runs none.
+type serverToolUse struct {
+	WebFetchRequests  int64 `json:"web_fetch_requests"`
+	WebSearchRequests int64 `json:"web_search_requests"`
 }
 
 // newAnthropicUsage converts u: Anthropic's input_tokens excludes cache reads
@@ -251,6 +263,7 @@ func newAnthropicUsage(u groundhog.Usage, output int64) anthropicUsage {
 		CacheReadInputTokens:     u.CachedInputTokens,
 		OutputTokens:             output,
 		ServiceTier:              "standard",
+		InferenceGeo:             "not_available",
 	}
 	au.CacheCreation.Ephemeral5m = u.CacheWriteTokens - u.CacheWrite1hTokens
 	au.CacheCreation.Ephemeral1h = u.CacheWrite1hTokens
@@ -265,6 +278,8 @@ type anthropicBody struct {
 	Content      []any          `json:"content"`
 	StopReason   *string        `json:"stop_reason"`
 	StopSequence *string        `json:"stop_sequence"`
+	StopDetails  *struct{}      `json:"stop_details"`
+	Container    *struct{}      `json:"container"`
 	Usage        anthropicUsage `json:"usage"`
 }
 
@@ -313,8 +328,16 @@ func streamMessages(x *exchange, model string, c *completion) {
 	st := x.newSSE(total)
 	start := anthropicMessageBody(x, model, c)
 	start.Content, start.StopReason = []any{}, nil
-	start.Usage.OutputTokens = 1 // as the API reports before generating
-	if !st.event("message_start", map[string]any{"type": "message_start", "message": start}) {
+	su := start.Usage
+	// message_start reports the input side (output 1, as the API does before
+	// generating); the output details come with message_delta.
+	usage := map[string]any{"input_tokens": su.InputTokens, "cache_creation_input_tokens": su.CacheCreationInputTokens,
+		"cache_read_input_tokens": su.CacheReadInputTokens, "cache_creation": su.CacheCreation, "output_tokens": 1,
+		"service_tier": su.ServiceTier, "inference_geo": su.InferenceGeo,
+		"server_tool_use": map[string]int64{"web_search_requests": su.ServerToolUse.WebSearchRequests}}
+	msg := map[string]any{"id": start.ID, "type": start.Type, "role": start.Role, "model": start.Model, "content": start.Content,
+		"stop_reason": nil, "stop_sequence": nil, "stop_details": nil, "container": nil, "usage": usage}
+	if !st.event("message_start", map[string]any{"type": "message_start", "message": msg}) {
 		return
 	}
 	var block any = textBlock{Type: "text", Text: ""}
@@ -346,9 +369,10 @@ func streamMessages(x *exchange, model string, c *completion) {
 	}
 	u := newAnthropicUsage(x.usage, x.usage.OutputTokens)
 	if !st.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": c.stopReason(), "stop_sequence": nil},
+		"delta": map[string]any{"stop_reason": c.stopReason(), "stop_sequence": nil, "stop_details": nil, "container": nil},
 		"usage": map[string]any{"input_tokens": u.InputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens,
-			"cache_read_input_tokens": u.CacheReadInputTokens, "cache_creation": u.CacheCreation, "output_tokens": u.OutputTokens}}) {
+			"cache_read_input_tokens": u.CacheReadInputTokens, "output_tokens": u.OutputTokens,
+			"output_tokens_details": u.OutputTokensDetails, "server_tool_use": u.ServerToolUse}}) {
 		return
 	}
 	st.event("message_stop", map[string]any{"type": "message_stop"})

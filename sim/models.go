@@ -2,6 +2,7 @@ package sim
 
 import (
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -106,4 +107,42 @@ func cacheLimits(model string) CacheLimits {
 		return l
 	}
 	return smallLimits
+}
+
+// OpenAIModelRules are the prompt-cache semantics of one family of OpenAI
+// models, which changed with the 2026 models.
+type OpenAIModelRules struct {
+	// Prefix is the start of the model names the rules cover.
+	Prefix string
+	// DefaultRetention is the prompt_cache_retention a request that sets
+	// none gets, and the Responses answer echoes: "in_memory" (entries
+	// live Config.PrefixCacheTTL) or "24h".
+	DefaultRetention string
+	// BillsWrites: automatic caching reports its writes as
+	// cache_write_tokens and bills them at the cache-write price (1.25× the
+	// input price); older models write for free and their chat usage has no
+	// cache_write_tokens field.
+	BillsWrites bool
+}
+
+// OpenAIModels is the table of OpenAI model families, the longest
+// matching prefix winning; a model matching none has the first entry's
+// rules. As with ModelCacheLimits, change it only before any Server runs.
+var OpenAIModels = []OpenAIModelRules{
+	{Prefix: "", DefaultRetention: "in_memory"},
+	{Prefix: "gpt-5.4", DefaultRetention: "24h"},
+	{Prefix: "gpt-5.4-mini", DefaultRetention: "in_memory"},
+	{Prefix: "gpt-5.5", DefaultRetention: "24h"},
+	{Prefix: "gpt-5.6", DefaultRetention: "24h", BillsWrites: true},
+}
+
+// openaiRules returns model's entry of OpenAIModels.
+func openaiRules(model string) OpenAIModelRules {
+	best := OpenAIModels[0]
+	for _, r := range OpenAIModels[1:] {
+		if strings.HasPrefix(model, r.Prefix) && len(r.Prefix) > len(best.Prefix) {
+			best = r
+		}
+	}
+	return best
 }

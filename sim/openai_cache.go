@@ -282,3 +282,12 @@ func allowedTools(raw json.RawMessage, tools []toolSpec) (mode string, allowed [
 	}
 	return o.Mode, allowed, true
 }
+
+// retentionOf is the prompt_cache_retention a Responses answer echoes: the
+// request's, else the model's default (openaiModelRules).
+func retentionOf(model string, asked *string) string {
+	if asked != nil {
+		return *asked
+	}
+	return openaiRules(model).DefaultRetention
+}

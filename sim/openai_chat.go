@@ -114,14 +114,15 @@ func parseChat(body []byte, sd seed) (*job, error) {
 	pc.apply(j)
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	j.respond = func(x *exchange) {
+		writes := j.reportWrites || openaiRules(req.Model).BillsWrites
 		comps := make([]*completion, n)
 		for i := range comps {
 			comps[i] = generateFor(j.seed, i, limit, call, responseSchema(req.ResponseFormat))
 		}
 		if j.stream {
-			streamChat(x, req.Model, comps, includeUsage)
+			streamChat(x, req.Model, comps, includeUsage, writes)
 		} else {
-			x.respondJSON(chatCompletion(x, req.Model, comps))
+			x.respondJSON(chatCompletion(x, req.Model, comps, writes))
 		}
 	}
 	// Generation is deterministic and cheap: run it now for the usage, and
@@ -188,9 +189,9 @@ type chatUsage struct {
 	CompletionTokens    int64 `json:"completion_tokens"`
 	TotalTokens         int64 `json:"total_tokens"`
 	PromptTokensDetails struct {
-		CachedTokens     int64 `json:"cached_tokens"`
-		CacheWriteTokens int64 `json:"cache_write_tokens"`
-		AudioTokens      int64 `json:"audio_tokens"`
+		CachedTokens     int64  `json:"cached_tokens"`
+		CacheWriteTokens *int64 `json:"cache_write_tokens,omitempty"`
+		AudioTokens      int64  `json:"audio_tokens"`
 	} `json:"prompt_tokens_details"`
 	CompletionTokensDetails struct {
 		ReasoningTokens          int64 `json:"reasoning_tokens"`
@@ -200,10 +201,16 @@ type chatUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
-func newChatUsage(u groundhog.Usage) *chatUsage {
+// newChatUsage converts u; writes says the usage reports cache writes
+// (prompt_cache_options mode, or a model that bills them): the chat usage of
+// older models has no cache_write_tokens field.
+func newChatUsage(u groundhog.Usage, writes bool) *chatUsage {
 	cu := &chatUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
 	cu.PromptTokensDetails.CachedTokens = u.CachedInputTokens
-	cu.PromptTokensDetails.CacheWriteTokens = u.CacheWriteTokens
+	if writes || u.CacheWriteTokens > 0 {
+		w := u.CacheWriteTokens
+		cu.PromptTokensDetails.CacheWriteTokens = &w
+	}
 	return cu
 }
 
@@ -257,10 +264,10 @@ func (x *exchange) toolCallID(prefix string, i int) string {
 	return x.id.derive("tool", uint64(i)).id(prefix)
 }
 
-func chatCompletion(x *exchange, model string, comps []*completion) chatCompletionBody {
+func chatCompletion(x *exchange, model string, comps []*completion, writes bool) chatCompletionBody {
 	b := chatCompletionBody{
 		ID: x.id.id("chatcmpl-"), Object: "chat.completion", Created: x.created.Unix(), Model: model,
-		Usage: newChatUsage(x.usage), ServiceTier: "default", SystemFingerprint: "fp_sim",
+		Usage: newChatUsage(x.usage, writes), ServiceTier: "default", SystemFingerprint: "fp_sim",
 	}
 	for i, c := range comps {
 		var ch chatChoice
@@ -289,25 +296,29 @@ type chatChunk struct {
 	ServiceTier       string            `json:"service_tier"`
 	SystemFingerprint string            `json:"system_fingerprint"`
 	Choices           []chatChunkChoice `json:"choices"`
-	Usage             *chatUsage        `json:"usage,omitempty"`
+	// Usage is null on every chunk but the last when the client asked for
+	// usage (stream_options.include_usage), absent otherwise.
+	Usage       any    `json:"usage,omitempty"`
+	Obfuscation string `json:"obfuscation"`
 }
 
 type chatChunkChoice struct {
 	Index int `json:"index"`
 	Delta struct {
-		Role      string         `json:"role,omitempty"`
-		Content   *string        `json:"content,omitempty"`
-		Refusal   *string        `json:"refusal,omitempty"`
-		ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+		Role      string          `json:"role,omitempty"`
+		Content   json.RawMessage `json:"content,omitempty"`
+		Refusal   json.RawMessage `json:"refusal,omitempty"`
+		ToolCalls []chatToolCall  `json:"tool_calls,omitempty"`
 	} `json:"delta"`
 	Logprobs     *struct{} `json:"logprobs"`
 	FinishReason *string   `json:"finish_reason"`
 }
 
-// streamChat writes chat.completion.chunk events: per choice a role chunk,
-// one chunk per output token (or tool-argument piece), a finish chunk; then
-// the usage chunk if asked for, then [DONE].
-func streamChat(x *exchange, model string, comps []*completion, includeUsage bool) {
+// streamChat writes chat.completion.chunk events: per choice a role chunk
+// (content "" for text, null before a tool call, as the API sends), the
+// tool call's id and name, one chunk per output token (or tool-argument
+// piece), a finish chunk; then the usage chunk if asked for, then [DONE].
+func streamChat(x *exchange, model string, comps []*completion, includeUsage, writes bool) {
 	total := 0
 	for _, c := range comps {
 		if c.tool != nil {
@@ -319,9 +330,14 @@ func streamChat(x *exchange, model string, comps []*completion, includeUsage boo
 	st := x.newSSE(total)
 	base := chatChunk{ID: x.id.id("chatcmpl-"), Object: "chat.completion.chunk", Created: x.created.Unix(),
 		Model: model, ServiceTier: "default", SystemFingerprint: "fp_sim"}
+	if includeUsage {
+		base.Usage = json.RawMessage("null")
+	}
 	one := func(ch chatChunkChoice) chatChunk {
 		c := base
 		c.Choices = []chatChunkChoice{ch}
+		d, _ := json.Marshal(ch.Delta)
+		c.Obfuscation = obfuscation(string(d))
 		return c
 	}
 	for i, c := range comps {
@@ -329,16 +345,23 @@ func streamChat(x *exchange, model string, comps []*completion, includeUsage boo
 		ch.Index = i
 		ch.Delta.Role = "assistant"
 		if c.tool != nil {
-			zero := 0
-			tc := chatToolCall{Index: &zero, ID: x.toolCallID("call_", i), Type: "function"}
-			tc.Function.Name = c.tool.name
-			ch.Delta.ToolCalls = []chatToolCall{tc}
+			ch.Delta.Content, ch.Delta.Refusal = json.RawMessage("null"), json.RawMessage("null")
 		} else {
-			empty := ""
-			ch.Delta.Content = &empty
+			ch.Delta.Content, ch.Delta.Refusal = json.RawMessage(`""`), json.RawMessage("null")
 		}
 		if !st.event("", one(ch)) {
 			return
+		}
+		if c.tool != nil {
+			var call chatChunkChoice
+			call.Index = i
+			zero := 0
+			tc := chatToolCall{Index: &zero, ID: x.toolCallID("call_", i), Type: "function"}
+			tc.Function.Name = c.tool.name
+			call.Delta.ToolCalls = []chatToolCall{tc}
+			if !st.event("", one(call)) {
+				return
+			}
 		}
 		if c.tool != nil {
 			for _, piece := range c.argChunks() {
@@ -356,7 +379,7 @@ func streamChat(x *exchange, model string, comps []*completion, includeUsage boo
 			for _, w := range c.deltas() {
 				var d chatChunkChoice
 				d.Index = i
-				d.Delta.Content = &w
+				d.Delta.Content, _ = json.Marshal(w)
 				if !st.chunk("", one(d)) {
 					return
 				}
@@ -373,7 +396,8 @@ func streamChat(x *exchange, model string, comps []*completion, includeUsage boo
 	if includeUsage {
 		u := base
 		u.Choices = []chatChunkChoice{}
-		u.Usage = newChatUsage(x.usage)
+		u.Usage = newChatUsage(x.usage, writes)
+		u.Obfuscation = obfuscation("")
 		if !st.event("", u) {
 			return
 		}

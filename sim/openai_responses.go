@@ -26,6 +26,7 @@ type responsesRequest struct {
 	Text               json.RawMessage   `json:"text"`
 	Store              *bool             `json:"store"`
 	User               *string           `json:"user"`
+	SafetyIdentifier   *string           `json:"safety_identifier"`
 	openaiCacheFields
 }
 
@@ -35,7 +36,7 @@ type responsesItem struct {
 	Role      string            `json:"role"`
 	Content   json.RawMessage   `json:"content"`
 	Name      string            `json:"name"`
-	Arguments string            `json:"arguments"`
+	Arguments json.RawMessage   `json:"arguments"` // a string on function_call; an object on tool_search_call
 	Output    json.RawMessage   `json:"output"`
 }
 
@@ -126,7 +127,11 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 			case it.Type == "function_call":
 				ts.begin("assistant")
 				ts.text(it.Name)
-				ts.text(it.Arguments)
+				var args string
+				if json.Unmarshal(it.Arguments, &args) != nil {
+					args = compactJSON(it.Arguments)
+				}
+				ts.text(args)
 			case it.Type == "function_call_output":
 				ts.begin("tool")
 				if _, err := pc.content(it.Output, path+".output"); err != nil {
@@ -208,33 +213,67 @@ type responsesUsage struct {
 }
 
 type responseObject struct {
-	ID                 string          `json:"id"`
-	Object             string          `json:"object"`
-	CreatedAt          int64           `json:"created_at"`
-	Status             string          `json:"status"`
-	Background         bool            `json:"background"`
-	CompletedAt        *int64          `json:"completed_at"`
-	Error              *struct{}       `json:"error"`
-	IncompleteDetails  *incomplete     `json:"incomplete_details"`
-	Instructions       *string         `json:"instructions"`
-	MaxOutputTokens    *count          `json:"max_output_tokens"`
-	MaxToolCalls       *int            `json:"max_tool_calls"`
-	Model              string          `json:"model"`
-	Output             []any           `json:"output"`
-	ParallelToolCalls  bool            `json:"parallel_tool_calls"`
-	PreviousResponseID *string         `json:"previous_response_id"`
-	Reasoning          json.RawMessage `json:"reasoning"`
-	ServiceTier        string          `json:"service_tier"`
-	Store              bool            `json:"store"`
-	Temperature        float64         `json:"temperature"`
-	Text               json.RawMessage `json:"text"`
-	ToolChoice         json.RawMessage `json:"tool_choice"`
-	Tools              json.RawMessage `json:"tools"`
-	TopP               float64         `json:"top_p"`
-	Truncation         string          `json:"truncation"`
-	Usage              *responsesUsage `json:"usage"`
-	User               *string         `json:"user"`
-	Metadata           json.RawMessage `json:"metadata"`
+	ID                   string          `json:"id"`
+	Object               string          `json:"object"`
+	CreatedAt            int64           `json:"created_at"`
+	Status               string          `json:"status"`
+	Background           bool            `json:"background"`
+	Billing              *billing        `json:"billing,omitempty"` // not in stream events
+	CompletedAt          *int64          `json:"completed_at"`
+	Error                *struct{}       `json:"error"`
+	FrequencyPenalty     float64         `json:"frequency_penalty"`
+	IncompleteDetails    *incomplete     `json:"incomplete_details"`
+	Instructions         *string         `json:"instructions"`
+	MaxOutputTokens      *count          `json:"max_output_tokens"`
+	MaxToolCalls         *int            `json:"max_tool_calls"`
+	Model                string          `json:"model"`
+	Moderation           *struct{}       `json:"moderation"`
+	Output               []any           `json:"output"`
+	ParallelToolCalls    bool            `json:"parallel_tool_calls"`
+	PresencePenalty      float64         `json:"presence_penalty"`
+	PreviousResponseID   *string         `json:"previous_response_id"`
+	PromptCacheKey       *string         `json:"prompt_cache_key"`
+	PromptCacheRetention string          `json:"prompt_cache_retention"`
+	Reasoning            json.RawMessage `json:"reasoning"`
+	SafetyIdentifier     *string         `json:"safety_identifier"`
+	ServiceTier          string          `json:"service_tier"`
+	Store                bool            `json:"store"`
+	Temperature          float64         `json:"temperature"`
+	Text                 json.RawMessage `json:"text"`
+	ToolChoice           json.RawMessage `json:"tool_choice"`
+	ToolUsage            toolUsage       `json:"tool_usage"`
+	Tools                json.RawMessage `json:"tools"`
+	TopLogprobs          int             `json:"top_logprobs"`
+	TopP                 float64         `json:"top_p"`
+	Truncation           string          `json:"truncation"`
+	Usage                *responsesUsage `json:"usage"`
+	User                 *string         `json:"user"`
+	Metadata             json.RawMessage `json:"metadata"`
+}
+
+type billing struct {
+	Payer string `json:"payer"`
+}
+
+// toolUsage is the usage of the provider-run tools of a response; the sim
+// runs none, so every count is zero.
+type toolUsage struct {
+	ImageGen struct {
+		InputTokens        int64 `json:"input_tokens"`
+		InputTokensDetails struct {
+			ImageTokens int64 `json:"image_tokens"`
+			TextTokens  int64 `json:"text_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokens        int64 `json:"output_tokens"`
+		OutputTokensDetails struct {
+			ImageTokens int64 `json:"image_tokens"`
+			TextTokens  int64 `json:"text_tokens"`
+		} `json:"output_tokens_details"`
+		TotalTokens int64 `json:"total_tokens"`
+	} `json:"image_gen"`
+	WebSearch struct {
+		NumRequests int64 `json:"num_requests"`
+	} `json:"web_search"`
 }
 
 type incomplete struct {
@@ -252,6 +291,7 @@ type outputMessage struct {
 	ID      string       `json:"id"`
 	Type    string       `json:"type"`
 	Status  string       `json:"status"`
+	Phase   string       `json:"phase"`
 	Role    string       `json:"role"`
 	Content []outputText `json:"content"`
 }
@@ -277,11 +317,16 @@ func newResponseObject(x *exchange, req *responsesRequest, c *completion) *respo
 	r := &responseObject{
 		ID: x.id.id("resp_"), Object: "response", CreatedAt: x.created.Unix(), Status: "completed",
 		Instructions: req.Instructions, MaxOutputTokens: req.MaxOutputTokens, Model: req.Model,
-		ParallelToolCalls: true, Reasoning: json.RawMessage(`{"effort":null,"summary":null}`),
-		ServiceTier: "default", Store: req.Store == nil || *req.Store, Temperature: 1, TopP: 1,
+		ParallelToolCalls: true, Reasoning: json.RawMessage(`{"context":"all_turns","effort":null,"mode":"standard","summary":null}`),
+		Billing: &billing{Payer: "developer"}, SafetyIdentifier: req.SafetyIdentifier,
+		PromptCacheRetention: retentionOf(req.Model, req.PromptCacheRetention),
+		ServiceTier:          "default", Store: req.Store == nil || *req.Store, Temperature: 1, TopP: 1,
 		Text:       orRaw(req.Text, `{"format":{"type":"text"},"verbosity":"medium"}`),
 		ToolChoice: orRaw(req.ToolChoice, `"auto"`), Truncation: "disabled", User: req.User,
 		Metadata: orRaw(req.Metadata, `{}`),
+	}
+	if req.PromptCacheKey != "" {
+		r.PromptCacheKey = &req.PromptCacheKey
 	}
 	r.Tools = json.RawMessage(`[]`)
 	if len(req.Tools) > 0 {
@@ -314,7 +359,7 @@ func newResponseObject(x *exchange, req *responsesRequest, c *completion) *respo
 			r.IncompleteDetails = &incomplete{Reason: "max_output_tokens"}
 			r.CompletedAt = nil
 		}
-		r.Output = []any{outputMessage{ID: x.id.derive("item", 0).id("msg_"), Type: "message", Status: status, Role: "assistant",
+		r.Output = []any{outputMessage{ID: x.id.derive("item", 0).id("msg_"), Type: "message", Status: status, Phase: "final_answer", Role: "assistant",
 			Content: []outputText{{Type: "output_text", Text: c.text(), Annotations: []any{}, Logprobs: []any{}}}}}
 	}
 	return r
@@ -339,6 +384,7 @@ func streamResponses(x *exchange, final *responseObject, c *completion) {
 	send := func(typ string, fields map[string]any) bool { return st.event(typ, ev(typ, fields)) }
 	chunk := func(typ string, fields map[string]any) bool { return st.chunk(typ, ev(typ, fields)) }
 
+	final.Billing = nil // the stream's response objects carry no billing
 	pending := *final
 	pending.Status, pending.Output, pending.Usage, pending.IncompleteDetails, pending.CompletedAt = "in_progress", []any{}, nil, nil, nil
 	if !send("response.created", map[string]any{"response": pending}) ||
@@ -353,11 +399,11 @@ func streamResponses(x *exchange, final *responseObject, c *completion) {
 			return
 		}
 		for _, piece := range c.argChunks() {
-			if !chunk("response.function_call_arguments.delta", map[string]any{"item_id": item.ID, "output_index": 0, "delta": piece}) {
+			if !chunk("response.function_call_arguments.delta", map[string]any{"item_id": item.ID, "output_index": 0, "delta": piece, "obfuscation": obfuscation(piece)}) {
 				return
 			}
 		}
-		if !send("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": 0, "name": item.Name, "arguments": item.Arguments}) ||
+		if !send("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": 0, "arguments": item.Arguments}) ||
 			!send("response.output_item.done", map[string]any{"output_index": 0, "item": item}) {
 			return
 		}
@@ -375,7 +421,7 @@ func streamResponses(x *exchange, final *responseObject, c *completion) {
 			return
 		}
 		for _, d := range c.deltas() {
-			if !chunk("response.output_text.delta", loc(map[string]any{"delta": d, "logprobs": []any{}})) {
+			if !chunk("response.output_text.delta", loc(map[string]any{"delta": d, "logprobs": []any{}, "obfuscation": obfuscation(d)})) {
 				return
 			}
 		}
@@ -390,4 +436,12 @@ func streamResponses(x *exchange, final *responseObject, c *completion) {
 		terminal = "response.incomplete"
 	}
 	send(terminal, map[string]any{"response": final})
+}
+
+// obfuscation is the padding the API adds to each streamed delta so that
+// the event sizes do not reveal the token lengths: random characters, here
+// derived from the delta so that a stream stays deterministic.
+func obfuscation(delta string) string {
+	const pad = "aZ3kQ9xL2mB7vN4c"
+	return pad[:max(1, len(pad)-len(delta)%len(pad))]
 }
