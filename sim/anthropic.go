@@ -49,7 +49,7 @@ type anthropicPrompt struct {
 	store         []PrefixWrite
 	longWritesEnd int // writes up to here are 1-hour ones
 	tools         []toolSpec
-	asked         bool // the last message is the user's, mentions "tool" and answers no tool call
+	asked         bool // the last message is the user's and answers no tool call
 }
 
 // buildAnthropicPrompt tokenizes tools, then system, then messages (the
@@ -149,7 +149,7 @@ func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
 			}
 		}
 		ts.end()
-		p.asked = m.Role == "user" && !toolResult && mentionsTool(text.String())
+		p.asked = m.Role == "user" && !toolResult
 	}
 	if err := ac.automatic(req.CacheControl); err != nil {
 		return nil, err

@@ -47,13 +47,14 @@
 // "created" comes from Config.Clock.
 //
 // Tool calls: when a request offers function tools and its last message is
-// the user's, contains the word "tool" and is not a tool result — or when
-// tool_choice requires a call ("required", Anthropic "any", or a named tool)
-// and does not forbid it ("none") — the answer is one call of the first
-// tool (or the named one) whose arguments are a JSON object generated from
-// the tool's parameter schema (const, enum, type, properties, items,
-// minItems, minimum, anyOf/oneOf). Answering a tool result therefore ends an
-// agent loop with text. A tool call is never truncated by the limit.
+// the user's (not a tool result) — or when tool_choice requires a call
+// ("required", Anthropic "any", or a named tool) — and tool_choice does not
+// forbid it ("none"), the answer is one call of the first tool (or the
+// named one) whose arguments are a JSON object generated from the tool's
+// parameter schema (const, enum, type, properties, items, minItems,
+// minimum, anyOf/oneOf). An agent loop therefore alternates as with a real
+// model: the user's question gets a tool call, the tool result gets text.
+// A tool call is never truncated by the limit.
 //
 // Embeddings are unit vectors (8 dimensions unless "dimensions" says
 // otherwise) that depend only on model, input and dimensions, so a text
@@ -82,6 +83,14 @@
 // missing from it has sim-small's). A prefix becomes readable only once the
 // request that writes it has passed its time to first token, so requests
 // that arrive together all miss. Every read refreshes the entry's lifetime.
+//
+// OpenAI model families (OpenAIModels, by name prefix) differ in two
+// rules: the default prompt_cache_retention ("24h" for gpt-5.4, gpt-5.5 and
+// gpt-5.6, "in_memory" for the others), which a Responses answer echoes
+// when the request sets none; and whether automatic caching bills its
+// writes (gpt-5.6: cache_write_tokens reported and billed at the
+// cache-write price). The chat usage of a model that does not report
+// writes has no cache_write_tokens field, as the API's.
 //
 // OpenAI automatic caching (no prompt_cache_options and no breakpoint):
 // the longest cached prefix is read in whole blocks of 128 tokens from 1,024

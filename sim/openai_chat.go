@@ -88,10 +88,9 @@ func parseChat(body []byte, sd seed) (*job, error) {
 			tools = append(tools, toolSpec{name: t.Function.Name, schema: t.Function.Parameters})
 		}
 	}
-	var lastText string
 	for i, m := range req.Messages {
 		ts.begin(m.Role)
-		if lastText, err = pc.content(m.Content, fmt.Sprintf("messages[%d].content", i)); err != nil {
+		if _, err = pc.content(m.Content, fmt.Sprintf("messages[%d].content", i)); err != nil {
 			return nil, err
 		}
 		for _, tc := range m.ToolCalls {
@@ -105,7 +104,7 @@ func parseChat(body []byte, sd seed) (*job, error) {
 	if m, allowed, ok := allowedTools(req.ToolChoice, tools); ok {
 		mode, tools = m, allowed
 	}
-	call, err := pickTool(tools, mode, name, last.Role == "user" && mentionsTool(lastText))
+	call, err := pickTool(tools, mode, name, last.Role == "user")
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +164,8 @@ func chatToolChoice(raw json.RawMessage) (mode, name string) {
 
 // pickTool decides whether the answer is a tool call and of which tool: none
 // when there are no function tools or the mode is "none"; the named tool when
-// one is forced; the first tool when a call is required or asked for.
+// one is forced; the first tool when a call is required or asked for (the
+// last message is the user's: a tool result is answered with text).
 func pickTool(tools []toolSpec, mode, name string, asked bool) (*toolSpec, error) {
 	if len(tools) == 0 || mode == "none" {
 		return nil, nil

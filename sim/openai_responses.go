@@ -98,7 +98,7 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		ts.begin("user")
 		ts.text(s)
 		pc.endMessage()
-		asked = mentionsTool(s)
+		asked = true
 	case '[':
 		var items []responsesItem
 		if err := json.Unmarshal(input, &items); err != nil {
@@ -139,11 +139,10 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 				}
 			case it.Role != "":
 				ts.begin(it.Role)
-				text, err := pc.content(it.Content, path+".content")
-				if err != nil {
+				if _, err := pc.content(it.Content, path+".content"); err != nil {
 					return nil, err
 				}
-				asked = it.Role == "user" && mentionsTool(text)
+				asked = it.Role == "user"
 			default:
 				ts.begin(it.Type)
 				ts.text(compactJSON(raws[i]))

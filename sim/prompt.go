@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode"
 )
 
 // compactJSON returns raw without insignificant whitespace and without any
@@ -65,15 +64,4 @@ func writePart(ts *tokenStream, raw json.RawMessage) string {
 	}
 	ts.text(compactJSON(raw))
 	return ""
-}
-
-// mentionsTool reports whether text contains the word "tool" (any case):
-// the sim's trigger for answering with a tool call.
-func mentionsTool(text string) bool {
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) }) {
-		if strings.EqualFold(w, "tool") {
-			return true
-		}
-	}
-	return false
 }

@@ -237,19 +237,19 @@ func TestOpenAIChatSDK(t *testing.T) {
 			t.Fatalf("streamed tool calls %+v, want get_weather(%s)", finished, args)
 		}
 
-		// Without the word, or answering a tool result, the model talks.
-		for _, msgs := range [][]openai.ChatCompletionMessageParamUnion{
-			{openai.UserMessage("What is the weather in Paris?")},
-			{openai.UserMessage("Use the tool"), ch.Message.ToParam(), openai.ToolMessage("sunny", ch.Message.ToolCalls[0].ID)},
-		} {
-			p.Messages = msgs
-			cc, err := client.Chat.Completions.New(ctx, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cc.Choices[0].FinishReason != "stop" || len(cc.Choices[0].Message.ToolCalls) != 0 {
-				t.Fatalf("unexpected tool call: %s", cc.Choices[0].RawJSON())
-			}
+		// Any user question with tools offered calls one (the agent loop's
+		// first step); answering a tool result, the model talks.
+		p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is the weather in Paris?")}
+		if cc, err := client.Chat.Completions.New(ctx, p); err != nil || cc.Choices[0].FinishReason != "tool_calls" {
+			t.Fatalf("a user question with tools offered: %v %v", err, cc)
+		}
+		p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Use the tool"), ch.Message.ToParam(), openai.ToolMessage("sunny", ch.Message.ToolCalls[0].ID)}
+		cc, err = client.Chat.Completions.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cc.Choices[0].FinishReason != "stop" || len(cc.Choices[0].Message.ToolCalls) != 0 {
+			t.Fatalf("unexpected tool call: %s", cc.Choices[0].RawJSON())
 		}
 		// tool_choice forces a call; "none" forbids it.
 		p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
