@@ -44,6 +44,9 @@ type openaiCache struct {
 	ends      []PrefixPoint // after each eligible message, in order
 	breaks    []PrefixPoint // at each prompt_cache_breakpoint, in order
 	partTypes []string      // the content part types a breakpoint may mark
+	// billsWrites: the model's automatic caching reports and bills its
+	// writes (OpenAIModelRules.BillsWrites).
+	billsWrites bool
 }
 
 // newOpenAICache validates the caching fields of a request for model and
@@ -52,7 +55,12 @@ type openaiCache struct {
 // (input_text, input_image, input_file on /v1/responses; text on chat).
 func newOpenAICache(model string, f *openaiCacheFields, partTypes ...string) (*openaiCache, error) {
 	l := cacheLimits(model)
-	c := &openaiCache{limits: l, ts: newTokenStream(l.OpenAIBlockTokens), key: f.PromptCacheKey, partTypes: partTypes}
+	rules := openaiRules(model)
+	c := &openaiCache{limits: l, ts: newTokenStream(l.OpenAIBlockTokens), key: f.PromptCacheKey, partTypes: partTypes,
+		billsWrites: rules.BillsWrites}
+	if f.PromptCacheRetention == nil && rules.DefaultRetention == "24h" {
+		c.ttl = extendedRetention
+	}
 	if f.PromptCacheRetention != nil {
 		switch *f.PromptCacheRetention {
 		case "in_memory":
@@ -150,7 +158,8 @@ func (c *openaiCache) content(raw json.RawMessage, path string) (string, error) 
 // whether writes are reported and billed.
 //
 // Automatic caching (no prompt_cache_options, no breakpoint): every whole
-// block of at least the minimum, both ways; writes are free and unreported.
+// block of at least the minimum, both ways; writes are free and unreported,
+// except on a model that bills them.
 //
 // prompt_cache_options mode: reads are matched exactly at a breakpoint —
 // the latest OpenAIMatchBreakpoints of the explicit ones and, in implicit
@@ -180,7 +189,7 @@ func (c *openaiCache) plan() (lookup []PrefixPoint, store []PrefixWrite, report 
 	}
 	if !c.options {
 		marks := eligible(c.ts.marks)
-		return marks, writes(marks), false
+		return marks, writes(marks), c.billsWrites
 	}
 	breaks := eligible(c.breaks)
 	cands := breaks
