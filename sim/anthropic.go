@@ -20,6 +20,9 @@ type messagesRequest struct {
 	Stream       bool               `json:"stream"`
 	Thinking     json.RawMessage    `json:"thinking"`
 	CacheControl json.RawMessage    `json:"cache_control"`
+
+	// minimums overrides AnthropicMinimums (Config.AnthropicMinTokens).
+	minimums map[string]int
 }
 
 type anthropicMessage struct {
@@ -59,7 +62,7 @@ type anthropicPrompt struct {
 // top-level cache_control marks the last boundary (automatic caching).
 func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
 	ts := newTokenStream(0)
-	ac := &anthropicCache{limits: cacheLimits(req.Model), ts: ts}
+	ac := &anthropicCache{limits: anthropicLimits(req.Model, req.minimums), ts: ts}
 	p := &anthropicPrompt{}
 	for i, raw := range req.Tools {
 		var t struct {
@@ -176,8 +179,8 @@ func validateMessages(req *messagesRequest) error {
 
 // parseMessages validates an Anthropic Messages request and generates its
 // answer. max_tokens is required, as in the real API.
-func parseMessages(body []byte, sd seed) (*job, error) {
-	var req messagesRequest
+func parseMessages(body []byte, sd seed, minimums map[string]int) (*job, error) {
+	req := messagesRequest{minimums: minimums}
 	if err := decodeBody(body, &req); err != nil {
 		return nil, err
 	}
@@ -187,8 +190,8 @@ func parseMessages(body []byte, sd seed) (*job, error) {
 	if req.MaxTokens == nil {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "max_tokens: Field required")
 	}
-	if *req.MaxTokens < 1 {
-		return nil, groundhog.Errorf(groundhog.EINVALID, "max_tokens: Input should be greater than or equal to 1")
+	if *req.MaxTokens < 0 {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "max_tokens: Input should be greater than or equal to 0")
 	}
 	p, err := buildAnthropicPrompt(&req)
 	if err != nil {
@@ -199,7 +202,10 @@ func parseMessages(body []byte, sd seed) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := generate(sd, 0, int(*req.MaxTokens), call)
+	c := &completion{truncated: true} // max_tokens 0: a pre-warm that only writes the cache
+	if *req.MaxTokens > 0 {
+		c = generate(sd, 0, int(*req.MaxTokens), call)
+	}
 	j := &job{model: req.Model, stream: req.Stream, seed: sd, prompt: p.tokens, lookup: p.lookup, store: p.store,
 		reportWrites: true, longWritesEnd: p.longWritesEnd, output: c.tokens}
 	j.respond = func(x *exchange) {
@@ -309,9 +315,12 @@ func anthropicMessageBody(x *exchange, model string, c *completion) anthropicBod
 	reason := c.stopReason()
 	b := anthropicBody{ID: x.id.id("msg_"), Type: "message", Role: "assistant", Model: model,
 		StopReason: &reason, Usage: newAnthropicUsage(x.usage, x.usage.OutputTokens)}
-	if c.tool != nil {
+	switch {
+	case c.tool != nil:
 		b.Content = []any{toolUseBlock{Type: "tool_use", ID: x.toolCallID("toolu_", 0), Name: c.tool.name, Input: json.RawMessage(c.tool.args)}}
-	} else {
+	case len(c.words) == 0:
+		b.Content = []any{} // a max_tokens 0 pre-warm
+	default:
 		b.Content = []any{textBlock{Type: "text", Text: c.text()}}
 	}
 	return b
@@ -338,6 +347,11 @@ func streamMessages(x *exchange, model string, c *completion) {
 	msg := map[string]any{"id": start.ID, "type": start.Type, "role": start.Role, "model": start.Model, "content": start.Content,
 		"stop_reason": nil, "stop_sequence": nil, "stop_details": nil, "container": nil, "usage": usage}
 	if !st.event("message_start", map[string]any{"type": "message_start", "message": msg}) {
+		return
+	}
+	if c.tool == nil && len(c.words) == 0 {
+		// A max_tokens 0 pre-warm: no content block at all.
+		streamMessagesEnd(st, x, c)
 		return
 	}
 	var block any = textBlock{Type: "text", Text: ""}
@@ -367,6 +381,12 @@ func streamMessages(x *exchange, model string, c *completion) {
 	if !st.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}) {
 		return
 	}
+	streamMessagesEnd(st, x, c)
+}
+
+// streamMessagesEnd sends message_delta (the output side of the usage) and
+// message_stop.
+func streamMessagesEnd(st *sse, x *exchange, c *completion) {
 	u := newAnthropicUsage(x.usage, x.usage.OutputTokens)
 	if !st.event("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": c.stopReason(), "stop_sequence": nil, "stop_details": nil, "container": nil},

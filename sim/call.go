@@ -92,7 +92,7 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 	case groundhog.ShapeEmbeddings:
 		j, err = parseEmbeddings(body, sd)
 	case groundhog.ShapeMessages:
-		j, err = parseMessages(body, sd)
+		j, err = parseMessages(body, sd, s.anthropicMins)
 	}
 	if err != nil {
 		writeErr(w, fam, err)

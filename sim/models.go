@@ -146,3 +146,38 @@ func openaiRules(model string) OpenAIModelRules {
 	}
 	return best
 }
+
+// AnthropicMinimums is the shortest prefix a cache_control breakpoint
+// caches, per Anthropic model family (name prefix, the longest matching one
+// winning), as Anthropic documents it; a model matching none has 1,024
+// tokens, and the sim's own models keep ModelCacheLimits'. Config.
+// AnthropicMinTokens overrides it per server.
+var AnthropicMinimums = map[string]int{
+	"claude-3-haiku":    2048,
+	"claude-3-5-haiku":  2048,
+	"claude-haiku-4-5":  4096,
+	"claude-opus-4-5":   4096,
+	"claude-opus-4-6":   4096,
+	"claude-opus-4-7":   4096,
+	"claude-opus-4-8":   4096,
+	"claude-sonnet-4-6": 2048,
+}
+
+// anthropicLimits returns model's caching rules on /v1/messages, its
+// minimum taken from overrides, else AnthropicMinimums, else the model table.
+func anthropicLimits(model string, overrides map[string]int) CacheLimits {
+	l := cacheLimits(model)
+	for _, table := range []map[string]int{overrides, AnthropicMinimums} {
+		best, found := "", false
+		for prefix := range table {
+			if strings.HasPrefix(model, prefix) && (!found || len(prefix) > len(best)) {
+				best, found = prefix, true
+			}
+		}
+		if found {
+			l.AnthropicMinTokens = table[best]
+			return l
+		}
+	}
+	return l
+}

@@ -49,6 +49,11 @@ type Config struct {
 	// PrefixCache is the provider-side prompt prefix cache; nil means
 	// NewPrefixCache(PrefixCacheTTL). Use NoPrefixCache{} to disable caching.
 	PrefixCache PrefixCache
+	// AnthropicMinTokens overrides AnthropicMinimums, the shortest prefix a
+	// cache_control breakpoint caches on /v1/messages: model name prefix →
+	// tokens, the longest matching prefix winning (over the table's too).
+	AnthropicMinTokens map[string]int
+
 	// PrefixCacheTTL is the lifetime of an unused short-lived prefix-cache
 	// entry (OpenAI automatic caching, Anthropic "5m"), refreshed on every
 	// reuse; 0 means 5 minutes. Entries with a lifetime of their own (30
@@ -76,6 +81,8 @@ type Server struct {
 	bill       Bill
 	onHang     func() // test hook: a request starts hanging (timeout fault)
 	fs         fileStore
+	// anthropicMins is Config.AnthropicMinTokens.
+	anthropicMins map[string]int
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
@@ -89,6 +96,8 @@ func New(cfg Config) *Server {
 		perPrompt:  cfg.PerPromptToken,
 		perOutput:  cfg.PerOutputToken,
 		cache:      cfg.PrefixCache,
+
+		anthropicMins: cfg.AnthropicMinTokens,
 	}
 	if s.prices == nil {
 		s.prices = pricing.Default()
