@@ -69,6 +69,17 @@ func (u Usage) Add(v Usage) Usage {
 	}
 }
 
+// UsagePart is the usage of one iteration of a provider call whose work ran
+// in several (Anthropic's usage.iterations: a server-side compaction before
+// the answer, an advisor consulted on another model). The call's Usage is
+// the sum of its parts, and its cost the sum of each part priced at its own
+// model's rates. Model is empty when the part ran on the call's model.
+type UsagePart struct {
+	Kind  string `json:"type,omitempty"`
+	Model string `json:"model,omitempty"`
+	Usage Usage  `json:"usage"`
+}
+
 // Event is one server-sent event as the provider emitted it. Name is the
 // "event:" field (empty for OpenAI chat chunks), Data the "data:" payload
 // without the trailing newlines (for OpenAI the final "[DONE]" is an event

@@ -50,24 +50,25 @@ func (s *Server) spentOnBrokenStream(c *call, events []groundhog.Event) groundho
 		// count; the real output count comes with message_delta.
 		return groundhog.CostUnknown
 	}
-	model, u, err := wire.UsageFromEvents(c.shape, events)
+	model, u, parts, err := wire.UsagePartsFromEvents(c.shape, events)
 	if err != nil || u.OutputTokens == 0 {
 		return groundhog.CostUnknown // no final usage report: the bill is not known
 	}
-	return s.price(c, model, u)
+	return s.price(c, model, u, parts)
 }
 
 // price returns the cost of usage u of the response's model, falling back
 // to the request's model when the response's is not in the price table (a
 // provider may answer with a name the table does not know, such as a
-// dated snapshot or an alias).
-func (s *Server) price(c *call, model string, u groundhog.Usage) groundhog.Money {
+// dated snapshot or an alias). A usage that ran in several iterations is
+// the sum of its parts, each priced at its own model's rates.
+func (s *Server) price(c *call, model string, u groundhog.Usage, parts []groundhog.UsagePart) groundhog.Money {
 	if u == (groundhog.Usage{}) {
 		return groundhog.CostUnknown // no usage reported: unknown, never a silent 0
 	}
-	cost := s.cfg.PriceTable.Cost(firstNonEmpty(model, c.fp.Model), u)
+	cost := s.cfg.PriceTable.CostParts(firstNonEmpty(model, c.fp.Model), u, parts)
 	if !cost.Known() && model != c.fp.Model {
-		cost = s.cfg.PriceTable.Cost(c.fp.Model, u)
+		cost = s.cfg.PriceTable.CostParts(c.fp.Model, u, parts)
 	}
 	return cost
 }

@@ -155,6 +155,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		return &groundhog.Response{Status: res.StatusCode, ContentType: ct, Body: body, Model: c.fp.Model}, nil
 	}
 	resp := &groundhog.Response{Status: res.StatusCode, ContentType: ct}
+	var parts []groundhog.UsagePart // the iterations of a usage that ran in several
 	if isEventStream(ct) {
 		pub.Head(res.StatusCode, ct, true)
 		limit := s.maxUpstreamBytes()
@@ -182,7 +183,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream ended before completion")
 		}
 		resp.Streamed = true
-		resp.Model, resp.Usage, _ = wire.UsageFromEvents(c.shape, resp.Events)
+		resp.Model, resp.Usage, parts, _ = wire.UsagePartsFromEvents(c.shape, resp.Events)
 	} else {
 		limit := s.maxUpstreamBytes()
 		body, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
@@ -198,11 +199,11 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response body is incomplete or not JSON")
 		}
 		resp.Body = body
-		resp.Model, resp.Usage, _ = wire.UsageFromValidBody(c.shape, body) // json.Valid above
+		resp.Model, resp.Usage, parts, _ = wire.UsagePartsFromValidBody(c.shape, body) // json.Valid above
 		pub.Head(res.StatusCode, ct, false)
 	}
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
-	resp.Cost = s.price(c, resp.Model, resp.Usage)
+	resp.Cost = s.price(c, resp.Model, resp.Usage, parts)
 	c.spent = resp.Cost
 	s.pcAfter(ctx, c, resp) // prompt-cache hook: break verdict from the usage
 	if c.policy.on() && !c.noStore && storable(c.shape, resp) {

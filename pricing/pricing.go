@@ -171,6 +171,29 @@ func (t Table) Cost(model string, u groundhog.Usage) groundhog.Money {
 	return p.Cost(u)
 }
 
+// CostParts prices a call whose usage ran in several iterations: the sum
+// of each part's usage at its own model's rates (a part without a model ran
+// on model), CostUnknown when any of those models is not in the table. With
+// no parts it is Cost(model, u).
+func (t Table) CostParts(model string, u groundhog.Usage, parts []groundhog.UsagePart) groundhog.Money {
+	if len(parts) == 0 {
+		return t.Cost(model, u)
+	}
+	var sum groundhog.Money
+	for _, p := range parts {
+		m := p.Model
+		if m == "" {
+			m = model
+		}
+		c := t.Cost(m, p.Usage)
+		if !c.Known() {
+			return groundhog.CostUnknown
+		}
+		sum += c
+	}
+	return sum
+}
+
 // PromptCacheSaving is the net saving of the provider's prompt cache for
 // usage u of model (groundhog.Price.PromptCacheSaving): reads × (input −
 // cached_input) − short writes × (cache_write − input) − 1h writes ×

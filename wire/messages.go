@@ -270,6 +270,7 @@ func messagesEventsFromBody(body []byte) ([]groundhog.Event, error) {
 	if usage != nil {
 		u := usage.clone()
 		u.setIfPresent("output_tokens", jsonInt(min(out, 1)))
+		u.del("iterations") // Anthropic sends them with the last message_delta
 		start.set("usage", u.raw())
 	}
 	emit("message_start", member{"message", start.raw()})
@@ -303,7 +304,7 @@ func messagesEventsFromBody(body []byte) ([]groundhog.Event, error) {
 	fields := []member{{"delta", delta.raw()}}
 	if usage != nil {
 		var u object
-		for _, k := range []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "server_tool_use", "output_tokens_details"} {
+		for _, k := range []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "server_tool_use", "output_tokens_details", "iterations"} {
 			if v := usage.get(k); v != nil {
 				u.set(k, v)
 			}

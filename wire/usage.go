@@ -29,26 +29,47 @@ import (
 // the cache counts) is read on any shape; Bedrock's two cache fields also
 // fill in for missing OpenAI cache details.
 //
+// An Anthropic usage with a non-empty usage.iterations (a server-side
+// compaction, an advisor on another model) is the sum of its iterations:
+// the top-level counts cover only part of the work and are not added again
+// (UsagePartsFromValidBody also returns the iterations, for pricing each at
+// its own model's rates).
+//
 // A missing or null usage gives a zero Usage and no error. The error wraps
 // ErrMalformed when the body is not a JSON object or a count is not a
 // non-negative integer, and ErrUnknownShape for an unknown shape.
 func UsageFromBody(shape groundhog.Shape, body []byte) (model string, u groundhog.Usage, err error) {
+	b, err := bodyModelUsage(shape, body)
+	if err != nil {
+		return b.model, u, err
+	}
+	u, err = parseUsage(shape, b.usage)
+	if err != nil {
+		return b.model, groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
+	}
+	return b.model, u, nil
+}
+
+// modelUsage is a body's model and its raw usage object.
+type modelUsage struct {
+	model string
+	usage json.RawMessage
+}
+
+// bodyModelUsage decodes a body's top-level model and usage.
+func bodyModelUsage(shape groundhog.Shape, body []byte) (modelUsage, error) {
 	if !shape.Valid() {
-		return "", u, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
+		return modelUsage{}, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
 	}
 	var b struct {
 		Model json.RawMessage `json:"model"`
 		Usage json.RawMessage `json:"usage"`
 	}
 	if err := unmarshalObject(body, &b); err != nil {
-		return "", u, fmt.Errorf("wire: %s body: %w", shape, err)
+		return modelUsage{}, fmt.Errorf("wire: %s body: %w", shape, err)
 	}
-	model, _ = rawString(b.Model)
-	u, err = parseUsage(shape, b.Usage)
-	if err != nil {
-		return model, groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
-	}
-	return model, u, nil
+	m, _ := rawString(b.Model)
+	return modelUsage{model: m, usage: b.Usage}, nil
 }
 
 // UsageFromEvents reads the model and usage of a stream of shape: for chat
@@ -65,6 +86,15 @@ func UsageFromBody(shape groundhog.Shape, body []byte) (model string, u groundho
 // ErrMalformed for a malformed usage object, ErrNotStreamable for
 // embeddings and ErrUnknownShape for an unknown shape.
 func UsageFromEvents(shape groundhog.Shape, events []groundhog.Event) (model string, u groundhog.Usage, err error) {
+	model, u, _, err = UsagePartsFromEvents(shape, events)
+	return model, u, err
+}
+
+// UsagePartsFromEvents is UsageFromEvents that also returns the parts of a
+// usage that ran in several iterations (see UsagePartsFromBody); on an
+// Anthropic stream they come with the last message_delta and replace what
+// message_start reported.
+func UsagePartsFromEvents(shape groundhog.Shape, events []groundhog.Event) (model string, u groundhog.Usage, parts []groundhog.UsagePart, err error) {
 	var raw json.RawMessage
 	switch shape {
 	case groundhog.ShapeChat:
@@ -74,18 +104,18 @@ func UsageFromEvents(shape groundhog.Shape, events []groundhog.Event) (model str
 	case groundhog.ShapeMessages:
 		model, raw, err = messagesStreamUsage(events)
 		if err != nil {
-			return model, u, fmt.Errorf("wire: messages stream: %w", err)
+			return model, u, nil, fmt.Errorf("wire: messages stream: %w", err)
 		}
 	case groundhog.ShapeEmbeddings:
-		return "", u, fmt.Errorf("wire: %s: %w", shape, ErrNotStreamable)
+		return "", u, nil, fmt.Errorf("wire: %s: %w", shape, ErrNotStreamable)
 	default:
-		return "", u, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
+		return "", u, nil, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
 	}
-	u, err = parseUsage(shape, raw)
+	u, parts, err = parseUsageParts(shape, raw, false)
 	if err != nil {
-		return model, groundhog.Usage{}, fmt.Errorf("wire: %s stream: %w", shape, err)
+		return model, groundhog.Usage{}, nil, fmt.Errorf("wire: %s stream: %w", shape, err)
 	}
-	return model, u, nil
+	return model, u, parts, nil
 }
 
 // unmarshalObject decodes b, which must be a JSON object, into v.
@@ -229,6 +259,7 @@ type usageFields struct {
 	CacheReadInputTokens     json.RawMessage `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens json.RawMessage `json:"cache_creation_input_tokens"`
 	CacheCreation            *cacheCreation  `json:"cache_creation"`
+	Iterations               json.RawMessage `json:"iterations"`
 	// Bedrock
 	BedrockInput      json.RawMessage `json:"inputTokens"`
 	BedrockOutput     json.RawMessage `json:"outputTokens"`
@@ -256,16 +287,80 @@ func parseUsage(shape groundhog.Shape, raw json.RawMessage) (groundhog.Usage, er
 // parseUsageOf is parseUsage; valid says raw is known to be valid JSON
 // (decodeUsage).
 func parseUsageOf(shape groundhog.Shape, raw json.RawMessage, valid bool) (groundhog.Usage, error) {
+	u, _, err := parseUsageParts(shape, raw, valid)
+	return u, err
+}
+
+// parseUsageParts is parseUsageOf that also returns the parts of a usage
+// whose work ran in several iterations (Anthropic usage.iterations): the
+// usage is then the sum of the iterations, each of which also appears as a
+// part, and the top-level counts (which cover only the final iteration, or
+// only the iterations on the call's own model) are not added again.
+func parseUsageParts(shape groundhog.Shape, raw json.RawMessage, valid bool) (groundhog.Usage, []groundhog.UsagePart, error) {
 	var u groundhog.Usage
 	if len(raw) == 0 || isNull(raw) {
-		return u, nil
+		return u, nil, nil
 	}
 	var f usageFields
 	if !decodeUsage(raw, &f, valid) { // usage_fields.go: json.Unmarshal's result without reflection, or false
 		if err := unmarshalObject(raw, &f); err != nil {
-			return u, fmt.Errorf("usage: %w", err)
+			return u, nil, fmt.Errorf("usage: %w", err)
 		}
 	}
+	if shape == groundhog.ShapeMessages && len(f.Iterations) > 0 && !isNull(f.Iterations) {
+		parts, err := parseIterations(f.Iterations, valid)
+		if err != nil {
+			return u, nil, err
+		}
+		if len(parts) > 0 {
+			for _, p := range parts {
+				u = u.Add(p.Usage)
+			}
+			return u, parts, nil
+		}
+	}
+	u, err := usageOfFields(shape, &f)
+	return u, nil, err
+}
+
+// parseIterations reads Anthropic's usage.iterations: an array of usage
+// objects, each with a "type" ("message", "compaction", "advisor_message")
+// and, for an iteration that ran on another model, its "model".
+func parseIterations(raw json.RawMessage, valid bool) ([]groundhog.UsagePart, error) {
+	elems, ok := rawArray(raw)
+	if !ok {
+		return nil, fmt.Errorf("usage: %w: iterations is not an array", ErrMalformed)
+	}
+	parts := make([]groundhog.UsagePart, 0, len(elems))
+	for i, e := range elems {
+		var it struct {
+			Type  json.RawMessage `json:"type"`
+			Model json.RawMessage `json:"model"`
+		}
+		if err := unmarshalObject(e, &it); err != nil {
+			return nil, fmt.Errorf("usage: iteration %d: %w", i, err)
+		}
+		var f usageFields
+		if !decodeUsage(e, &f, valid) {
+			if err := unmarshalObject(e, &f); err != nil {
+				return nil, fmt.Errorf("usage: iteration %d: %w", i, err)
+			}
+		}
+		u, err := usageOfFields(groundhog.ShapeMessages, &f)
+		if err != nil {
+			return nil, fmt.Errorf("usage: iteration %d: %w", i, err)
+		}
+		p := groundhog.UsagePart{Usage: u}
+		p.Kind, _ = rawString(it.Type)
+		p.Model, _ = rawString(it.Model)
+		parts = append(parts, p)
+	}
+	return parts, nil
+}
+
+// usageOfFields normalizes the counts of one decoded usage object.
+func usageOfFields(shape groundhog.Shape, f *usageFields) (groundhog.Usage, error) {
+	var u groundhog.Usage
 	var bad bool
 	count := func(v json.RawMessage) int64 {
 		n, ok := rawInt(v)

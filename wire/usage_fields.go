@@ -52,6 +52,8 @@ func decodeUsage(raw []byte, f *usageFields, valid bool) bool {
 			out.BedrockCacheRead = val
 		case asciiFoldEqual(key, "cachewriteinputtokens"):
 			out.BedrockCacheWrite = val
+		case asciiFoldEqual(key, "iterations"):
+			out.Iterations = val
 		case asciiFoldEqual(key, "prompt_tokens_details"):
 			return decodeDetails(val, &out.PromptTokensDetails)
 		case asciiFoldEqual(key, "input_tokens_details"):

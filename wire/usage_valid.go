@@ -17,12 +17,32 @@ import (
 // key with an escape or a non-ASCII byte (where encoding/json's matching
 // folds more) sends the body the UsageFromBody way.
 func UsageFromValidBody(shape groundhog.Shape, body []byte) (model string, u groundhog.Usage, err error) {
+	model, u, _, err = UsagePartsFromValidBody(shape, body)
+	return model, u, err
+}
+
+// UsagePartsFromValidBody is UsageFromValidBody that also returns the parts
+// of a usage that ran in several iterations (Anthropic usage.iterations),
+// each with its kind and, when it ran on another model than the call's, that
+// model; nil for a usage that ran in one.
+func UsagePartsFromValidBody(shape groundhog.Shape, body []byte) (model string, u groundhog.Usage, parts []groundhog.UsagePart, err error) {
+	slow := func() (string, groundhog.Usage, []groundhog.UsagePart, error) {
+		model, err := bodyModelUsage(shape, body)
+		if err != nil {
+			return model.model, groundhog.Usage{}, nil, err
+		}
+		u, parts, err := parseUsageParts(shape, model.usage, false)
+		if err != nil {
+			return model.model, groundhog.Usage{}, nil, fmt.Errorf("wire: %s body: %w", shape, err)
+		}
+		return model.model, u, parts, nil
+	}
 	if !shape.Valid() {
-		return UsageFromBody(shape, body)
+		return slow()
 	}
 	b := bytes.TrimSpace(body)
 	if len(b) == 0 || b[0] != '{' {
-		return UsageFromBody(shape, body)
+		return slow()
 	}
 	var rawModel, rawUsage []byte
 	i := SkipSpace(b, 1)
@@ -30,7 +50,7 @@ func UsageFromValidBody(shape groundhog.Shape, body []byte) (model string, u gro
 		ke := StringEnd(b, i)
 		key := b[i+1 : ke-1]
 		if bytes.IndexByte(key, '\\') >= 0 || !ascii(key) {
-			return UsageFromBody(shape, body)
+			return slow()
 		}
 		i = SkipSpace(b, ke)
 		i = SkipSpace(b, i+1) // ':'
@@ -47,11 +67,11 @@ func UsageFromValidBody(shape groundhog.Shape, body []byte) (model string, u gro
 		}
 	}
 	model, _ = rawString(json.RawMessage(rawModel))
-	u, err = parseUsageOf(shape, json.RawMessage(rawUsage), true) // a value of a valid body: valid
+	u, parts, err = parseUsageParts(shape, json.RawMessage(rawUsage), true) // a value of a valid body: valid
 	if err != nil {
-		return model, groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
+		return model, groundhog.Usage{}, nil, fmt.Errorf("wire: %s body: %w", shape, err)
 	}
-	return model, u, nil
+	return model, u, parts, nil
 }
 
 func ascii(b []byte) bool {
