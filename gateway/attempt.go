@@ -57,6 +57,28 @@ func (s *Server) spentOnBrokenStream(c *call, events []groundhog.Event) groundho
 	return s.price(c, model, u, parts)
 }
 
+// spentOnFailedStream is what a stream the provider ended with its own
+// error cost: its usage priced when the provider reported one. A Responses
+// stream whose final response (response.failed) reports no usage consumed
+// nothing; an Anthropic stream cut by an error event without a final
+// message_delta is unknown (message_start's output count is a placeholder).
+func (s *Server) spentOnFailedStream(c *call, resp *groundhog.Response) groundhog.Money {
+	if resp.Usage == (groundhog.Usage{}) && c.shape == groundhog.ShapeResponses {
+		return 0
+	}
+	if resp.Cost.Known() && (c.shape != groundhog.ShapeMessages || hasMessageDelta(resp.Events)) {
+		return resp.Cost
+	}
+	return s.spentOnBrokenStream(c, resp.Events)
+}
+
+// answerFailed reports whether resp is a failure the provider answered: an
+// error status, or a stream the provider ended with its own error (relayed
+// as it was, with the success status the client already received).
+func answerFailed(shape groundhog.Shape, resp *groundhog.Response) bool {
+	return !resp.OK() || resp.Streamed && wire.StreamEndedWithError(shape, resp.Events)
+}
+
 // price returns the cost of usage u of the response's model, falling back
 // to the request's model when the response's is not in the price table (a
 // provider may answer with a name the table does not know, such as a

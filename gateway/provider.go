@@ -381,7 +381,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 	row := s.row(c, outcome, resp.Status)
 	row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader && !c.recheckHit.Load(), resp), cost, saved, resp.Cost
 	row.Model = firstNonEmpty(resp.Model, c.fp.Model)
-	if !resp.OK() {
+	if answerFailed(c.shape, resp) {
 		row.Outcome = groundhog.OutcomeError
 	}
 	s.writeStored(w, r, c, resp, state, cost, saved, row)
@@ -548,6 +548,9 @@ func (s *Server) finishRelay(ctx context.Context, c *call, sub *coalesce.Subscri
 	row := s.row(c, outcome, resp.Status)
 	row.Usage, row.Cost, row.Saved, row.FullCost = usageIf(leader && !c.recheckHit.Load(), resp), cost, saved, resp.Cost
 	row.Model = firstNonEmpty(resp.Model, c.fp.Model)
+	if answerFailed(c.shape, resp) {
+		row.Outcome = groundhog.OutcomeError // the provider's own error, relayed as it sent it
+	}
 	if _, err := s.finish(c, row, resp, nil); err != nil {
 		return err // the stream is broken off: no durable row, no complete response
 	}
@@ -638,7 +641,7 @@ func (s *Server) finishOrphan(c *call, row groundhog.LedgerEntry) {
 	resp, err := c.orphan.resp, c.orphan.err
 	if err == nil && resp != nil {
 		outcome, cost, saved := s.accounting(c, resp, true)
-		if !resp.OK() {
+		if answerFailed(c.shape, resp) {
 			outcome = groundhog.OutcomeError
 		}
 		row.Outcome, row.Cost, row.Saved, row.FullCost = outcome, cost, saved, resp.Cost

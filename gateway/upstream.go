@@ -155,7 +155,10 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		return &groundhog.Response{Status: res.StatusCode, ContentType: ct, Body: body, Model: c.fp.Model}, nil
 	}
 	resp := &groundhog.Response{Status: res.StatusCode, ContentType: ct}
-	var parts []groundhog.UsagePart // the iterations of a usage that ran in several
+	var (
+		parts          []groundhog.UsagePart // the iterations of a usage that ran in several
+		providerFailed bool                  // a stream the provider ended with its own error
+	)
 	if isEventStream(ct) {
 		pub.Head(res.StatusCode, ct, true)
 		limit := s.maxUpstreamBytes()
@@ -179,8 +182,14 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			}
 		}
 		if !wire.StreamComplete(c.shape, resp.Events) {
-			c.spent = s.spentOnBrokenStream(c, resp.Events)
-			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream ended before completion")
+			if !wire.StreamEndedWithError(c.shape, resp.Events) {
+				c.spent = s.spentOnBrokenStream(c, resp.Events)
+				return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream ended before completion")
+			}
+			// The provider ended the stream with its own error: the client
+			// gets it as sent, the call is booked as an error, and it is
+			// never cached.
+			providerFailed = true
 		}
 		resp.Streamed = true
 		resp.Model, resp.Usage, parts, _ = wire.UsagePartsFromEvents(c.shape, resp.Events)
@@ -204,9 +213,12 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
 	resp.Cost = s.price(c, resp.Model, resp.Usage, parts)
+	if providerFailed {
+		resp.Cost = s.spentOnFailedStream(c, resp)
+	}
 	c.spent = resp.Cost
 	s.pcAfter(ctx, c, resp) // prompt-cache hook: break verdict from the usage
-	if c.policy.on() && !c.noStore && storable(c.shape, resp) {
+	if c.policy.on() && !c.noStore && !providerFailed && storable(c.shape, resp) {
 		s.store(ctx, c, resp)
 	}
 	lead.End(resp) // after the cache write: wakes the other replicas' waiters

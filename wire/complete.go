@@ -172,9 +172,11 @@ func messagesComplete(events []groundhog.Event) bool {
 	return false
 }
 
-// IsTerminal reports whether ev is the event that ends a successful stream
-// of shape — "[DONE]" for chat, response.completed or response.incomplete
-// for responses, message_stop for messages — judged by the same parsing as
+// IsTerminal reports whether ev is the event that ends a stream of shape —
+// "[DONE]" for chat, response.completed or response.incomplete (and the
+// provider's own failure, response.failed) for responses, message_stop (and
+// Anthropic's error event, after which nothing follows) for messages —
+// judged by the same parsing as
 // StreamComplete, so a stream StreamComplete accepts always shows its
 // terminal event here. The gateway records a call's ledger row before it
 // writes this event.
@@ -183,9 +185,9 @@ func IsTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
 	case groundhog.ShapeChat:
 		return bytes.Equal(bytes.TrimSpace(ev.Data), doneData)
 	case groundhog.ShapeResponses:
-		return eventType(ev, "response.completed") || eventType(ev, "response.incomplete")
+		return eventType(ev, "response.completed") || eventType(ev, "response.incomplete") || eventType(ev, "response.failed")
 	case groundhog.ShapeMessages:
-		return eventType(ev, "message_stop")
+		return eventType(ev, "message_stop") || eventType(ev, "error")
 	}
 	return false
 }
@@ -206,4 +208,38 @@ func eventType(ev groundhog.Event, typ string) bool {
 		return ev.Name == typ
 	}
 	return e.Type == typ
+}
+
+// StreamEndedWithError reports whether the provider itself ended a stream
+// of shape with its own error, a whole answer in the provider's format
+// that the client receives as it was sent (and that is never cached):
+//
+//   - responses: the last event is response.failed (an error event may
+//     precede it), or an error event;
+//   - messages: the last event is an error event (Anthropic's overloaded or
+//     api_error sent mid-stream);
+//   - chat: the last event is a JSON object with an "error" member.
+//
+// A stream cut off without such an ending is not one: it stays a broken
+// stream.
+func StreamEndedWithError(shape groundhog.Shape, events []groundhog.Event) bool {
+	if len(events) == 0 {
+		return false
+	}
+	last := events[len(events)-1]
+	switch shape {
+	case groundhog.ShapeResponses:
+		return eventType(last, "response.failed") || eventType(last, "error")
+	case groundhog.ShapeMessages:
+		return eventType(last, "error")
+	case groundhog.ShapeChat:
+		if !bytes.Contains(last.Data, []byte(`"error"`)) {
+			return false
+		}
+		var c struct {
+			Error json.RawMessage `json:"error"`
+		}
+		return unmarshalObject(last.Data, &c) == nil && isObject(c.Error)
+	}
+	return false
 }
