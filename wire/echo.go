@@ -12,7 +12,9 @@ import (
 // for one caller carries that caller's value, and must carry the current
 // caller's value when it answers another call (a hit, a coalesced answer, a
 // replay). def is the value the provider echoes when the request omits the
-// field.
+// field; nil when that value is the provider's to choose (a model-dependent
+// default), in which case a request that omits the field keeps the stored
+// answer's own value.
 type echoField struct {
 	name string
 	def  json.RawMessage
@@ -32,7 +34,9 @@ var echoed = map[groundhog.Shape][]echoField{
 		{"metadata", rawEmptyObj},
 		{"store", json.RawMessage("true")},
 		{"prompt_cache_key", rawNull},
-		{"prompt_cache_retention", rawNull},
+		// The default retention depends on the model ("in_memory", "24h"):
+		// only a request that sets it changes the stored value.
+		{"prompt_cache_retention", nil},
 	},
 }
 
@@ -57,34 +61,77 @@ func echoValues(shape groundhog.Shape, request []byte) (object, bool) {
 		if v == nil {
 			v = f.def
 		}
-		vals = append(vals, member{f.name, v})
+		if v != nil {
+			vals = append(vals, member{f.name, v})
+		}
 	}
 	return vals, true
 }
 
-// rewriteObject sets each echoed field that o has to its value in vals.
-// Fields the provider did not echo are not added.
-func rewriteObject(o object, vals object) {
-	for _, m := range vals {
-		o.setIfPresent(m.key, m.val)
+// spliceEcho returns the JSON object b with the value of each of its
+// top-level members named in vals replaced by vals' value, and whether any
+// changed. Only the differing values' bytes change (a value equal to the
+// wanted one, compared as compact JSON, is left as it is): the rest of b —
+// key order, spacing, number forms — stays byte for byte, and b itself is
+// never modified. b must be valid JSON (a stored answer); anything that is
+// not an object is returned unchanged. Fields the provider did not echo are
+// not added.
+func spliceEcho(b []byte, vals object) ([]byte, bool) {
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return b, false
 	}
+	var out []byte
+	last := 0 // b[last:] is not yet copied to out
+	i = SkipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		ke := StringEnd(b, i)
+		key := b[i+1 : ke-1]
+		i = SkipSpace(b, ke)
+		i = SkipSpace(b, i+1) // ':'
+		ve := ValueEnd(b, i)
+		if want := vals.get(string(key)); want != nil && !sameJSON(b[i:ve], want) {
+			out = append(append(out, b[last:i]...), want...)
+			last = ve
+		}
+		i = SkipSpace(b, ve)
+		if i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
+		}
+	}
+	if out == nil {
+		return b, false
+	}
+	return append(out, b[last:]...), true
+}
+
+// sameJSON reports whether a and b are the same JSON value, spacing aside.
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // RewriteEcho returns body (a response of shape) with its echoed request
 // fields set from request, the current call's body: a stored or shared
-// answer never shows another caller's user, metadata or store. A body that
-// does not parse, or a shape that echoes nothing, is returned unchanged.
+// answer never shows another caller's user, metadata or store. A field
+// whose omitted value is the provider's choice (prompt_cache_retention)
+// keeps the stored answer's value unless request sets it. When nothing
+// differs, body itself is returned (the stored bytes, never re-encoded);
+// otherwise only the differing values change. A body that does not parse,
+// or a shape that echoes nothing, is returned unchanged.
 func RewriteEcho(shape groundhog.Shape, request, body []byte) []byte {
 	vals, ok := echoValues(shape, request)
-	if !ok {
+	if !ok || !json.Valid(body) {
 		return body
 	}
-	o, err := parseObject(body)
-	if err != nil {
-		return body
-	}
-	rewriteObject(o, vals)
-	return o.bytes()
+	out, _ := spliceEcho(body, vals)
+	return out
 }
 
 // EchoRewriter rewrites the echoed request fields in the events of one
@@ -105,23 +152,39 @@ func NewEchoRewriter(shape groundhog.Shape, request []byte) *EchoRewriter {
 	return &EchoRewriter{vals: vals}
 }
 
-// Event returns ev with the echoed fields of its response object rewritten.
-// ev.Data is never modified: a changed event gets a new Data.
+// Event returns ev with the echoed fields of its response object rewritten
+// as RewriteEcho rewrites a body: an event that needs no change is returned
+// as it is. ev.Data is never modified: a changed event gets a new Data.
 func (e *EchoRewriter) Event(ev groundhog.Event) groundhog.Event {
-	if e == nil || !bytes.Contains(ev.Data, []byte(`"response"`)) {
+	if e == nil || !bytes.Contains(ev.Data, []byte(`"response"`)) || !json.Valid(ev.Data) {
 		return ev
 	}
-	o, err := parseObject(ev.Data)
-	if err != nil {
+	b := ev.Data
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
 		return ev
 	}
-	r, ok := o.obj("response")
-	if !ok {
-		return ev
+	i = SkipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		ke := StringEnd(b, i)
+		key := b[i+1 : ke-1]
+		i = SkipSpace(b, ke)
+		i = SkipSpace(b, i+1) // ':'
+		ve := ValueEnd(b, i)
+		if string(key) == "response" {
+			r, changed := spliceEcho(b[i:ve], e.vals)
+			if changed {
+				data := make([]byte, 0, len(b)-(ve-i)+len(r))
+				data = append(append(append(data, b[:i]...), r...), b[ve:]...)
+				ev.Data = data
+			}
+			return ev
+		}
+		i = SkipSpace(b, ve)
+		if i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
+		}
 	}
-	rewriteObject(r, e.vals)
-	o.set("response", r.raw())
-	ev.Data = o.bytes()
 	return ev
 }
 

@@ -35,3 +35,26 @@ func TestRewriteEcho(t *testing.T) {
 		t.Error("messages echo nothing")
 	}
 }
+
+// A field whose omitted value is the provider's choice keeps the stored
+// value; an answer that needs no rewrite is returned as the same bytes, and
+// a rewrite changes only the differing value.
+func TestRewriteEchoKeepsStoredBytes(t *testing.T) {
+	stored := "{ \"id\": \"r\", \"prompt_cache_retention\": \"24h\", \"user\": null, \"metadata\": { } }"
+	for _, tt := range []struct{ name, request, want string }{
+		{"nothing to rewrite", `{"input":"x"}`, stored},
+		{"retention set", `{"input":"x","prompt_cache_retention":"in_memory"}`, "{ \"id\": \"r\", \"prompt_cache_retention\": \"in_memory\", \"user\": null, \"metadata\": { } }"},
+		{"user set", `{"input":"x","user":"carol"}`, "{ \"id\": \"r\", \"prompt_cache_retention\": \"24h\", \"user\": \"carol\", \"metadata\": { } }"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(RewriteEcho(groundhog.ShapeResponses, []byte(tt.request), []byte(stored))); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+			ev := groundhog.Event{Name: "response.completed", Data: []byte(`{"type":"response.completed","response":` + stored + `}`)}
+			want := `{"type":"response.completed","response":` + tt.want + `}`
+			if got := string(NewEchoRewriter(groundhog.ShapeResponses, []byte(tt.request)).Event(ev).Data); got != want {
+				t.Errorf("event: got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
