@@ -51,6 +51,10 @@ type Options struct {
 	Configure func(*config.Config)
 	Routes    func(mux *http.ServeMux, auth func(*http.Request) (string, error), db *sqlite.DB)
 	Logger    *slog.Logger
+	// OpenAI and Anthropic, when their BaseURL is set, replace the
+	// simulated provider as the upstream of that provider's routes (a
+	// replay of recorded traffic, for instance).
+	OpenAI, Anthropic gateway.Upstream
 }
 
 // Start runs a gateway whose database lives in dir. Close stops it.
@@ -102,6 +106,13 @@ func Start(ctx context.Context, dir string, o Options) (g *Gateway, err error) {
 	closers = append(closers, func() error { return lw.Close(context.Background()) })
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log})
 	up := gateway.Upstream{BaseURL: simURL + "/v1", Provider: "sim"}
+	openai, anthropic := up, up
+	if o.OpenAI.BaseURL != "" {
+		openai = o.OpenAI
+	}
+	if o.Anthropic.BaseURL != "" {
+		anthropic = o.Anthropic
+	}
 
 	// The compactor calls the gateway itself, which exists only once New
 	// returns: it reaches it through gw, set right after.
@@ -109,7 +120,7 @@ func Start(ctx context.Context, dir string, o Options) (g *Gateway, err error) {
 	self := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })
 	comp := &compaction.Compactor{Gateway: self, States: db, Evidence: db, Config: cfg.Compaction, Prices: cfg.PriceTable}
 	gw = gateway.New(gateway.Options{
-		Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem, OpenAI: up, Anthropic: up,
+		Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem, OpenAI: openai, Anthropic: anthropic,
 		Logger: log, Ready: db.Ping, Keyless: true, // loopback, started without keys, as serve would
 		Extra: func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
 			d := dashboard.New(dashboard.Options{Store: db, Auth: auth, Logger: log})
