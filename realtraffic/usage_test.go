@@ -12,6 +12,7 @@ import (
 // the provider's prompt cache, and what it cost by the price table.
 type expected struct {
 	priced           bool // a 2xx answer of a modelled route
+	failed           bool // a stream the provider ended with its own error
 	read, write, w1h int64
 	input, output    int64 // input: every prompt token (cached and written included)
 	cost             groundhog.Money
@@ -132,6 +133,11 @@ func expect(t *testing.T, it *realtraffic.Interaction, sh groundhog.Shape) expec
 	e.priced = true
 	model := firstNonEmpty(it.Meta.ResponseModel, it.Meta.RequestModel)
 	parts := partsOf(t, it.Meta.Provider, finalUsage(t, it))
+	e.failed = it.Meta.Stream && endsWithError(it.Response)
+	if len(parts) == 0 && e.failed && sh == groundhog.ShapeResponses {
+		e.cost = 0 // response.failed reporting no usage: nothing consumed
+		return e
+	}
 	if len(parts) == 0 {
 		e.cost = groundhog.CostUnknown // no usage reported: unknown, never 0
 		return e
@@ -220,4 +226,20 @@ func answerUsage(provider string, stream bool, b []byte) json.RawMessage {
 		last, _ = json.Marshal(merged)
 	}
 	return last
+}
+
+// endsWithError reports whether a recorded stream ends with the provider's
+// own error: a last event response.failed or error.
+func endsWithError(b []byte) bool {
+	evs := events(b)
+	if len(evs) == 0 {
+		return false
+	}
+	last := evs[len(evs)-1]
+	var e struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(last.Data, &e)
+	typ := firstNonEmpty(e.Type, last.Name)
+	return typ == "response.failed" || typ == "error"
 }

@@ -19,7 +19,8 @@ import (
 //     and no event is an error, response.failed or response.incomplete;
 //   - messages: every event is a JSON object; the first one that is not a
 //     ping is message_start, the last is message_stop, the last stop_reason
-//     a message_delta sent is not null, every started content block was stopped,
+//     sent (by a message_delta, or by message_start for a message answered
+//     whole there) is not null, every started content block was stopped,
 //     and there is no error event.
 //
 // Embeddings and unknown shapes have no stream: false.
@@ -128,6 +129,9 @@ func messagesComplete(events []groundhog.Event) bool {
 			Delta struct {
 				StopReason json.RawMessage `json:"stop_reason"`
 			} `json:"delta"`
+			Message struct {
+				StopReason json.RawMessage `json:"stop_reason"`
+			} `json:"message"`
 		}
 		if unmarshalObject(ev.Data, &e) != nil {
 			return false
@@ -150,6 +154,10 @@ func messagesComplete(events []groundhog.Event) bool {
 				return false
 			}
 			started = true
+			// A message answered whole in message_start (a programmatic
+			// tool call: its content and stop_reason there, then
+			// message_stop with no message_delta) is complete.
+			stopReason = e.Message.StopReason != nil && !isNull(e.Message.StopReason)
 		case "content_block_start":
 			if e.Index == nil || open[*e.Index] {
 				return false

@@ -32,7 +32,10 @@ var echoed = map[groundhog.Shape][]echoField{
 		{"user", rawNull},
 		{"safety_identifier", rawNull},
 		{"metadata", rawEmptyObj},
-		{"store", json.RawMessage("true")},
+		// store joins the key, and an omitted store is echoed as the
+		// provider decides (false for a zero-retention organization): only
+		// a request that sets it changes the stored value.
+		{"store", nil},
 		{"prompt_cache_key", rawNull},
 		// The default retention depends on the model ("in_memory", "24h"):
 		// only a request that sets it changes the stored value.

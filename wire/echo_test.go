@@ -58,3 +58,12 @@ func TestRewriteEchoKeepsStoredBytes(t *testing.T) {
 		})
 	}
 }
+
+// An omitted store is echoed as the provider decided (false for an
+// organization with zero data retention): a hit keeps the stored value.
+func TestRewriteEchoKeepsStoredStore(t *testing.T) {
+	stored := `{"id":"r","store":false,"user":null}`
+	if got := string(RewriteEcho(groundhog.ShapeResponses, []byte(`{"input":"x"}`), []byte(stored))); got != stored {
+		t.Errorf("got %s, want the stored %s", got, stored)
+	}
+}
