@@ -91,7 +91,8 @@ func money(t *testing.T, s string) groundhog.Money {
 }
 
 // Groundhog-Prompt-Cache-Key: auto sets prompt_cache_key to
-// app:prompt_version:model:digest12(instructions+tools) — the operation name
+// app:prompt_version:model (plus a digest of the tool names when the request
+// has tools) — the operation name
 // and v1 by default, the operation's configured app and prompt_version when
 // set — the same for every session of the app, and never replaces a key
 // the client set. Checked on the body that reaches the provider.
@@ -146,11 +147,11 @@ func TestStableCacheKeyAuto(t *testing.T) {
 	if len(sent) != 6 {
 		t.Fatalf("%d upstream bodies, want 6", len(sent))
 	}
-	format := regexp.MustCompile(`^([^:]+):([^:]+):sim-small:[0-9a-f]{12}$`)
+	format := regexp.MustCompile(`^([^:]+):([^:]+):sim-small$`)
 	for i, want := range []string{"support:v1", "support:v1", "acme-support:v7"} {
 		m := format.FindStringSubmatch(sent[i])
 		if m == nil || m[1]+":"+m[2] != want {
-			t.Errorf("call %d sent prompt_cache_key %q, want %s:sim-small:<12 hex>", i, sent[i], want)
+			t.Errorf("call %d sent prompt_cache_key %q, want %s:sim-small", i, sent[i], want)
 		}
 	}
 	if sent[0] != sent[1] {

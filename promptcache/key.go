@@ -6,36 +6,64 @@ import (
 	"encoding/json"
 
 	"github.com/groundhog-ai/groundhog"
-	"github.com/groundhog-ai/groundhog/fingerprint"
 )
 
-// StableKey returns the stable prompt_cache_key
-// "app:prompt_version:model:digest12", where digest12 is the first 12 hex
-// digits of SHA-256 over the instructions and the tools (tools in canonical
-// JSON, so the same tools serialized differently give the same key; their
-// order counts, as it does for the provider). Every session of an app
-// version then shares one provider cache scope.
-func StableKey(app, promptVersion, model, instructions string, tools []byte) string {
-	h := sha256.New()
-	h.Write([]byte("instructions\x00"))
-	h.Write([]byte(instructions))
-	h.Write([]byte("\x00tools\x00"))
-	if len(tools) > 0 {
-		if c, err := fingerprint.Canonicalize(tools); err == nil {
-			tools = c
-		}
-		h.Write(tools)
+// StableKey returns the stable prompt_cache_key "app:prompt_version:model",
+// followed by ":" and the first 12 hex digits of SHA-256 over the tool
+// names when the request has tools (in their order, which counts for the
+// provider as it does for the model). Only what identifies the agent goes
+// into the key — never the instructions or a tool's definition, which can
+// carry a volatile value (a timestamp, a session id): a key that moved with
+// them would split the provider's cache scope on every call and hide the
+// very change the break diagnosis has to name (volatile_in_prefix,
+// instructions_changed). Every session of an app version then shares one
+// provider cache scope.
+func StableKey(app, promptVersion, model string, toolNames []string) string {
+	key := app + ":" + promptVersion + ":" + model
+	if len(toolNames) == 0 {
+		return key
 	}
-	return app + ":" + promptVersion + ":" + model + ":" + hex.EncodeToString(h.Sum(nil))[:12]
+	h := sha256.New()
+	for _, n := range toolNames {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	return key + ":" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// toolNames returns the names of the tools in an OpenAI-shape tools array:
+// the function name (chat's function.name, Responses' name), else the
+// tool's type for built-in tools (web_search, file_search, …).
+func toolNames(tools []byte) []string {
+	var ts []struct {
+		Type     string `json:"type"`
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if len(tools) == 0 || json.Unmarshal(tools, &ts) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(ts))
+	for _, t := range ts {
+		switch {
+		case t.Function.Name != "":
+			names = append(names, t.Function.Name)
+		case t.Name != "":
+			names = append(names, t.Name)
+		default:
+			names = append(names, t.Type)
+		}
+	}
+	return names
 }
 
 // SetCacheKey sets prompt_cache_key in an OpenAI-shape body (chat or
-// responses) to StableKey(app, promptVersion, model, instructions, tools),
-// unless the client set one: then body is returned unchanged with the
-// client's key. The instructions are the Responses instructions and the
-// content of the leading system/developer messages. The key is added as the
-// body's last member; no other byte changes. Errors are *groundhog.Error with
-// code EINVALID.
+// responses) to StableKey(app, promptVersion, model, tool names), unless
+// the client set one: then body is returned unchanged with the client's
+// key. The key is added as the body's last member; no other byte changes.
+// Errors are *groundhog.Error with code EINVALID.
 func SetCacheKey(shape groundhog.Shape, body []byte, app, promptVersion string) ([]byte, string, error) {
 	if shape != groundhog.ShapeChat && shape != groundhog.ShapeResponses {
 		return nil, "", groundhog.Errorf(groundhog.EINVALID, "prompt_cache_key applies to the OpenAI chat and responses shapes, not %q", shape)
@@ -47,21 +75,11 @@ func SetCacheKey(shape groundhog.Shape, body []byte, app, promptVersion string) 
 	if k := p.fields.get("prompt_cache_key"); !isNull(body, k) {
 		return body, p.CacheKey, nil
 	}
-	var ins []byte
-	if v := p.fields.get("instructions"); v.ok() {
-		ins = append(ins, body[v.start:v.end]...)
-	}
-	for _, s := range p.Segments {
-		if s.Kind == KindInstructions && s.top != "instructions" {
-			ins = append(ins, 0)
-			ins = append(ins, body[s.val.start:s.val.end]...)
-		}
-	}
 	var tools []byte
 	if v := p.fields.get("tools"); v.ok() {
 		tools = body[v.start:v.end]
 	}
-	key := StableKey(app, promptVersion, p.Model, string(ins), tools)
+	key := StableKey(app, promptVersion, p.Model, toolNames(tools))
 	kj, _ := json.Marshal(key)
 	at, comma := insertPoint(body, p.root)
 	out := make([]byte, 0, len(body)+len(kj)+24)

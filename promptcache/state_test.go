@@ -137,14 +137,34 @@ func TestStableKey(t *testing.T) {
 	if want := string(body[:len(body)-1]) + `,"prompt_cache_key":"` + key + `"}`; string(out) != want {
 		t.Fatalf("body %s", out)
 	}
-	// Same tools spelled differently: same key. Other instructions: another.
-	respaced := []byte(`{"model":"gpt-5","instructions":"Be kind.","tools":[ {"parameters":{"type":"object"},"name":"a","type":"function"} ],"input":"other question"}`)
-	if _, k2, _ := SetCacheKey(responses, respaced, "support", "v3"); k2 != key {
-		t.Fatalf("respaced tools: %q vs %q", k2, key)
+	// Only what identifies the agent makes the key: not the instructions
+	// (a timestamp there is what the diagnosis must name), not a tool's
+	// definition, not the input. Tool names and their order do count.
+	for _, c := range []struct {
+		name string
+		body string
+		same bool
+	}{
+		{"respaced tools, other input", `{"model":"gpt-5","instructions":"Be kind.","tools":[ {"parameters":{"type":"object"},"name":"a","type":"function"} ],"input":"other question"}`, true},
+		{"timestamp in the instructions", `{"model":"gpt-5","instructions":"Now: 2026-12-05T09:00:00Z. Be kind.","tools":[{"type":"function","name":"a","parameters":{"type":"object"}}],"input":"hi"}`, true},
+		{"other tool schema", `{"model":"gpt-5","instructions":"Be kind.","tools":[{"type":"function","name":"a","description":"at 09:01","parameters":{"type":"object","properties":{}}}],"input":"hi"}`, true},
+		{"another tool name", `{"model":"gpt-5","instructions":"Be kind.","tools":[{"type":"function","name":"b","parameters":{"type":"object"}}],"input":"hi"}`, false},
+		{"a tool added", `{"model":"gpt-5","instructions":"Be kind.","tools":[{"type":"function","name":"a","parameters":{"type":"object"}},{"type":"web_search"}],"input":"hi"}`, false},
+		{"another model", `{"model":"gpt-5-mini","instructions":"Be kind.","tools":[{"type":"function","name":"a","parameters":{"type":"object"}}],"input":"hi"}`, false},
+	} {
+		_, k, err := SetCacheKey(responses, []byte(c.body), "support", "v3")
+		if err != nil || (k == key) != c.same {
+			t.Errorf("%s: key %q vs %q (same=%v wanted) %v", c.name, k, key, c.same, err)
+		}
 	}
-	other := bytes.Replace(body, []byte("Be kind."), []byte("Be terse."), 1)
-	if _, k3, _ := SetCacheKey(responses, other, "support", "v3"); k3 == key {
-		t.Fatal("other instructions, same key")
+	// Chat tools name their function; without tools the key is
+	// app:version:model.
+	chatTools := []byte(`{"model":"gpt-5","tools":[{"type":"function","function":{"name":"a","parameters":{}}}],"messages":[{"role":"user","content":"hi"}]}`)
+	if _, k, _ := SetCacheKey(chat, chatTools, "support", "v3"); k != key {
+		t.Errorf("chat tool a: key %q, responses tool a: %q", k, key)
+	}
+	if _, k, _ := SetCacheKey(chat, []byte(`{"model":"gpt-5","messages":[{"role":"system","content":"x"}]}`), "support", "v3"); k != "support:v3:gpt-5" {
+		t.Errorf("no tools: key %q", k)
 	}
 	// The client's key is never overwritten.
 	own := []byte(`{"model":"gpt-5","prompt_cache_key":"mine","messages":[{"role":"user","content":"hi"}]}`)
@@ -156,7 +176,7 @@ func TestStableKey(t *testing.T) {
 	tr := NewTracker(Config{})
 	call, err := tr.Before(context.Background(), &Request{Tenant: "t", Operation: "triage", Shape: chat, CacheKey: true,
 		Body: []byte(`{"model":"gpt-5","messages":[{"role":"system","content":"Sort tickets."},{"role":"user","content":"hi"}]}`)})
-	if err != nil || call.Key[:len("triage:v1:gpt-5:")] != "triage:v1:gpt-5:" || !bytes.Contains(call.Body, []byte(call.Key)) {
+	if err != nil || call.Key != "triage:v1:gpt-5" || !bytes.Contains(call.Body, []byte(call.Key)) {
 		t.Fatalf("stage key: %v %q %s", err, call.Key, call.Body)
 	}
 }
