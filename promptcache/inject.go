@@ -41,8 +41,12 @@ type Options struct {
 // No marker is placed where the prefix is shorter than the model's minimum,
 // on an empty text or thinking block, or in an additional_tools item. Client
 // markers are kept as they are. The edit is minimal: each marker is inserted
-// right after the last member of its block, every other byte of body stays
-// as it was, so the request's fingerprint and prefix hashes do not change.
+// right after the last member of its block — a plain-string Anthropic system
+// prompt or message content, which the provider reads as one text block,
+// becomes that block ([{"type":"text","text":…}]) to carry it — and every
+// other byte of body stays as it was. The request's fingerprint is taken
+// from the client's body, and the prefix hashes skip markers, so neither
+// changes.
 // Errors are *groundhog.Error with code EINVALID (body not parseable).
 func Inject(shape groundhog.Shape, model string, body []byte, opts Options) ([]byte, error) {
 	p, err := Parse(shape, body)
@@ -162,13 +166,20 @@ func inject(p *Prefix, r Rules, opts Options) ([]byte, []int, error) {
 		marker = `"prompt_cache_breakpoint":{"mode":"explicit"}`
 	}
 	type edit struct {
-		at   int
-		text string
+		at, end int // bytes at..end are replaced by text (end == at: an insertion)
+		text    string
 	}
 	var edits []edit
 	for _, i := range idx {
+		if w := p.Segments[i].wrap; w.ok() {
+			// A plain string is the same prompt as one text block holding
+			// it (Anthropic tokenizes and caches them alike), and only a
+			// block can carry the marker.
+			edits = append(edits, edit{w.start, w.end, `[{"type":"text","text":` + string(b[w.start:w.end]) + "," + marker + "}]"})
+			continue
+		}
 		at, comma := insertPoint(b, p.Segments[i].val)
-		edits = append(edits, edit{at, comma + marker})
+		edits = append(edits, edit{at, at, comma + marker})
 	}
 	if p.Shape == groundhog.ShapeResponses && len(idx) > 0 {
 		if opts.Explicit && !p.fields.get("prompt_cache_options").ok() {
@@ -178,7 +189,7 @@ func inject(p *Prefix, r Rules, opts Options) ([]byte, []int, error) {
 				mode += `,"ttl":` + string(ttl)
 			}
 			at, comma := insertPoint(b, p.root)
-			edits = append(edits, edit{at, comma + mode + "}"})
+			edits = append(edits, edit{at, at, comma + mode + "}"})
 		}
 	}
 	if len(edits) == 0 {
@@ -187,14 +198,14 @@ func inject(p *Prefix, r Rules, opts Options) ([]byte, []int, error) {
 	sort.SliceStable(edits, func(i, j int) bool { return edits[i].at < edits[j].at })
 	n := len(b)
 	for _, e := range edits {
-		n += len(e.text)
+		n += len(e.text) - (e.end - e.at)
 	}
 	out := make([]byte, 0, n)
 	last := 0
 	for _, e := range edits {
 		out = append(out, b[last:e.at]...)
 		out = append(out, e.text...)
-		last = e.at
+		last = e.end
 	}
 	out = append(out, b[last:]...)
 	return out, idx, nil

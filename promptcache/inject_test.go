@@ -3,6 +3,7 @@ package promptcache
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -181,4 +182,40 @@ func contains2(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// A plain-string system prompt and plain-string message content — what the
+// Anthropic SDKs and LangChain send — become one text block carrying the
+// marker, the string kept byte for byte.
+func TestInjectStringSystemAndContent(t *testing.T) {
+	sys := strings.Repeat("rule ", 1500)
+	body := []byte(`{"model":"claude-sonnet-4-5","max_tokens":10,"system":"` + sys + `\u00e9","messages":[{"role":"user","content":"first \"q\""},{"role":"assistant","content":"ok"},{"role":"user","content":"second"}]}`)
+	out, err := Inject(groundhog.ShapeMessages, "", body, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		System []struct {
+			Type, Text   string
+			CacheControl map[string]any `json:"cache_control"`
+		} `json:"system"`
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.System) != 1 || got.System[0].Type != "text" || got.System[0].Text != sys+"é" || got.System[0].CacheControl["type"] != "ephemeral" {
+		t.Errorf("system: %+v", got.System)
+	}
+	if !bytes.Contains(out, []byte(`"system":[{"type":"text","text":"`+sys+`\u00e9",`)) {
+		t.Error("the system string was not kept byte for byte")
+	}
+	if want := `[{"type":"text","text":"second","cache_control":{"type":"ephemeral"}}]`; string(got.Messages[2].Content) != want {
+		t.Errorf("newest user turn: %s, want %s", got.Messages[2].Content, want)
+	}
+	if string(got.Messages[1].Content) != `"ok"` {
+		t.Errorf("assistant turn changed: %s", got.Messages[1].Content)
+	}
 }

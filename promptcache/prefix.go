@@ -65,6 +65,7 @@ type Segment struct {
 	mark       span   // its marker member, when it has one
 	scanned    bool   // text and mark are filled in
 	markable   bool   // an injected marker may go here
+	wrap       span   // a plain-string value (Anthropic string system or message content) an injected marker turns into one text block
 	turnEnd    bool   // the last block of a user turn (user message, tool result)
 	textTokens bool   // value is text (tokens counted on the decoded string)
 }
@@ -443,6 +444,11 @@ func (bd *builder) messages() error {
 		if b[sys.start] == '"' {
 			s := seg(KindInstructions, "system", -1, sys)
 			s.textTokens = true
+			// A string system prompt is one text block to the provider:
+			// injection wraps it in one to place the marker.
+			if sys.end-sys.start > 2 {
+				s.markable, s.wrap = true, sys
+			}
 			bd.add(s, nil, sim.MessageOverhead)
 		} else if err := bd.elems(sys, func(i int, e span) error {
 			s := seg(KindInstructions, "system", i, e)
@@ -485,6 +491,9 @@ func (bd *builder) messages() error {
 		if !content.ok() || b[content.start] != '[' {
 			s := seg(KindMessage, "messages", i, m)
 			s.Message, s.turnEnd = i, userTurn
+			if content.ok() && b[content.start] == '"' && content.end-content.start > 2 {
+				s.markable, s.wrap = true, content
+			}
 			bd.add(s, nil, sim.MessageOverhead)
 			return nil
 		}
