@@ -322,6 +322,13 @@ func TestPromptCacheBreaksThroughGateway(t *testing.T) {
 			g.send(c)
 			return g.send(c.next(1))
 		}},
+		{"no_breakpoint", msgs, false, func(g *pcRig, c pcConvo) *http.Response {
+			// A prompt far above the minimum whose earlier turn had no
+			// breakpoint: nothing was stored to reuse.
+			c.marks = nil
+			g.send(c)
+			return g.send(c.next(1))
+		}},
 		{"breakpoint_moved", msgs, false, func(g *pcRig, c pcConvo) *http.Response {
 			c.marks = []int{0}
 			g.ok(c)

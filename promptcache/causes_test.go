@@ -122,6 +122,14 @@ func TestCauses(t *testing.T) {
 			g.do(c, nil)
 			return g.do(c.next(1), nil)
 		}},
+		// A long prompt (far above the minimum) whose earlier turn carried
+		// no breakpoint: nothing was stored, and the cause says so instead
+		// of below_minimum.
+		{CauseNoBreakpoint, "", []groundhog.Shape{messages}, false, func(g *rig, c convo) (Result, *Call) {
+			c.system += " " + words("big", 3000)
+			g.do(c, nil)
+			return g.do(c.next(1), nil)
+		}},
 		{CauseBreakpointMoved, "", []groundhog.Shape{responses}, false, func(g *rig, c convo) (Result, *Call) {
 			c.explicit = true
 			c.marks = []int{0}

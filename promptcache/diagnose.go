@@ -20,15 +20,19 @@ const (
 	CauseCacheKeyChanged     Cause = "cache_key_changed"
 	CauseTTLGap              Cause = "ttl_gap"
 	CauseBelowMinimum        Cause = "below_minimum"
-	CauseBreakpointMoved     Cause = "breakpoint_moved"
-	CauseLookbackExceeded    Cause = "lookback_exceeded"
-	CauseProviderMiss        Cause = "provider_miss"
+	// CauseNoBreakpoint: the shared prefix is long enough to cache, but the
+	// earlier prompt carried no breakpoint, so the provider stored nothing
+	// this request could read.
+	CauseNoBreakpoint     Cause = "no_breakpoint"
+	CauseBreakpointMoved  Cause = "breakpoint_moved"
+	CauseLookbackExceeded Cause = "lookback_exceeded"
+	CauseProviderMiss     Cause = "provider_miss"
 )
 
 // Causes lists every cause, in the order of the wire contract.
 var Causes = []Cause{CauseToolsReordered, CauseToolsChanged, CauseInstructionsChanged, CauseVolatileInPrefix,
 	CauseModelChanged, CauseHistoryEdited, CauseParametersChanged, CauseCacheKeyChanged, CauseTTLGap,
-	CauseBelowMinimum, CauseBreakpointMoved, CauseLookbackExceeded, CauseProviderMiss}
+	CauseBelowMinimum, CauseNoBreakpoint, CauseBreakpointMoved, CauseLookbackExceeded, CauseProviderMiss}
 
 // segRec is what is kept of one segment of an earlier prompt: 32 bytes, no
 // text.
@@ -104,7 +108,8 @@ type Diagnosis struct {
 	// Predicted is what the provider's rules let it read given the request
 	// as it is (≤ Expected).
 	Predicted int
-	// Cause is the reason Predicted < Expected, or below_minimum; empty when
+	// Cause is the reason Predicted < Expected, or below_minimum /
+	// no_breakpoint when nothing reusable was stored; empty when
 	// groundhog sees none (a shortfall then is a provider_miss).
 	Cause Cause
 	// Pattern names the volatile pattern for volatile_in_prefix.
@@ -154,9 +159,14 @@ func compare(p *Prefix, r Rules, e *promptRec, now time.Time, cross Cause, below
 	}
 	if best < r.MinTokens {
 		raw := min(limit, d.Common)
-		if raw > 0 && float64(raw) >= belowFloor*float64(r.MinTokens) {
+		switch {
+		case raw >= r.MinTokens:
+			// Long enough to cache: the earlier prompt simply left no
+			// marker to reuse.
+			d.Expected, d.Cause = raw, CauseNoBreakpoint
+		case raw > 0 && float64(raw) >= belowFloor*float64(r.MinTokens):
 			d.Expected, d.Cause = raw, CauseBelowMinimum
-		} else {
+		default:
 			d.Expected = 0
 		}
 		return d

@@ -300,6 +300,8 @@ func Advice(c Cause, pattern string, r Rules) string {
 		return "the prefix expired between calls: call again within the TTL, or ask for a longer one (Anthropic ttl 1h)"
 	case CauseBelowMinimum:
 		return fmt.Sprintf("the shared prefix is under the model's minimum of %d tokens: nothing is cached until the stable prefix is longer", r.MinTokens)
+	case CauseNoBreakpoint:
+		return "the earlier request had no cache breakpoint, so the provider stored nothing to reuse: mark the end of the stable prefix (cache_control, prompt_cache_breakpoint) or let groundhog place them (Groundhog-Prompt-Cache-Breakpoints: auto)"
 	case CauseBreakpointMoved:
 		return "keep the earlier turn's breakpoint when adding a new one (Groundhog-Prompt-Cache-Breakpoints: auto)"
 	case CauseLookbackExceeded:

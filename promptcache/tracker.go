@@ -247,7 +247,7 @@ func (t *Tracker) After(ctx context.Context, c *Call, u groundhog.Usage) Result 
 	if expected > 0 && u.InputTokens > 0 && c.prefix.Tokens > 0 {
 		// Calibrate: groundhog's count is an estimate of the provider's.
 		expected = expected * u.InputTokens / int64(c.prefix.Tokens)
-		if c.rules.Step > 0 && d.Cause != CauseBelowMinimum {
+		if c.rules.Step > 0 && d.Cause != CauseBelowMinimum && d.Cause != CauseNoBreakpoint {
 			expected = expected / int64(c.rules.Step) * int64(c.rules.Step)
 		}
 	}
