@@ -54,6 +54,11 @@ type promptRec struct {
 	lastUsed int64 // unix nanoseconds of its last write or read
 	ttl      time.Duration
 	implicit bool // the provider also saved every Step-token prefix (OpenAI automatic caching)
+	// exactSeg is the segment of the last breakpoint the provider stored
+	// for this prompt, exact its length as the provider counted it (cache
+	// read + write, Anthropic); -1 and 0 when unknown.
+	exactSeg int32
+	exact    uint32
 	model    string
 	key      string
 }
@@ -65,7 +70,7 @@ const segRecSize = 32
 // one), and for OpenAI without explicit-only mode every Step-token prefix.
 func record(p *Prefix, r Rules, now time.Time) *promptRec {
 	rec := &promptRec{segs: make([]segRec, len(p.Segments)), tokens: uint32(p.Tokens), lastUsed: now.UnixNano(),
-		ttl: p.TTL, implicit: r.Step > 0 && !p.Explicit, model: p.Model, key: p.CacheKey}
+		exactSeg: -1, ttl: p.TTL, implicit: r.Step > 0 && !p.Explicit, model: p.Model, key: p.CacheKey}
 	if rec.ttl == 0 {
 		rec.ttl = r.TTL
 	}
@@ -120,6 +125,12 @@ type Diagnosis struct {
 	Diverged, DivergedAt int
 	// Common is how many tokens the request shares with that prompt.
 	Common int
+	// ExpectedExact is Expected as the provider counted it, when the
+	// reusable prefix ends at the earlier prompt's last breakpoint and the
+	// provider reported that prefix's length (0 otherwise: Expected is
+	// groundhog's estimate, calibrated after the call). After uses it when
+	// it is below the calibrated estimate.
+	ExpectedExact int
 }
 
 // compare diagnoses p against the earlier prompt e at now. cross names the
@@ -151,6 +162,9 @@ func compare(p *Prefix, r Rules, e *promptRec, now time.Time, cross Cause, below
 	}
 	best := storedBelow(e, r, limit, n, len(p.Segments), nil)
 	d.Expected = best
+	if e.exact > 0 && e.exactSeg >= 0 && best > 0 && uint32(best) == e.segs[e.exactSeg].End {
+		d.ExpectedExact = int(e.exact)
+	}
 	if cross != "" {
 		if d.Common >= r.MinTokens && best > 0 {
 			d.Cause = cross

@@ -92,7 +92,7 @@ func (t *Tracker) Restore(r io.Reader) error {
 			if len(sp.Segs)%segRecSize != 0 {
 				return fmt.Errorf("promptcache restore: corrupt segment table")
 			}
-			p := &promptRec{segs: make([]segRec, len(sp.Segs)/segRecSize), tokens: sp.Tokens, lastUsed: sp.LastUsed,
+			p := &promptRec{exactSeg: -1, segs: make([]segRec, len(sp.Segs)/segRecSize), tokens: sp.Tokens, lastUsed: sp.LastUsed,
 				ttl: time.Duration(sp.TTL), implicit: sp.Implicit, model: sp.Model, key: sp.Key}
 			for i := range p.segs {
 				o := sp.Segs[i*segRecSize:]

@@ -251,6 +251,22 @@ func (t *Tracker) After(ctx context.Context, c *Call, u groundhog.Usage) Result 
 			expected = expected / int64(c.rules.Step) * int64(c.rules.Step)
 		}
 	}
+	if x := int64(d.ExpectedExact); x > 0 && (expected == 0 || x < expected) {
+		// The provider said how long this prefix was when it stored it;
+		// its figure can be larger (a response that ran in several
+		// iterations reports their cache work together), never the
+		// prefix shorter than what it counted.
+		expected = x
+	}
+	if min := int64(c.rules.MinTokens); expected > 0 && expected < min && d.Cause != CauseBelowMinimum {
+		// groundhog's token estimate overshot the provider's count: the
+		// real prefix is under the model's minimum, never cached.
+		if float64(expected) >= t.cfg.BelowMinimumFloor*float64(min) {
+			d.Cause, d.Pattern = CauseBelowMinimum, ""
+		} else {
+			expected = 0
+		}
+	}
 	res.Expected = expected
 	tol := max(expected/50, 16)
 	if c.rules.Step > 0 {
@@ -263,15 +279,25 @@ func (t *Tracker) After(ctx context.Context, c *Call, u groundhog.Usage) Result 
 		}
 		res.Lost = expected - u.CachedInputTokens
 	}
-	t.record(c)
+	t.record(c, u)
 	return res
 }
 
 // record adds the call's prompt to its chain (merging it with an earlier
-// prompt it extends, whose stored points the provider still holds).
-func (t *Tracker) record(c *Call) {
+// prompt it extends, whose stored points the provider still holds). For
+// Anthropic it keeps the provider's length of the prefix up to the last
+// breakpoint (cache read + write), the exact figure the next turn expects.
+func (t *Tracker) record(c *Call, u groundhog.Usage) {
 	now := t.cfg.Clock.Now()
 	rec := record(c.prefix, c.rules, now)
+	if c.prefix.Shape == groundhog.ShapeMessages && u.CachedInputTokens+u.CacheWriteTokens > 0 {
+		for i := len(rec.segs) - 1; i >= 0; i-- {
+			if rec.segs[i].Stored != 0 {
+				rec.exactSeg, rec.exact = int32(i), uint32(u.CachedInputTokens+u.CacheWriteTokens)
+				break
+			}
+		}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var ch *chain
