@@ -20,6 +20,7 @@ type messagesRequest struct {
 	Stream       bool               `json:"stream"`
 	Thinking     json.RawMessage    `json:"thinking"`
 	CacheControl json.RawMessage    `json:"cache_control"`
+	Diagnostics  json.RawMessage    `json:"diagnostics"`
 
 	// minimums overrides AnthropicMinimums (Config.AnthropicMinTokens).
 	minimums map[string]int
@@ -209,10 +210,16 @@ func parseMessages(body []byte, sd seed, minimums map[string]int) (*job, error) 
 	j := &job{model: req.Model, stream: req.Stream, seed: sd, prompt: p.tokens, lookup: p.lookup, store: p.store,
 		reportWrites: true, longWritesEnd: p.longWritesEnd, output: c.tokens}
 	j.respond = func(x *exchange) {
+		var diag *anthropicDiagnostics // cache diagnostics (anthropic_diagnostics.go)
+		if diagnosisRequested(x.r, req.Diagnostics) {
+			diag = x.s.diag.diagnose(req.Diagnostics, x.id.id("msg_"), printRequest(&req, p.tokens))
+		}
 		if j.stream {
-			streamMessages(x, req.Model, c)
+			streamMessages(x, req.Model, c, diag)
 		} else {
-			x.respondJSON(anthropicMessageBody(x, req.Model, c))
+			b := anthropicMessageBody(x, req.Model, c)
+			b.Diagnostics = diag
+			x.respondJSON(b)
 		}
 	}
 	return j, nil
@@ -277,16 +284,17 @@ func newAnthropicUsage(u groundhog.Usage, output int64) anthropicUsage {
 }
 
 type anthropicBody struct {
-	ID           string         `json:"id"`
-	Type         string         `json:"type"`
-	Role         string         `json:"role"`
-	Model        string         `json:"model"`
-	Content      []any          `json:"content"`
-	StopReason   *string        `json:"stop_reason"`
-	StopSequence *string        `json:"stop_sequence"`
-	StopDetails  *struct{}      `json:"stop_details"`
-	Container    *struct{}      `json:"container"`
-	Usage        anthropicUsage `json:"usage"`
+	ID           string                `json:"id"`
+	Type         string                `json:"type"`
+	Role         string                `json:"role"`
+	Model        string                `json:"model"`
+	Content      []any                 `json:"content"`
+	StopReason   *string               `json:"stop_reason"`
+	StopSequence *string               `json:"stop_sequence"`
+	StopDetails  *struct{}             `json:"stop_details"`
+	Container    *struct{}             `json:"container"`
+	Usage        anthropicUsage        `json:"usage"`
+	Diagnostics  *anthropicDiagnostics `json:"diagnostics,omitempty"`
 }
 
 type textBlock struct {
@@ -329,7 +337,7 @@ func anthropicMessageBody(x *exchange, model string, c *completion) anthropicBod
 // streamMessages writes the Anthropic event stream: message_start,
 // content_block_start, ping, content_block_delta per output token (or
 // tool-input piece), content_block_stop, message_delta, message_stop.
-func streamMessages(x *exchange, model string, c *completion) {
+func streamMessages(x *exchange, model string, c *completion, diag *anthropicDiagnostics) {
 	total := len(c.words)
 	if c.tool != nil {
 		total = len(c.argChunks())
@@ -346,6 +354,9 @@ func streamMessages(x *exchange, model string, c *completion) {
 		"server_tool_use": map[string]int64{"web_search_requests": su.ServerToolUse.WebSearchRequests}}
 	msg := map[string]any{"id": start.ID, "type": start.Type, "role": start.Role, "model": start.Model, "content": start.Content,
 		"stop_reason": nil, "stop_sequence": nil, "stop_details": nil, "container": nil, "usage": usage}
+	if diag != nil {
+		msg["diagnostics"] = diag
+	}
 	if !st.event("message_start", map[string]any{"type": "message_start", "message": msg}) {
 		return
 	}

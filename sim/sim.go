@@ -83,6 +83,7 @@ type Server struct {
 	fs         fileStore
 	// anthropicMins is Config.AnthropicMinTokens.
 	anthropicMins map[string]int
+	diag          diagStore // Anthropic cache diagnostics (anthropic_diagnostics.go)
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
