@@ -164,6 +164,11 @@ type OperationPromptCache struct {
 	// name, "v1").
 	App           string `yaml:"app"`
 	PromptVersion string `yaml:"prompt_version"`
+	// AskProvider asks the provider for its own cache diagnostics on every
+	// call of the operation (as Groundhog-Prompt-Cache-Diagnostics:
+	// provider does per call): Anthropic diagnostics.previous_message_id,
+	// set from the previous answer of the call's chain.
+	AskProvider bool `yaml:"ask_provider"`
 }
 
 // PromptCacheConfig bounds the gateway's prompt-cache stage.

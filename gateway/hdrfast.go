@@ -33,7 +33,7 @@ var fastHeaderKeys = []string{
 	"Authorization", "X-Api-Key", "Content-Type", "Content-Encoding", "Accept-Encoding", "Cache-Control",
 	"Anthropic-Version", "Anthropic-Beta", "Content-Length", keyCacheTTL,
 	hdrOperation, hdrCache, hdrCoalesce, hdrCacheVersion, hdrIdemKey,
-	hdrPromptCacheBreakpoints, hdrPromptCacheKey, hdrFanOut,
+	hdrPromptCacheBreakpoints, hdrPromptCacheKey, hdrFanOut, hdrPromptCacheDiagnostics,
 }
 
 // headerVals hands out the one-value slices of a response head from an

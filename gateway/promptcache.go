@@ -31,6 +31,10 @@ const (
 	hdrPromptCacheKey = "Groundhog-Prompt-Cache-Key"
 	// Request: "off" opts the call out of warm-then-fan-out.
 	hdrFanOut = "Groundhog-Fan-Out"
+	// Request: "provider" asks the provider for its own cache diagnostics
+	// (Anthropic), adding the comparison id of the chain's previous answer;
+	// "off" does not, whatever the operation's config says.
+	hdrPromptCacheDiagnostics = "Groundhog-Prompt-Cache-Diagnostics"
 )
 
 // pcState is one call's part in the prompt-cache stage. pending is used
@@ -66,6 +70,7 @@ func checkPromptCacheHeaders(h http.Header) error {
 		{hdrPromptCacheBreakpoints, "auto", "off"},
 		{hdrPromptCacheKey, "auto", "auto"},
 		{hdrFanOut, "on", "off"},
+		{hdrPromptCacheDiagnostics, "provider", "off"},
 	} {
 		if v := strings.ToLower(strings.TrimSpace(hget(h, c.name))); v != "" && v != c.a && v != c.b {
 			if c.a == c.b {
@@ -91,6 +96,7 @@ func (s *Server) pcBefore(ctx context.Context, c *call) []byte {
 		Breakpoints: injectOn(op.Breakpoints, c.header.Get(hdrPromptCacheBreakpoints)) && injectable(c),
 		CacheKey:    auto(hdrPromptCacheKey),
 		App:         op.App, PromptVersion: op.PromptVersion,
+		AskProvider: askProvider(op.AskProvider, c.header.Get(hdrPromptCacheDiagnostics)),
 	}
 	fan := !strings.EqualFold(strings.TrimSpace(c.header.Get(hdrFanOut)), "off")
 	t0 := s.clock.Now()
@@ -102,6 +108,27 @@ func (s *Server) pcBefore(ctx context.Context, c *call) []byte {
 		s.stage(c, "groundhog.fan_out_hold", t0)
 	}
 	return c.pc.pending.Body
+}
+
+// askProvider decides whether to ask the provider for its cache
+// diagnostics: the request header when set (provider or off), else the
+// operation's config.
+func askProvider(opCfg bool, header string) bool {
+	switch strings.ToLower(strings.TrimSpace(header)) {
+	case "provider":
+		return true
+	case "off":
+		return false
+	}
+	return opCfg
+}
+
+// pcUpstreamHeaders adds what the stage's rewrites need on the upstream
+// request: the cache-diagnosis beta when it asked the provider.
+func pcUpstreamHeaders(h http.Header, c *call) {
+	if p := c.pc.pending; p != nil && p.AskedProvider && !strings.Contains(strings.Join(h.Values("Anthropic-Beta"), ","), promptcache.CacheDiagnosisBeta) {
+		h.Add("Anthropic-Beta", promptcache.CacheDiagnosisBeta)
+	}
 }
 
 // injectOn decides breakpoint injection: the request header when it is
@@ -140,7 +167,7 @@ func (s *Server) pcAfter(ctx context.Context, c *call, resp *groundhog.Response)
 	if c.pc.pending == nil || !resp.OK() || resp.Usage == (groundhog.Usage{}) {
 		return // no usage: nothing to diagnose, no header to promise
 	}
-	o := s.pc.After(ctx, c.pc.pending, resp.Usage)
+	o := s.pc.AfterReply(ctx, c.pc.pending, resp.Usage, promptcache.ReadReply(c.shape, resp.Body, resp.Events))
 	c.pc.out.Store(&o)
 }
 

@@ -130,6 +130,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		req.Header[k] = vs
 	}
 	req.Header.Set("Content-Type", "application/json")
+	pcUpstreamHeaders(req.Header, c) // prompt-cache hook: the cache-diagnosis beta when the stage asked the provider
 	up.authorize(req, c.header, c.shape == groundhog.ShapeMessages)
 	if c.shape == groundhog.ShapeMessages && req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", "2023-06-01")

@@ -35,6 +35,10 @@ type Pending struct {
 	Body []byte
 	// Held is true when warm-then-fan-out held the call.
 	Held bool
+	// AskedProvider is true when Before asked the provider for its own
+	// cache diagnostics: the upstream request needs the anthropic-beta
+	// CacheDiagnosisBeta.
+	AskedProvider bool
 
 	call   *Call // nil when the body could not be parsed
 	ticket *fanout.Ticket
@@ -61,6 +65,9 @@ type Outcome struct {
 	Result
 	Usage groundhog.Usage
 	Held  bool
+	// Provider is the provider's own cache verdict (Reply.Provider), "" when
+	// it was not asked.
+	Provider string
 }
 
 // CacheHeader is the value of Groundhog-Prompt-Cache: what the provider
@@ -78,7 +85,7 @@ func (s *Stage) Before(ctx context.Context, req *Request, fanOut bool) *Pending 
 	if err != nil {
 		return p
 	}
-	p.Body, p.call = c.Body, c
+	p.Body, p.call, p.AskedProvider = c.Body, c, c.AskedProvider
 	if s.FanOut == nil || !fanOut {
 		return p
 	}
@@ -94,12 +101,20 @@ func (s *Stage) Before(ctx context.Context, req *Request, fanOut bool) *Pending 
 // outcome: the usage, the break verdict (the prompt is recorded in its
 // chain) and whether the call was held.
 func (s *Stage) After(ctx context.Context, p *Pending, u groundhog.Usage) Outcome {
-	o := Outcome{Usage: u}
+	return s.AfterReply(ctx, p, u, Reply{})
+}
+
+// AfterReply is After with what the answer said besides the usage: its id
+// (remembered for the chain's next request) and the provider's own cache
+// verdict, booked beside groundhog's cause.
+func (s *Stage) AfterReply(ctx context.Context, p *Pending, u groundhog.Usage, r Reply) Outcome {
+	o := Outcome{Usage: u, Provider: r.Provider}
 	if p == nil {
 		return o
 	}
 	o.Held = p.Held
 	if p.call != nil {
+		p.call.responseID = r.ID
 		o.Result = s.Tracker.After(ctx, p.call, u)
 		p.call.release() // segpool.go: the prompt is recorded, its segments go back
 	}

@@ -47,6 +47,7 @@ type Tracker struct {
 
 type chain struct {
 	key, opKey string
+	lastID     string       // the provider's id of the newest answer (Anthropic msg_…)
 	prompts    []*promptRec // newest last
 	bytes      int64
 }
@@ -84,6 +85,10 @@ type Request struct {
 	// auto); App and PromptVersion name it (defaults: Operation, "v1").
 	CacheKey           bool
 	App, PromptVersion string
+	// AskProvider asks the provider for its own cache diagnostics
+	// (Anthropic: diagnostics.previous_message_id, the id of the chain's
+	// previous answer), unless the client asked itself.
+	AskProvider bool
 }
 
 // Call is the result of Before, handed to After.
@@ -95,13 +100,17 @@ type Call struct {
 	// prompt_cache_key it set ("" when none).
 	Injected int
 	Key      string
+	// AskedProvider is true when Before added the provider's cache
+	// diagnostics to the body.
+	AskedProvider bool
 	// Diagnosis is the expectation for this call.
 	Diagnosis Diagnosis
 
-	prefix   *Prefix
-	rules    Rules
-	chainKey string
-	opKey    string
+	prefix     *Prefix
+	rules      Rules
+	chainKey   string
+	opKey      string
+	responseID string // the provider's id of the answer, set by Stage.AfterReply
 }
 
 // Result is the verdict after the provider answered.
@@ -204,6 +213,13 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 	now := t.cfg.Clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if req.AskProvider && req.Shape == groundhog.ShapeMessages {
+		prev := ""
+		if el, ok := t.chains[c.chainKey]; ok {
+			prev = el.Value.(*chain).lastID
+		}
+		c.Body, c.AskedProvider = askProvider(c.Body, prev)
+	}
 	if el, ok := t.chains[c.chainKey]; ok {
 		ch := el.Value.(*chain)
 		c.Diagnosis = compare(p, r, closest(p, ch), now, "", t.cfg.BelowMinimumFloor)
@@ -311,6 +327,9 @@ func (t *Tracker) record(c *Call, u groundhog.Usage) {
 		t.bytes += ch.bytes
 	}
 	t.byOp[c.opKey] = ch
+	if c.responseID != "" {
+		ch.lastID = c.responseID
+	}
 	// An earlier prompt that rec extends (or repeats) is merged into it.
 	kept := ch.prompts[:0]
 	for _, e := range ch.prompts {

@@ -47,6 +47,9 @@ func diagnosisRequested(r *http.Request, raw json.RawMessage) bool {
 	return false
 }
 
+// hashJSON chains h with the prompt content of raw: cache_control markers
+// are not part of the prompt, and a plain string is the same prompt as one
+// text block holding it, so both are normalized away first.
 func hashJSON(h uint64, raw []byte) uint64 {
 	f := fnv.New64a()
 	var b [8]byte
@@ -54,8 +57,38 @@ func hashJSON(h uint64, raw []byte) uint64 {
 		b[i] = byte(h >> (8 * i))
 	}
 	f.Write(b[:])
-	f.Write([]byte(compactJSON(raw)))
+	var v any
+	if json.Unmarshal(raw, &v) == nil {
+		n, _ := json.Marshal(normalizePrompt(v))
+		f.Write(n)
+	} else {
+		f.Write(raw)
+	}
 	return f.Sum64()
+}
+
+// normalizePrompt drops cache_control members and turns a string system
+// or message content into one text block.
+func normalizePrompt(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		delete(x, "cache_control")
+		if s, ok := x["content"].(string); ok {
+			x["content"] = []any{map[string]any{"type": "text", "text": s}}
+		}
+		for k, e := range x {
+			x[k] = normalizePrompt(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = normalizePrompt(e)
+		}
+		return x
+	case string:
+		return x
+	}
+	return v
 }
 
 // printRequest fingerprints a Messages request.
@@ -65,7 +98,13 @@ func printRequest(req *messagesRequest, total int) *requestPrint {
 		p.tools = hashJSON(p.tools, t)
 		p.toolsEnd += CountTokens(compactJSON(t)) + MessageOverhead
 	}
-	p.system = hashJSON(0, req.System)
+	sys := req.System
+	if len(sys) > 0 && sys[0] == '"' {
+		var s string
+		_ = json.Unmarshal(sys, &s)
+		sys, _ = json.Marshal([]any{map[string]any{"type": "text", "text": s}})
+	}
+	p.system = hashJSON(0, sys)
 	p.sysE = p.toolsEnd
 	if len(req.System) > 0 && string(req.System) != "null" {
 		p.sysE += CountTokens(compactJSON(req.System)) + MessageOverhead

@@ -124,3 +124,22 @@ func TestAnthropicCacheDiagnostics(t *testing.T) {
 		t.Errorf("without the beta header: diagnostics %s", a.Diagnostics)
 	}
 }
+
+// A marker, or the string form of a text block, is not a change of the
+// prompt: the comparison does not see it.
+func TestAnthropicDiagnosticsIgnoresMarkers(t *testing.T) {
+	var d diagStore
+	mk := func(body string) *requestPrint {
+		var r messagesRequest
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatal(err)
+		}
+		return printRequest(&r, 100)
+	}
+	d.put("msg_1", mk(`{"model":"m","system":"Be kind.","messages":[{"role":"user","content":"hi"}]}`))
+	got := d.diagnose(json.RawMessage(`{"previous_message_id":"msg_1"}`), "msg_2",
+		mk(`{"model":"m","system":[{"type":"text","text":"Be kind.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":"ok"}]}`))
+	if got.CacheMissReason != nil {
+		t.Fatalf("markers and string forms seen as a change: %+v", got.CacheMissReason)
+	}
+}

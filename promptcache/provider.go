@@ -1,0 +1,99 @@
+package promptcache
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// CacheDiagnosisBeta is the anthropic-beta value under which Anthropic
+// answers a request's "diagnostics": {"previous_message_id": …} with its own
+// verdict on why the prompt cache missed (diagnostics.cache_miss_reason).
+const CacheDiagnosisBeta = "cache-diagnosis-2026-04-07"
+
+// Reply is what the provider's answer tells the stage besides the usage.
+type Reply struct {
+	// ID is the answer's id (Anthropic msg_…), the comparison id of the
+	// chain's next request when the stage asks the provider.
+	ID string
+	// Provider is the provider's own cache verdict when the request asked
+	// for it: the miss reason (Anthropic cache_miss_reason.type, e.g.
+	// system_changed), "none" when it found no divergence, "" when it was
+	// not asked or said nothing.
+	Provider string
+}
+
+// ReadReply reads the id and the provider's cache diagnostics of a
+// successful Anthropic Messages answer: the JSON body, or the message of a
+// stream's message_start event. Other shapes give a zero Reply.
+func ReadReply(shape groundhog.Shape, body []byte, events []groundhog.Event) Reply {
+	if shape != groundhog.ShapeMessages {
+		return Reply{}
+	}
+	msg := body
+	if len(events) > 0 {
+		for _, ev := range events {
+			if ev.Name == "message_start" {
+				var s struct {
+					Message json.RawMessage `json:"message"`
+				}
+				_ = json.Unmarshal(ev.Data, &s)
+				msg = s.Message
+				break
+			}
+		}
+	}
+	var m struct {
+		ID          string `json:"id"`
+		Diagnostics *struct {
+			Reason *struct {
+				Type string `json:"type"`
+			} `json:"cache_miss_reason"`
+		} `json:"diagnostics"`
+	}
+	if len(msg) == 0 || json.Unmarshal(msg, &m) != nil {
+		return Reply{}
+	}
+	r := Reply{ID: m.ID}
+	if d := m.Diagnostics; d != nil {
+		r.Provider = "none"
+		if d.Reason != nil && d.Reason.Type != "" {
+			r.Provider = d.Reason.Type
+		}
+	}
+	return r
+}
+
+// askProvider adds "diagnostics": {"previous_message_id": prev} (null when
+// prev is empty) as the last member of an Anthropic body that has none.
+func askProvider(body []byte, prev string) ([]byte, bool) {
+	if bytes.Contains(body, []byte(`"diagnostics"`)) {
+		return body, false // the client asked itself (or the word is in the text: leave it alone)
+	}
+	end := bytes.LastIndexByte(body, '}')
+	if end < 0 {
+		return body, false
+	}
+	id := "null"
+	if prev != "" {
+		id = strconv.Quote(prev)
+	}
+	out := make([]byte, 0, len(body)+48+len(id))
+	out = append(out, body[:end]...)
+	out = append(out, `,"diagnostics":{"previous_message_id":`+id+`}`...)
+	out = append(out, body[end:]...)
+	return out, true
+}
+
+// Header returns the value of Groundhog-Prompt-Cache-Break: groundhog's
+// cause, followed by "; provider=<reason>" when the provider gave its own
+// verdict; "" when nothing broke.
+func (o Outcome) Header() string {
+	h := o.Result.Header()
+	if h != "" && o.Provider != "" {
+		h += "; provider=" + o.Provider
+	}
+	return h
+}
