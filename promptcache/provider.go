@@ -26,9 +26,16 @@ type Reply struct {
 }
 
 // ReadReply reads the id and the provider's cache diagnostics of a
-// successful Anthropic Messages answer: the JSON body, or the message of a
-// stream's message_start event. Other shapes give a zero Reply.
+// successful answer: Anthropic Messages (the JSON body, or the message of a
+// stream's message_start event; diagnostics.cache_miss_reason.type) and
+// OpenAI Responses (the body, or the response of a stream's
+// response.completed event; prompt_cache_diagnostics: "cache_hit", or the
+// reason of a cache_miss such as tools_changed). Other shapes give a zero
+// Reply.
 func ReadReply(shape groundhog.Shape, body []byte, events []groundhog.Event) Reply {
+	if shape == groundhog.ShapeResponses {
+		return readResponsesReply(body, events)
+	}
 	if shape != groundhog.ShapeMessages {
 		return Reply{}
 	}
@@ -61,6 +68,39 @@ func ReadReply(shape groundhog.Shape, body []byte, events []groundhog.Event) Rep
 		r.Provider = "none"
 		if d.Reason != nil && d.Reason.Type != "" {
 			r.Provider = d.Reason.Type
+		}
+	}
+	return r
+}
+
+func readResponsesReply(body []byte, events []groundhog.Event) Reply {
+	resp := body
+	for _, ev := range events {
+		if ev.Name == "response.completed" {
+			var s struct {
+				Response json.RawMessage `json:"response"`
+			}
+			_ = json.Unmarshal(ev.Data, &s)
+			resp = s.Response
+		}
+	}
+	var m struct {
+		ID          string `json:"id"`
+		Diagnostics *struct {
+			Type   string `json:"type"`
+			Reason string `json:"reason"`
+		} `json:"prompt_cache_diagnostics"`
+	}
+	if len(resp) == 0 || json.Unmarshal(resp, &m) != nil {
+		return Reply{}
+	}
+	r := Reply{ID: m.ID}
+	if d := m.Diagnostics; d != nil {
+		switch {
+		case d.Type == "cache_miss" && d.Reason != "":
+			r.Provider = d.Reason
+		case d.Type != "":
+			r.Provider = d.Type // cache_hit
 		}
 	}
 	return r
