@@ -1,6 +1,24 @@
 package gateway
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// CredentialTenant is the tenant of a client scoped by the provider
+// credential it sends (Options.TenantPerCredential): "key-" and the first
+// 128 bits of the SHA-256 of its Authorization and x-api-key values. The
+// credential itself never appears in a tenant, a cache key or the ledger.
+// A client sending neither header is groundhog.LocalTenant.
+func CredentialTenant(h http.Header) string {
+	a, k := strings.Join(h.Values("Authorization"), "\n"), strings.Join(h.Values("X-Api-Key"), "\n")
+	if a == "" && k == "" {
+		return groundhog.LocalTenant
+	}
+	return "key-" + groundhog.HashAPIKey(a + "\x00" + k)[:32]
+}
 
 // authorize sets the provider credentials on an upstream request: the
 // gateway's provider key when it has one (Authorization: Bearer for OpenAI,

@@ -99,6 +99,13 @@ type Options struct {
 	// for the life of the Server the first time a key is seen: revoking
 	// the last key afterwards makes every request 401, never an open proxy.
 	Keyless bool
+	// TenantPerCredential scopes every call by the credential the client
+	// sends (Authorization or x-api-key) instead of a gateway key: the
+	// tenant is a digest of it (CredentialTenant), never the credential
+	// itself. For the embedded transport forwarding the callers' own
+	// provider keys, so a cached answer or an idempotent replay made for
+	// one key never reaches another. Gateway keys are not consulted.
+	TenantPerCredential bool
 	// Extra registers more routes (report, dashboard, operations, metrics)
 	// on the server's mux; called once by New.
 	Extra func(mux *http.ServeMux, auth func(*http.Request) (string, error))
@@ -255,6 +262,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // read from "Authorization: Bearer <key>" or, as the Anthropic SDK sends
 // them, "x-api-key".
 func (s *Server) authenticate(r *http.Request) (string, error) {
+	if s.opts.TenantPerCredential {
+		return CredentialTenant(r.Header), nil
+	}
 	secret := ""
 	if a := hget(r.Header, "Authorization"); a != "" {
 		scheme, tok, ok := strings.Cut(a, " ")

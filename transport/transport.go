@@ -9,15 +9,20 @@
 //
 // Every request the client sends is answered by the pipeline as the gateway
 // would answer it over HTTP (the same headers — Groundhog-Cache,
-// Idempotency-Key, Groundhog-Operation — with the same meaning), for the
-// single tenant "local". Model calls to /v1/chat/completions, /v1/responses,
+// Idempotency-Key, Groundhog-Operation — with the same meaning). Model calls to /v1/chat/completions, /v1/responses,
 // /v1/embeddings and /v1/messages go to the provider base URLs of Options
 // whatever host the client was pointed at; so do passthrough routes.
 //
-// Provider credentials: the SDK's own key (Authorization or x-api-key) is
-// forwarded to the provider unless Options sets a provider key, which then
-// wins. The key never joins the cache key: everything the program sends
-// shares one tenant.
+// Provider credentials and tenants: the SDK's own key (Authorization or
+// x-api-key) is forwarded to the provider unless Options sets a provider
+// key, which then wins. While any caller's key is forwarded (a provider key
+// missing from Options), the pipeline scopes every call by the credential
+// it carries, as the HTTP gateway scopes by gateway key: the tenant is a
+// digest of the credential (gateway.CredentialTenant), never the key
+// itself. A cached answer, a coalesced call or an idempotent replay made
+// for one key never reaches a caller with another key, nor a key the
+// provider has since revoked. With both provider keys set in Options the
+// program is the single tenant "local".
 package transport
 
 import (
@@ -116,6 +121,8 @@ func New(ctx context.Context, o Options) (*Transport, error) {
 		Anthropic: gateway.Upstream{BaseURL: cfg.AnthropicUpstream, APIKey: o.AnthropicAPIKey, Provider: "anthropic", ForwardClientKey: o.AnthropicAPIKey == ""},
 		Transport: base,
 		Keyless:   true, // embedded: the program is the one tenant, "local"
+		// Callers' own keys forwarded: each key is its own tenant.
+		TenantPerCredential: o.OpenAIAPIKey == "" || o.AnthropicAPIKey == "",
 	})
 	return &Transport{gw: gw, db: db, lw: lw}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -220,5 +221,63 @@ func TestTransportProviderKey(t *testing.T) {
 		if last != c.want {
 			t.Fatalf("provider got Authorization %q, want %q", last, c.want)
 		}
+	}
+}
+
+// When the transport forwards the callers' own provider keys, each key is
+// its own tenant: a caller with another key (or one the provider revoked)
+// never receives a cached answer or an idempotent replay made for another
+// key, while the same key still hits its own cache. The ledger names the
+// tenant by a digest, never by the key.
+func TestTransportScopesByForwardedKey(t *testing.T) {
+	s, url := newSim(t, nil)
+	tr := newTransport(t, url)
+	ctx := context.Background()
+	const keyA, keyB = "sk-org-a-secret", "sk-org-b-secret"
+	clientA := openai.NewClient(option.WithHTTPClient(&http.Client{Transport: tr}), option.WithAPIKey(keyA))
+	clientB := openai.NewClient(option.WithHTTPClient(&http.Client{Transport: tr}), option.WithAPIKey(keyB))
+	params := openai.ChatCompletionNewParams{Model: "sim-small", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("org secrets")}}
+	call := func(c openai.Client, opts ...option.RequestOption) *http.Response {
+		t.Helper()
+		var res *http.Response
+		if _, err := c.Chat.Completions.New(ctx, params, append(opts, option.WithResponseInto(&res))...); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	use := option.WithHeader("Groundhog-Cache", "use")
+	if got := call(clientA, use).Header.Get("Groundhog-Cache"); got != "miss" {
+		t.Fatalf("A's first call: Groundhog-Cache %q, want miss", got)
+	}
+	if got := call(clientB, use).Header.Get("Groundhog-Cache"); got != "miss" {
+		t.Fatalf("B's call with A's inputs: Groundhog-Cache %q, want miss (another key's answer)", got)
+	}
+	if got := call(clientA, use).Header.Get("Groundhog-Cache"); got != "hit" {
+		t.Fatalf("A's second call: Groundhog-Cache %q, want hit", got)
+	}
+
+	idem := option.WithHeader("Idempotency-Key", "order-1")
+	if got := call(clientA, idem).Header.Get("Idempotent-Replayed"); got == "true" {
+		t.Fatalf("A's first idempotent call replayed")
+	}
+	if got := call(clientB, idem).Header.Get("Idempotent-Replayed"); got == "true" {
+		t.Fatalf("B's call with A's Idempotency-Key replayed A's result")
+	}
+	if got := call(clientA, idem).Header.Get("Idempotent-Replayed"); got != "true" {
+		t.Fatalf("A's retry not replayed: Idempotent-Replayed %q", got)
+	}
+	if s.Bill().Calls != 4 {
+		t.Fatalf("sim billed %d calls, want 4 (A and B each a miss and a first idempotent call)", s.Bill().Calls)
+	}
+
+	tenants := map[string]bool{}
+	for _, r := range rows(t, tr) {
+		tenants[r.Tenant] = true
+		if strings.Contains(r.Tenant, keyA) || strings.Contains(r.Tenant, keyB) || r.Tenant == groundhog.LocalTenant {
+			t.Fatalf("ledger tenant %q: want a digest of the key", r.Tenant)
+		}
+	}
+	if len(tenants) != 2 {
+		t.Fatalf("ledger tenants %v, want one per key", tenants)
 	}
 }
