@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,7 +52,8 @@ type Limits struct {
 // state; If-None-Match: * succeeds only when the session has no live state
 // (never written, or deleted). A failed precondition is 412 with
 // "current_version" (0: no live state) and "deleted" in the body and the
-// current ETag. Ids are 1–128 characters of [A-Za-z0-9._:-]; another
+// current ETag — also for a well-formed entity tag that names no version
+// ("no-such-version", a weak tag); only a malformed If-Match is 400. Ids are 1–128 characters of [A-Za-z0-9._:-]; another
 // tenant's session is 404. Errors are JSON ({"error":{…}}): 400 malformed,
 // wrong type or unknown field (named), 401, 404, 405, 412, 413 over
 // MaxBytes, 415 a body not JSON, 428, 503.
@@ -183,9 +185,16 @@ func (h *Handler) writeState(w http.ResponseWriter, r *http.Request, status int,
 
 // precondition is what a write's headers ask for.
 type precondition struct {
-	create  bool  // If-None-Match: *
-	any     bool  // If-Match: *
-	version int64 // If-Match "<n>"
+	create   bool    // If-None-Match: *
+	any      bool    // If-Match: *
+	versions []int64 // the versions named by If-Match's entity tags
+}
+
+// matches reports whether If-Match names version v. A well-formed entity tag
+// that is no version of ours (or a weak one: If-Match compares strongly)
+// matches nothing, so its write is a 412, not a 400 (RFC 9110 §13.1.1).
+func (p precondition) matches(v int64) bool {
+	return p.any || slices.Contains(p.versions, v)
 }
 
 func parsePrecondition(r *http.Request) (precondition, error) {
@@ -197,17 +206,47 @@ func parsePrecondition(r *http.Request) (precondition, error) {
 		return precondition{create: true}, nil
 	case inm != "":
 		return precondition{}, groundhog.Errorf(groundhog.EINVALID, `If-None-Match on a write must be "*" (create only)`)
-	case im == "*":
-		return precondition{any: true}, nil
 	case im != "":
-		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(im, `"`), `"`), 10, 64)
-		if err != nil || n < 1 || len(im) < 3 || im[0] != '"' || im[len(im)-1] != '"' {
-			return precondition{}, groundhog.Errorf(groundhog.EINVALID, `If-Match must be one ETag "<version>" as sent by GET, e.g. "3"`)
+		anyTag, versions, err := ParseIfMatch(im)
+		if err != nil {
+			return precondition{}, err
 		}
-		return precondition{version: n}, nil
+		return precondition{any: anyTag, versions: versions}, nil
 	}
 	return precondition{}, groundhog.Errorf(groundhog.EPRECONDREQUIRED,
 		`a write needs a precondition: If-Match: "<version>" to update, If-None-Match: * to create`)
+}
+
+// ParseIfMatch reads an If-Match value: "*" (any is true), or a
+// comma-separated list of entity tags, of which the strong ones whose
+// opaque part is a state version ("3") give versions. A well-formed tag
+// that is not a version is no error: it matches no version. Only a
+// malformed value is an EINVALID error.
+func ParseIfMatch(v string) (anyTag bool, versions []int64, err error) {
+	v = strings.TrimSpace(v)
+	if v == "*" {
+		return true, nil, nil
+	}
+	bad := groundhog.Errorf(groundhog.EINVALID, `If-Match must be "*" or entity tags as sent in ETag, e.g. "3"`)
+	for _, part := range strings.Split(v, ",") {
+		tag := strings.TrimSpace(part)
+		weak := strings.HasPrefix(tag, "W/")
+		tag = strings.TrimPrefix(tag, "W/")
+		if len(tag) < 2 || tag[0] != '"' || tag[len(tag)-1] != '"' {
+			return false, nil, bad
+		}
+		opaque := tag[1 : len(tag)-1]
+		for i := 0; i < len(opaque); i++ {
+			// etagc = %x21 / %x23-7E / obs-text
+			if c := opaque[i]; c < 0x21 || c == '"' || c == 0x7f {
+				return false, nil, bad
+			}
+		}
+		if n, err := strconv.ParseInt(opaque, 10, 64); err == nil && n >= 1 && !weak && strconv.FormatInt(n, 10) == opaque {
+			versions = append(versions, n)
+		}
+	}
+	return false, versions, nil
 }
 
 func validAuthor(a string) bool {
@@ -267,7 +306,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, tenant, session 
 		if cur != nil {
 			expect = cur.Version // re-create after a delete
 		}
-	case !pre.create && live && (pre.any || pre.version == cur.Version):
+	case !pre.create && live && pre.matches(cur.Version):
 		expect = cur.Version
 	default:
 		h.preconditionFailed(w, r, session, cur)

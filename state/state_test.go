@@ -147,8 +147,15 @@ func TestPreconditions(t *testing.T) {
 		t.Fatalf("412 ETag %q, want \"1\"", r.header.Get("ETag"))
 	}
 	f.do(t, "a", "PUT", path, storetest.SeedState, `If-Match: "1"`, "If-None-Match: *").want(t, 400, "both preconditions")
-	for _, bad := range []string{`1`, `W/"1"`, `"x"`, `"0"`, `"1", "2"`} {
+	// Only a malformed If-Match is a 400; a well-formed entity tag that is
+	// not the current version (or no version at all, or weak: If-Match
+	// compares strongly) is a 412 carrying current_version (RFC 9110 §13.1.1).
+	for _, bad := range []string{`1`, `"1`, `1"`, `"a b"`, `"1",`, `W/1`} {
 		f.do(t, "a", "PUT", path, storetest.SeedState, "If-Match: "+bad).want(t, 400, "If-Match "+bad)
+	}
+	for _, other := range []string{`"no-such-version"`, `"x"`, `"0"`, `"01"`, `W/"1"`, `"2", "3"`} {
+		wantCurrent(t, f.do(t, "a", "PUT", path, storetest.SeedState, "If-Match: "+other).want(t, 412, "If-Match "+other), 1)
+		wantCurrent(t, f.do(t, "a", "PATCH", path, `{"next_step":"x"}`, "If-Match: "+other).want(t, 412, "PATCH If-Match "+other), 1)
 	}
 	r = f.do(t, "a", "PUT", path, storetest.SeedState, `If-Match: "1"`).want(t, 200, "update")
 	if r.header.Get("ETag") != `"2"` {
