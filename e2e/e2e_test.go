@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,8 +45,16 @@ type proc struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	URL  string
-	out  strings.Builder
+	mu   sync.Mutex
+	out  strings.Builder // everything the process printed so far
 	done chan struct{}
+}
+
+// output is what the process has printed so far.
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
 }
 
 func freeAddr(t *testing.T) string {
@@ -75,6 +84,9 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			p.mu.Lock()
+			p.out.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
 			select {
 			case lines <- sc.Text():
 			default:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/internal/apierr"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
@@ -152,7 +153,11 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request, tenant string) 
 		}
 		if err != nil {
 			if _, tooLarge := errors.AsType[*http.MaxBytesError](err); !tooLarge {
-				err = groundhog.WrapError(groundhog.EINVALID, "malformed multipart body", err)
+				if be := httpguard.BodyError(err); groundhog.ErrorCode(be) == groundhog.ESLOWREQUEST {
+					err = be
+				} else {
+					err = groundhog.WrapError(groundhog.EINVALID, "malformed multipart body", err)
+				}
 			}
 			h.fail(w, r, h.uploadError(err, "after part "+strconv.Itoa(len(items))))
 			return

@@ -23,7 +23,7 @@ func (db *DB) PutEvidence(ctx context.Context, tenant, contentType string, r io.
 	if err := db.check(); err != nil {
 		return nil, false, err
 	}
-	sp, err := evblob.SpoolWithin(ctx, r, quota, func(ctx context.Context) (int64, error) { return db.EvidenceUsage(ctx, tenant) })
+	sp, err := evblob.SpoolWithin(ctx, "", r, quota, func(ctx context.Context) (int64, error) { return db.EvidenceUsage(ctx, tenant) })
 	if err != nil {
 		return nil, false, err
 	}

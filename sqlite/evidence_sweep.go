@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"fmt"
+
+	"github.com/groundhog-ai/groundhog/internal/evblob"
 )
 
 // sweepChunksPerTx bounds one sweep statement (chunks are 1 MiB), so the
@@ -56,4 +58,19 @@ func (db *DB) SweepOrphanEvidence(ctx context.Context) (int64, error) {
 		}
 	}
 	return removed, nil
+}
+
+// spoolDir is where uploads are spooled before their chunks go in: beside
+// the database file (<path>.spool), so the store's own disk holds them and
+// SweepEvidenceSpool finds what a killed upload left.
+func (db *DB) spoolDir() string { return db.path + ".spool" }
+
+// SweepEvidenceSpool removes the spool files uploads killed mid-way (kill
+// -9, power loss) left beside the database and returns how many. serve runs
+// it once at start, before it accepts uploads.
+func (db *DB) SweepEvidenceSpool() (int, error) {
+	if err := db.check(); err != nil {
+		return 0, err
+	}
+	return evblob.SweepSpool(db.spoolDir())
 }

@@ -140,6 +140,13 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 	st.closers = append(st.closers, db.Close)
 	desc := "database sqlite " + cfg.DB
 	if lite, ok := db.(*sqlite.DB); ok {
+		// Before serving, so no upload of this process is spooling yet.
+		switch n, err := lite.SweepEvidenceSpool(); {
+		case err != nil:
+			log.Warn("sweep of the evidence spool failed", "removed", n, "err", err)
+		case n > 0:
+			log.Info("evidence spool files left by an interrupted upload removed", "files", n)
+		}
 		st.closers = append(st.closers, sweepOrphanEvidence(lite, log))
 	}
 	if pg, ok := db.(*postgres.DB); ok {

@@ -15,8 +15,10 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 )
 
 // ChunkBytes is the size of a stored chunk (the last one of a blob is
@@ -41,12 +43,24 @@ type Spooled struct {
 	f    *os.File
 }
 
-// Spool reads r to its end into a temporary file, hashing and counting as
-// it goes. Past limit bytes (limit < 0: none) it stops writing but keeps
-// hashing, so the caller can still recognise a duplicate of a stored blob
-// when the upload is over quota. Close removes the file.
-func Spool(r io.Reader, limit int64) (*Spooled, error) {
-	f, err := os.CreateTemp("", "groundhog-evidence-*")
+// spoolPattern names a spool file; SweepSpool removes what matches it.
+const spoolPattern = "groundhog-evidence-*"
+
+// Spool reads r to its end into a temporary file in dir ("" is the
+// system's temporary directory), hashing and counting as it goes. Past
+// limit bytes (limit < 0: none) it stops writing but keeps hashing, so the
+// caller can still recognise a duplicate of a stored blob when the upload is
+// over quota. Close removes the file; a process killed mid-upload leaves
+// it, for SweepSpool at the next start. A body that fails to arrive is the
+// client's error: 408 when it came too slowly (httpguard.BodyError), else
+// 400, with http.MaxBytesError kept in the chain.
+func Spool(dir string, r io.Reader, limit int64) (*Spooled, error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, groundhog.WrapError(groundhog.EUNAVAILABLE, "evidence spool unavailable", err)
+		}
+	}
+	f, err := os.CreateTemp(dir, spoolPattern)
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EUNAVAILABLE, "evidence spool unavailable", err)
 	}
@@ -68,9 +82,9 @@ func Spool(r io.Reader, limit int64) (*Spooled, error) {
 		}
 		if rerr != nil {
 			s.Close()
-			// The client's body failed (cut short, too large): its fault, not
-			// the store's; the cause stays in the chain (http.MaxBytesError).
-			return nil, groundhog.WrapError(groundhog.EINVALID, "cannot read the upload", rerr)
+			// The client's body failed (slow, cut short, too large): its
+			// fault, not the store's.
+			return nil, httpguard.BodyError(rerr)
 		}
 	}
 	s.Ref = groundhog.EvidenceRefPrefix + hex.EncodeToString(h.Sum(nil))
@@ -256,7 +270,7 @@ func QuotaError(quota int64) error {
 // which usage reports what is used: the spool stops counting at what is
 // left (Spooled.Over then says the upload does not fit). Every store's
 // PutEvidence starts here, then checks dedup before the quota.
-func SpoolWithin(ctx context.Context, r io.Reader, quota int64, usage func(context.Context) (int64, error)) (*Spooled, error) {
+func SpoolWithin(ctx context.Context, dir string, r io.Reader, quota int64, usage func(context.Context) (int64, error)) (*Spooled, error) {
 	limit := int64(-1)
 	if quota > 0 {
 		used, err := usage(ctx)
@@ -265,5 +279,23 @@ func SpoolWithin(ctx context.Context, r io.Reader, quota int64, usage func(conte
 		}
 		limit = max(quota-used, 0)
 	}
-	return Spool(r, limit)
+	return Spool(dir, r, limit)
+}
+
+// SweepSpool removes the spool files in dir that uploads killed mid-way
+// left behind and returns how many it removed. Run it at start, before any
+// upload can be spooling into dir.
+func SweepSpool(dir string) (int, error) {
+	names, err := filepath.Glob(filepath.Join(dir, spoolPattern))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return n, fmt.Errorf("evidence: sweep spool: %w", err)
+		}
+		n++
+	}
+	return n, nil
 }
