@@ -54,6 +54,31 @@ var hopHeaders = map[string]bool{
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 }
 
+// passthroughMethods are the methods a provider route takes; any other
+// (CONNECT, TRACE, an unknown token) is a 405 and never reaches the provider.
+var passthroughMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// connectionNominated returns the header names h's Connection header lists:
+// they are hop-by-hop for this message (RFC 9110 §7.6.1) and are not
+// forwarded, whichever way the message goes.
+func connectionNominated(h http.Header) map[string]bool {
+	var out map[string]bool
+	for _, v := range h.Values("Connection") {
+		for _, tok := range strings.Split(v, ",") {
+			if tok = strings.TrimSpace(tok); tok != "" {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[http.CanonicalHeaderKey(tok)] = true
+			}
+		}
+	}
+	return out
+}
+
 // passthroughUpstream returns the provider of a passthrough route and the
 // shape whose error format and usage fields it uses.
 func (s *Server) passthroughUpstream(r *http.Request) (*Upstream, groundhog.Shape) {
@@ -94,6 +119,11 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, shape, err)
 		return
 	}
+	if !passthroughMethods[r.Method] {
+		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+		s.writeError(w, r, shape, groundhog.Errorf(codeMethod, "method %s is not allowed on %s", r.Method, r.URL.Path))
+		return
+	}
 	escaped := r.URL.EscapedPath()
 	if !safePassthroughPath(escaped) {
 		s.writeError(w, r, shape, groundhog.Errorf(groundhog.ENOTFOUND, "unknown route %s %s", r.Method, r.URL.Path))
@@ -129,8 +159,9 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.ContentLength = r.ContentLength
+	hop := connectionNominated(r.Header)
 	for k, vs := range r.Header {
-		if (dropHeaders[k] && k != "Cache-Control") || strings.HasPrefix(k, "Groundhog-") {
+		if (dropHeaders[k] && k != "Cache-Control") || strings.HasPrefix(k, "Groundhog-") || hop[k] {
 			continue
 		}
 		req.Header[k] = vs
@@ -156,8 +187,9 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer res.Body.Close()
+	hop = connectionNominated(res.Header)
 	for k, vs := range res.Header {
-		if !hopHeaders[k] {
+		if !hopHeaders[k] && !hop[k] {
 			w.Header()[k] = vs
 		}
 	}
