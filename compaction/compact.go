@@ -11,6 +11,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/pricing"
+	"github.com/groundhog-ai/groundhog/state"
 )
 
 // EvidenceStat describes stored evidence; groundhog.EvidenceStore has it.
@@ -54,6 +55,9 @@ type Compactor struct {
 	Evidence EvidenceStat // may be nil
 	Config   config.CompactionConfig
 	Prices   pricing.Table
+	// MaxStateBytes is the state size limit (state.max_bytes) a compacted
+	// state must respect, as a PUT must; 0 is state.DefaultMaxBytes.
+	MaxStateBytes int64
 }
 
 // Request is one compaction. Model is the agent's model (it prices the
@@ -94,7 +98,9 @@ const OperationName = "groundhog.compact"
 // from, so a concurrent update is never overwritten (EPRECONDITION).
 // Errors: ENOTFOUND no state (or deleted); EPRECONDITION IfMatch is not the
 // current version, or the state changed meanwhile; EMISMATCH the proposal
-// breaks a verbatim field (see Apply) — in every error case nothing is
+// breaks a verbatim field (see Apply); EINVALID or ETOOLARGE the compacted
+// state fails state.Validate (an invalid evidence ref, over MaxStateBytes),
+// whether a proposal or the model's answer — in every error case nothing is
 // written; EUPSTREAM the summarizing call failed or answered no JSON
 // object.
 func (c *Compactor) Compact(ctx context.Context, r Request) (*Result, error) {
@@ -135,6 +141,10 @@ func (c *Compactor) Compact(ctx context.Context, r Request) (*Result, error) {
 	}
 	next, err := Apply(cur.State, proposal)
 	if err != nil {
+		return nil, err
+	}
+	// What PUT and PATCH refuse, a compaction must not store either.
+	if err := state.Validate(next, c.MaxStateBytes); err != nil {
 		return nil, err
 	}
 	res.TokensAfter, _ = Measure(next, info)

@@ -118,7 +118,7 @@ func Start(ctx context.Context, dir string, o Options) (g *Gateway, err error) {
 	// returns: it reaches it through gw, set right after.
 	var gw *gateway.Server
 	self := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })
-	comp := &compaction.Compactor{Gateway: self, States: db, Evidence: db, Config: cfg.Compaction, Prices: cfg.PriceTable}
+	comp := &compaction.Compactor{Gateway: self, States: db, Evidence: db, Config: cfg.Compaction, Prices: cfg.PriceTable, MaxStateBytes: cfg.State.MaxBytes}
 	gw = gateway.New(gateway.Options{
 		Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem, OpenAI: openai, Anthropic: anthropic,
 		Logger: log, Ready: db.Ping, Keyless: true, // loopback, started without keys, as serve would

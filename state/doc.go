@@ -156,13 +156,39 @@ func Parse(body []byte, requireConstraints bool) (groundhog.WorkingState, error)
 	if requireConstraints && !seen["constraints"] {
 		return s, invalid(`field "constraints" is required in a PUT (send [] for none)`)
 	}
-	for i, e := range s.Evidence {
-		if strings.HasPrefix(e, groundhog.EvidenceRefPrefix) && !groundhog.ValidEvidenceRef(e) {
-			return s, invalid("evidence[%d] %q starts with %q but is not a valid evidence ref (ev_ + 64 lowercase hex digits)", i, e, groundhog.EvidenceRefPrefix)
-		}
+	if err := checkEvidence(s); err != nil {
+		return s, err
 	}
 	normalize(&s)
 	return s, nil
+}
+
+// Validate is the one check every state write passes — PUT, PATCH and a
+// compaction, from a proposal or from the model's answer — before it is
+// stored: every "ev_" evidence entry is a valid ref (EINVALID) and the
+// rendered state is at most maxBytes (ETOOLARGE; maxBytes <= 0 is
+// DefaultMaxBytes). A compaction also carries the objective and the
+// constraints verbatim (compaction.Apply).
+func Validate(s groundhog.WorkingState, maxBytes int64) error {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if err := checkEvidence(s); err != nil {
+		return err
+	}
+	if n := int64(len(Render(s))); n > maxBytes {
+		return groundhog.Errorf(groundhog.ETOOLARGE, "state would be %d bytes, more than the limit of %d", n, maxBytes)
+	}
+	return nil
+}
+
+func checkEvidence(s groundhog.WorkingState) error {
+	for i, e := range s.Evidence {
+		if strings.HasPrefix(e, groundhog.EvidenceRefPrefix) && !groundhog.ValidEvidenceRef(e) {
+			return invalid("evidence[%d] %q starts with %q but is not a valid evidence ref (ev_ + 64 lowercase hex digits)", i, e, groundhog.EvidenceRefPrefix)
+		}
+	}
+	return nil
 }
 
 func parseString(m member, dst *string) error {

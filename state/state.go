@@ -336,8 +336,8 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, tenant, session 
 			return
 		}
 	}
-	if n := int64(len(Render(next.State))); n > h.limits.MaxBytes {
-		h.fail(w, r, groundhog.Errorf(groundhog.ETOOLARGE, "state would be %d bytes, more than the limit of %d", n, h.limits.MaxBytes))
+	if err := Validate(next.State, h.limits.MaxBytes); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	stored, err := h.store.PutState(r.Context(), next, expect)

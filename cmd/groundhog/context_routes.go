@@ -16,7 +16,7 @@ import (
 func withContextRoutes(extra func(*http.ServeMux, func(*http.Request) (string, error)), db database, cfg *config.Config, log *slog.Logger, self http.Handler) func(*http.ServeMux, func(*http.Request) (string, error)) {
 	return func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
 		extra(mux, auth)
-		comp := &compaction.Compactor{Gateway: self, States: db, Evidence: db, Config: cfg.Compaction, Prices: cfg.PriceTable}
+		comp := &compaction.Compactor{Gateway: self, States: db, Evidence: db, Config: cfg.Compaction, Prices: cfg.PriceTable, MaxStateBytes: cfg.State.MaxBytes}
 		contextapi.Mount(mux, auth, contextapi.Options{States: db, Evidence: db, Compactor: comp, Logger: log})
 	}
 }
