@@ -163,6 +163,27 @@ func Parse(body []byte, requireConstraints bool) (groundhog.WorkingState, error)
 	return s, nil
 }
 
+// knownFields are the members a working-state document may have.
+var knownFields = map[string]bool{
+	"objective": true, "constraints": true, "findings": true, "failed_approaches": true,
+	"evidence": true, "next_step": true, "ext": true,
+}
+
+// checkPatch refuses a merge patch naming an unknown top-level member
+// before any merging is done (the body's size is bounded by readBody).
+func checkPatch(body []byte) error {
+	ms, _, err := members(body)
+	if err != nil {
+		return invalid("request body is not valid JSON")
+	}
+	for _, m := range ms {
+		if !knownFields[m.key] {
+			return invalid("unknown field %q (application fields belong in \"ext\")", m.key)
+		}
+	}
+	return nil
+}
+
 // Validate is the one check every state write passes — PUT, PATCH and a
 // compaction, from a proposal or from the model's answer — before it is
 // stored: every "ev_" evidence entry is a valid ref (EINVALID) and the
@@ -269,34 +290,45 @@ func MergePatch(target, patch []byte) ([]byte, error) {
 	if err != nil && len(bytes.TrimSpace(target)) > 0 {
 		return nil, err
 	}
+	// The target's members indexed by key (the last one of a repeated key,
+	// as a decoder keeps): each patch member costs one lookup, so a patch
+	// of n members into a target of m is O(n+m), not O(n·m). A removed
+	// member keeps its slot with a nil value until the end.
+	idx := make(map[string]int, len(tm)+len(pm))
+	for i, m := range tm {
+		idx[m.key] = i
+	}
 	for _, p := range pm {
-		idx := -1
-		for i := range tm {
-			if tm[i].key == p.key {
-				idx = i
-			}
-		}
+		i, found := idx[p.key]
 		if bytes.Equal(bytes.TrimSpace(p.val), []byte("null")) {
-			if idx >= 0 {
-				tm = append(tm[:idx], tm[idx+1:]...)
+			if found {
+				tm[i].val = nil
+				delete(idx, p.key)
 			}
 			continue
 		}
 		var cur []byte
-		if idx >= 0 {
-			cur = tm[idx].val
+		if found {
+			cur = tm[i].val
 		}
 		v, err := MergePatch(cur, p.val)
 		if err != nil {
 			return nil, err
 		}
-		if idx >= 0 {
-			tm[idx].val = v
+		if found {
+			tm[i].val = v
 		} else {
+			idx[p.key] = len(tm)
 			tm = append(tm, member{p.key, v})
 		}
 	}
-	return encodeMembers(tm), nil
+	kept := tm[:0]
+	for _, m := range tm {
+		if m.val != nil {
+			kept = append(kept, m)
+		}
+	}
+	return encodeMembers(kept), nil
 }
 
 // readBody reads at most limit bytes of r; more is ETOOLARGE.

@@ -322,6 +322,10 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, tenant, session 
 			return
 		}
 	case http.MethodPatch:
+		if err := checkPatch(body); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 		base := Render(groundhog.WorkingState{})
 		if live {
 			base = Render(cur.State)
