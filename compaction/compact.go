@@ -62,7 +62,8 @@ type Compactor struct {
 
 // Request is one compaction. Model is the agent's model (it prices the
 // carried tokens and is the default summarizer); SummaryModel overrides the
-// summarizer (else Config.Model, else Model). IfMatch > 0 requires the
+// summarizer (else Config.Model, else Model). IfMatch < 0 (an entity tag
+// naming no version) matches no version; IfMatch > 0 requires the
 // current version to be it. Proposal, when set, is used instead of asking
 // a model (a state the client compacted itself); it is checked the same
 // way. StepsLeft < 0: unknown. Credentials are the caller's request headers
@@ -110,6 +111,9 @@ func (c *Compactor) Compact(ctx context.Context, r Request) (*Result, error) {
 	}
 	if cur.Deleted {
 		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "session %q has no working state", r.Session)
+	}
+	if r.IfMatch < 0 {
+		return nil, groundhog.Errorf(groundhog.EPRECONDITION, "If-Match names no version; the current version is %d", cur.Version)
 	}
 	if r.IfMatch > 0 && r.IfMatch != cur.Version {
 		return nil, groundhog.Errorf(groundhog.EPRECONDITION, "If-Match %d is not the current version %d", r.IfMatch, cur.Version)

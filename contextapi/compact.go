@@ -37,7 +37,7 @@ func (h *handler) compact(w http.ResponseWriter, r *http.Request, tenant, sessio
 		h.writeError(w, r, err)
 		return
 	}
-	ifMatch, err := parseIfMatch(r)
+	ifMatch, err := h.parseIfMatch(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

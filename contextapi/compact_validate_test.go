@@ -2,6 +2,7 @@ package contextapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -35,5 +36,30 @@ func TestCompactValidatesLikePut(t *testing.T) {
 	code, _, body := post(t, g.URL+"/groundhog/v1/sessions/s1/compact", `{"model":"sim-small","proposal":{"findings":["merged"],"evidence":[`+ev+`]}}`)
 	if code != 200 {
 		t.Fatalf("a valid proposal: %d %s", code, body)
+	}
+}
+
+// A compaction's If-Match with a well-formed entity tag that names no
+// version is a 412 carrying current_version, as for a stale version; only a
+// malformed If-Match is a 400.
+func TestCompactIfMatchNotAVersion(t *testing.T) {
+	g := start(t)
+	putState(t, g, groundhog.LocalTenant, "s1", seedState(""), 0)
+	proposal := `{"model":"sim-small","proposal":{"findings":["merged"],"evidence":["src/webhooks.py","incident-1042"]}}`
+	for _, tag := range []string{`"no-such-version"`, `W/"1"`, `"0"`} {
+		code, _, body := post(t, g.URL+"/groundhog/v1/sessions/s1/compact", proposal, "If-Match", tag)
+		var e struct {
+			Current int64 `json:"current_version"`
+		}
+		_ = json.Unmarshal(body, &e)
+		if code != 412 || e.Current != 1 {
+			t.Errorf("If-Match %s: %d %s, want 412 with current_version 1", tag, code, body)
+		}
+	}
+	if code, _, body := post(t, g.URL+"/groundhog/v1/sessions/s1/compact", proposal, "If-Match", `"1`); code != 400 {
+		t.Errorf("malformed If-Match: %d %s, want 400", code, body)
+	}
+	if v, _ := g.DB.GetState(context.Background(), groundhog.LocalTenant, "s1"); v.Version != 1 {
+		t.Errorf("version %d after refused compactions, want 1", v.Version)
 	}
 }

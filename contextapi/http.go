@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -224,15 +225,31 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 // etag is the ETag of a state version, as the state endpoints send it.
 func etag(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` }
 
-// parseIfMatch reads an optional If-Match of one version ("3", or 3).
-func parseIfMatch(r *http.Request) (int64, error) {
+// parseIfMatch reads an optional If-Match: one version ("3", or 3), "*"
+// (0: any version), or entity tags. A well-formed tag that names no version
+// of the session gives -1, which matches none (a 412, RFC 9110 §13.1.1);
+// a list naming the current version gives it. Only a malformed value is
+// EINVALID.
+func (h *handler) parseIfMatch(r *http.Request) (int64, error) {
 	s := strings.TrimSpace(r.Header.Get("If-Match"))
 	if s == "" {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(strings.Trim(s, `"`), 10, 64)
-	if err != nil || n < 1 {
-		return 0, groundhog.Errorf(groundhog.EINVALID, `If-Match must be one state version, e.g. "3"`)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 1 {
+		return n, nil
 	}
-	return n, nil
+	anyTag, versions, err := state.ParseIfMatch(s)
+	switch {
+	case err != nil:
+		return 0, err
+	case anyTag:
+		return 0, nil
+	case len(versions) == 1:
+		return versions[0], nil
+	case len(versions) > 1:
+		if cur, err := h.currentVersion(r); err == nil && slices.Contains(versions, cur) {
+			return cur, nil
+		}
+	}
+	return -1, nil
 }
