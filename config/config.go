@@ -73,6 +73,8 @@ type Config struct {
 	PromptCache PromptCacheConfig `yaml:"prompt_cache"`
 	// Compaction is the working-state compaction policy (compaction.go).
 	Compaction CompactionConfig `yaml:"compaction"`
+	// MCP declares the upstream MCP servers proxied at /mcp/NAME (mcp.go).
+	MCP MCPConfig `yaml:"mcp"`
 
 	// PriceTable is the effective price table (built-in defaults merged with
 	// PricesFile and Prices); filled by Load.
@@ -410,6 +412,9 @@ func (c *Config) Finish() error {
 		if !isSHA256Hex(k.SHA256) {
 			return fmt.Errorf("keys[%d]: sha256 must be 64 lowercase hex digits (the hash of the key, never the key itself)", i)
 		}
+	}
+	if err := c.MCP.finish(); err != nil {
+		return err
 	}
 	if err := c.Compaction.finish(); err != nil {
 		return err

@@ -59,6 +59,12 @@ type Config struct {
 	// reuse; 0 means 5 minutes. Entries with a lifetime of their own (30
 	// minutes, 1 hour, 24 hours) keep it. Ignored when PrefixCache is set.
 	PrefixCacheTTL time.Duration
+
+	// MCP serves the simulated MCP server at MCPPath (see mcp.go), its
+	// effects at MCPEffectsPath and its faults at MCPFaultsPath.
+	MCP bool
+	// MCPLatency is added to every simulated tool call (waited with Sleep).
+	MCPLatency time.Duration
 }
 
 // maxBody bounds a request body; larger bodies get 413 like the real APIs.
@@ -84,6 +90,7 @@ type Server struct {
 	// anthropicMins is Config.AnthropicMinTokens.
 	anthropicMins map[string]int
 	diag          diagStore // Anthropic cache diagnostics (anthropic_diagnostics.go)
+	mcp           *mcpSim   // nil unless Config.MCP
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
@@ -117,6 +124,9 @@ func New(cfg Config) *Server {
 		panic(fmt.Sprintf("sim: Config.Fault: %v", err))
 	}
 	s.fault = f
+	if cfg.MCP {
+		s.mcp = newMCPSim(s, cfg.MCPLatency)
+	}
 	return s
 }
 
@@ -422,6 +432,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, s.Bill())
+	case s.mcp != nil && path == MCPPath:
+		s.mcp.serveMCP(w, r)
+	case s.mcp != nil && path == MCPEffectsPath:
+		if !allow(w, r, familyOpenAI, http.MethodGet) {
+			return
+		}
+		writeJSON(w, http.StatusOK, s.Effects())
+	case s.mcp != nil && path == MCPFaultsPath:
+		if !allow(w, r, familyOpenAI, http.MethodPost) {
+			return
+		}
+		s.mcp.serveFaults(w, r)
 	case path == "/sim/v1/bill/reset":
 		if !allow(w, r, familyOpenAI, http.MethodPost) {
 			return

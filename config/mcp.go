@@ -1,0 +1,95 @@
+package config
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+)
+
+// MCPConfig declares the upstream MCP servers the gateway proxies at
+// /mcp/NAME (DESIGN.md §9).
+type MCPConfig struct {
+	// Servers by name; the name is the last segment of the gateway path.
+	Servers map[string]MCPServer `yaml:"servers"`
+	// MaxMessageBytes bounds one JSON-RPC message a client posts (413 past
+	// it); 0 is DefaultMCPMaxMessageBytes.
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+}
+
+// DefaultMCPMaxMessageBytes bounds a posted MCP message when
+// mcp.max_message_bytes is not set.
+const DefaultMCPMaxMessageBytes = 4 << 20
+
+// MCPServer is one upstream MCP server: a Streamable HTTP endpoint (URL,
+// with Headers sent on every request — credentials stay here, never in a
+// client's hands).
+type MCPServer struct {
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+	// Tools overrides, per tool name, the policy the server's own
+	// annotations give.
+	Tools map[string]MCPTool `yaml:"tools"`
+}
+
+// MCPTool is the configured policy of one tool.
+type MCPTool struct {
+	// Policy is "read_only" (identical concurrent calls run once; with
+	// CacheTTL, repeats are answered from a tenant-scoped cache) or
+	// "side_effect" (at most once per idempotency key). Empty keeps the
+	// policy the tool's annotations give.
+	Policy string `yaml:"policy"`
+	// CacheTTL caches a read-only tool's results for this long; 0 only
+	// coalesces concurrent calls.
+	CacheTTL time.Duration `yaml:"cache_ttl"`
+	// DedupeWindow, for a side-effect tool called without an idempotency
+	// key, replays the first result of an identical call (same tenant,
+	// session, arguments) made within the window instead of executing it
+	// again; 0 executes every call and counts suspected duplicates.
+	DedupeWindow time.Duration `yaml:"dedupe_window"`
+}
+
+// MCP tool policies.
+const (
+	MCPReadOnly   = "read_only"
+	MCPSideEffect = "side_effect"
+)
+
+var mcpNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// finish validates the MCP servers.
+func (c *MCPConfig) finish() error {
+	if c.MaxMessageBytes < 0 {
+		return fmt.Errorf("mcp.max_message_bytes must be ≥ 0")
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMCPMaxMessageBytes
+	}
+	for name, s := range c.Servers {
+		if !mcpNameRE.MatchString(name) {
+			return fmt.Errorf("mcp.servers.%s: a server name is 1 to 64 letters, digits, '_', '.', '-'", name)
+		}
+		if s.URL == "" {
+			return fmt.Errorf("mcp.servers.%s: url is required", name)
+		}
+		if err := checkURL(s.URL); err != nil {
+			return fmt.Errorf("mcp.servers.%s.url: %w", name, err)
+		}
+		for h := range s.Headers {
+			if http.CanonicalHeaderKey(h) == "" {
+				return fmt.Errorf("mcp.servers.%s.headers: empty header name", name)
+			}
+		}
+		for tool, t := range s.Tools {
+			switch t.Policy {
+			case "", MCPReadOnly, MCPSideEffect:
+			default:
+				return fmt.Errorf("mcp.servers.%s.tools.%s.policy %q: want %s or %s", name, tool, t.Policy, MCPReadOnly, MCPSideEffect)
+			}
+			if t.CacheTTL < 0 || t.DedupeWindow < 0 {
+				return fmt.Errorf("mcp.servers.%s.tools.%s: cache_ttl and dedupe_window must be ≥ 0", name, tool)
+			}
+		}
+	}
+	return nil
+}
