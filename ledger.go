@@ -18,6 +18,11 @@ const (
 	// OutcomePassthrough: a provider route groundhog does not model (files,
 	// batches, count_tokens…), relayed uncached.
 	OutcomePassthrough Outcome = "passthrough"
+	// OutcomeSuspectedDuplicate: a side-effect tool call made without an
+	// operation identity, executed, whose tool and arguments repeat an
+	// earlier call of the same session (identical text is not proof of the
+	// same intention, so it ran; the report shows it).
+	OutcomeSuspectedDuplicate Outcome = "suspected_duplicate"
 )
 
 // LedgerEntry is one row of the duplicate-work ledger: one per call that

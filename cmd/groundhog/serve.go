@@ -24,6 +24,7 @@ import (
 	"github.com/groundhog-ai/groundhog/internal/gctune"
 	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/mcp"
 	"github.com/groundhog-ai/groundhog/metrics"
 	"github.com/groundhog-ai/groundhog/observe"
 	"github.com/groundhog-ai/groundhog/sim"
@@ -173,11 +174,15 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	idem := idempotency.New(idempotency.Options{Store: db, Lease: cfg.Idempotency.Lease, Retention: cfg.Idempotency.Retention, Logger: log,
 		Notifier: st.notifier()})
+	var mcpGW *mcp.Gateway
+	if len(cfg.MCP.Servers) > 0 {
+		mcpGW = mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: rec, Logger: log})
+	}
 	pct := openPromptCache(cfg, journal, log) // restored from the snapshot beside the database or the journal
 	gw = gateway.New(gateway.Options{
 		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(), OpenAI: openai, Anthropic: anthropic,
 		Logger: log, Ready: st.Ready, Degraded: st.degraded, PromptCache: pct,
-		Extra: withContextRoutes(withStateRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), db, cfg, log), db, cfg, log,
+		Extra: withContextRoutes(withStateRoutes(withMCPRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), mcpGW), db, cfg, log), db, cfg, log,
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),
 		// Keyless only for a loopback gateway that starts without keys: one
 		// that starts with keys, or listens beyond loopback, never serves

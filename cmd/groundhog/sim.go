@@ -37,6 +37,9 @@ GET /sim/v1/bill.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "groundhog sim: listening on %s (OpenAI base URL %s/v1; bill at %s/sim/v1/bill)\n", base, base, base)
+			if cfg.MCP {
+				fmt.Fprintf(cmd.OutOrStdout(), "groundhog sim: MCP server at %s%s (effects at %s%s)\n", base, sim.MCPPath, base, sim.MCPEffectsPath)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			<-ctx.Done()
@@ -52,5 +55,7 @@ GET /sim/v1/bill.`,
 	fs.DurationVar(&cfg.PerOutputToken, "per-output-token", 0, "delay per output token")
 	fs.DurationVar(&cfg.PrefixCacheTTL, "prefix-cache-ttl", 0, "lifetime of a short-lived prompt-cache entry (OpenAI automatic caching, Anthropic 5m; default 5m); 30m and 1h entries keep theirs")
 	fs.StringVar(&fault, "fault", "", "fault for every request (status=503 | timeout | reset-mid-stream | drop-after-success)")
+	fs.BoolVar(&cfg.MCP, "mcp", false, "also serve a simulated MCP server at /mcp: a read-only search tool and a send_email tool whose emails are counted at /sim/v1/mcp/effects")
+	fs.DurationVar(&cfg.MCPLatency, "mcp-latency", 0, "added time of every simulated tool call")
 	rootCmd.AddCommand(cmd)
 }

@@ -1,0 +1,309 @@
+// Package mcp is the gateway's MCP stage (DESIGN.md §9): it proxies the
+// upstream MCP servers of the configuration at /mcp/NAME over Streamable
+// HTTP, behind the gateway's authentication, and applies groundhog's
+// mechanisms to tools/call:
+//
+//   - a read-only tool (readOnlyHint, or policy read_only in the config):
+//     identical concurrent calls — same tenant, server, tool and canonical
+//     arguments — run once upstream; with a cache TTL, a tenant-scoped exact
+//     cache answers repeats;
+//   - a side-effect tool called with an operation identity
+//     (_meta["io.groundhog/idempotency-key"] or an Idempotency-Key header):
+//     at most one execution per tenant and key, on the operation records of
+//     the idempotency package (leases, fencing); a retry gets the stored
+//     result, a concurrent duplicate waits for it, the key reused with other
+//     arguments is a JSON-RPC error naming the conflict;
+//   - a side-effect tool called without a key: executed every time
+//     (identical text is not the same intention), an identical call in the
+//     same session counted as a suspected duplicate — or, with the tool's
+//     dedupe_window, answered with the first result inside the window.
+//
+// Every other message (initialize, lists, resources, prompts, notifications,
+// responses to the server's requests, the GET stream, DELETE) is relayed as
+// it is. Each tools/call gets a ledger row with operation "mcp:SERVER/TOOL".
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/cache"
+	"github.com/groundhog-ai/groundhog/coalesce"
+	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/idempotency"
+)
+
+// PathPrefix is where the gateway mounts the MCP servers: PathPrefix+NAME.
+const PathPrefix = "/mcp/"
+
+// Shape is the ledger shape of a tool call.
+const Shape groundhog.Shape = "mcp"
+
+// MetaIdempotencyKey is the _meta field of tools/call params that carries
+// the call's operation identity.
+const MetaIdempotencyKey = "io.groundhog/idempotency-key"
+
+// Recorder takes ledger rows (gateway.Recorder has the same method).
+type Recorder interface {
+	Record(e groundhog.LedgerEntry) error
+}
+
+// Options wire a Gateway. Config and Idem are required.
+type Options struct {
+	Config config.MCPConfig
+	// Idem keeps the operation records of side-effect calls with a key.
+	Idem *idempotency.Service
+	// Cache answers repeats of read-only tools with a cache_ttl; nil
+	// disables caching (coalescing stays).
+	Cache *cache.Cache
+	// Ledger takes one row per tools/call; nil records nothing.
+	Ledger Recorder
+	Clock  groundhog.Clock
+	Logger *slog.Logger
+	// Client makes the upstream requests; nil uses a client without
+	// redirects over http.DefaultTransport.
+	Client *http.Client
+	// PolicyTTL is how long tool annotations read from a server are
+	// trusted; 0 is five minutes.
+	PolicyTTL time.Duration
+}
+
+// Gateway is the MCP stage. Create it with New.
+type Gateway struct {
+	o      Options
+	clock  groundhog.Clock
+	log    *slog.Logger
+	client *http.Client
+
+	flights coalesce.Group   // read-only calls in flight
+	tracker coalesce.Tracker // every tool call in flight, for the ledger's in-flight flag
+
+	mu       sync.Mutex
+	sessions map[string]string        // upstream session id → tenant
+	policies map[string]*serverPolicy // server name → annotations read from it
+	seen     map[string]seenCall      // side-effect calls without a key: suspected duplicates
+	running  map[string]chan struct{} // side-effect calls without a key, running (for dedupe_window)
+}
+
+// New returns a Gateway for the servers of o.Config.
+func New(o Options) *Gateway {
+	if o.Idem == nil {
+		panic("mcp: Options.Idem is nil")
+	}
+	if o.Clock == nil {
+		o.Clock = groundhog.SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Config.MaxMessageBytes <= 0 {
+		o.Config.MaxMessageBytes = config.DefaultMCPMaxMessageBytes
+	}
+	if o.PolicyTTL <= 0 {
+		o.PolicyTTL = 5 * time.Minute
+	}
+	c := o.Client
+	if c == nil {
+		c = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	return &Gateway{o: o, clock: o.Clock, log: o.Logger, client: c,
+		sessions: map[string]string{}, policies: map[string]*serverPolicy{},
+		seen: map[string]seenCall{}, running: map[string]chan struct{}{}}
+}
+
+// Handler serves PathPrefix+"{name}": auth maps the request to a tenant
+// (the gateway's authenticate), before anything else reads the request.
+func (g *Gateway) Handler(auth func(*http.Request) (string, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant, err := auth(r)
+		if err != nil {
+			writeError(w, statusFor(err), nil, codeFor(err), groundhog.ErrorMessage(err))
+			return
+		}
+		name := strings.TrimPrefix(r.URL.Path, PathPrefix)
+		srv, ok := g.o.Config.Servers[name]
+		if !ok || name == "" {
+			writeError(w, http.StatusNotFound, nil, codeInvalidRequest, "unknown MCP server \""+name+"\": declare it under mcp.servers in the configuration")
+			return
+		}
+		up := &upstream{name: name, cfg: srv}
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			g.mu.Lock()
+			owner, known := g.sessions[sid]
+			g.mu.Unlock()
+			if !known || owner != tenant {
+				// Another tenant's session is as unknown as a made-up one.
+				writeError(w, http.StatusNotFound, nil, codeInvalidRequest, "session not found: initialize a new session")
+				return
+			}
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodDelete:
+			g.relay(w, r, tenant, up, nil)
+			return
+		case http.MethodPost:
+		default:
+			w.Header().Set("Allow", "GET, POST, DELETE")
+			writeError(w, http.StatusMethodNotAllowed, nil, codeInvalidRequest, "method "+r.Method+" not allowed on an MCP endpoint")
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, g.o.Config.MaxMessageBytes+1))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, nil, codeParse, "reading the message: "+err.Error())
+			return
+		}
+		if int64(len(body)) > g.o.Config.MaxMessageBytes {
+			writeError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest, "message larger than mcp.max_message_bytes")
+			return
+		}
+		msg, err := parseMessage(body)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, msg.idOrNil(), codeOf(err), err.Error())
+			return
+		}
+		if msg.Method == "tools/call" && msg.isCall() {
+			g.toolCall(w, r, tenant, up, msg, body)
+			return
+		}
+		g.relay(w, r, tenant, up, body)
+	})
+}
+
+// upstream is the server a request goes to.
+type upstream struct {
+	name string
+	cfg  config.MCPServer
+}
+
+// forwarded are the client headers an upstream MCP server sees; the
+// client's credentials for the gateway are never among them.
+var forwarded = []string{"Accept", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID", "Mcp-Method", "Mcp-Name"}
+
+// newRequest builds the upstream request with the client's headers hdr
+// and body (nil: none).
+func (g *Gateway) newRequest(ctx context.Context, method string, hdr http.Header, up *upstream, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, up.cfg.URL, rd)
+	if err != nil {
+		return nil, groundhog.WrapError(groundhog.EINTERNAL, "building the upstream MCP request", err)
+	}
+	for _, h := range forwarded {
+		if v := hdr.Values(h); len(v) > 0 {
+			req.Header[h] = v
+		}
+	}
+	for k, v := range hdr {
+		if strings.HasPrefix(k, "Mcp-Param-") {
+			req.Header[k] = v
+		}
+	}
+	for k, v := range up.cfg.Headers {
+		req.Header.Set(k, v)
+	}
+	return req, nil
+}
+
+// relay forwards r to the upstream server and streams the answer back.
+func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, tenant string, up *upstream, body []byte) {
+	req, err := g.newRequest(r.Context(), r.Method, r.Header, up, body)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, nil, codeInternal, groundhog.ErrorMessage(err))
+		return
+	}
+	res, err := g.client.Do(req)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, nil, codeInternal, "MCP server "+up.name+" unreachable")
+		return
+	}
+	defer res.Body.Close()
+	g.bindSession(tenant, r, res)
+	copyHeaders(w.Header(), res.Header)
+	w.WriteHeader(res.StatusCode)
+	flushCopy(w, res.Body)
+}
+
+// bindSession remembers which tenant an upstream session belongs to (and
+// forgets it when the client deletes it).
+func (g *Gateway) bindSession(tenant string, r *http.Request, res *http.Response) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if sid := res.Header.Get("Mcp-Session-Id"); sid != "" && res.StatusCode < 300 {
+		if len(g.sessions) > 100_000 {
+			clear(g.sessions)
+		}
+		g.sessions[sid] = tenant
+	}
+	if r.Method == http.MethodDelete && res.StatusCode < 300 {
+		delete(g.sessions, r.Header.Get("Mcp-Session-Id"))
+	}
+}
+
+// copyHeaders copies the MCP-relevant response headers.
+func copyHeaders(dst, src http.Header) {
+	for _, h := range []string{"Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version", "Cache-Control", "Allow", "Www-Authenticate"} {
+		if v := src.Values(h); len(v) > 0 {
+			dst[h] = v
+		}
+	}
+}
+
+// flushCopy copies src to w, flushing after every read so a stream's
+// events reach the client as they arrive.
+func flushCopy(w http.ResponseWriter, src io.Reader) {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// statusFor maps a groundhog error code to the HTTP status of an MCP
+// endpoint's answer.
+func statusFor(err error) int {
+	switch groundhog.ErrorCode(err) {
+	case groundhog.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case groundhog.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	case groundhog.EINVALID:
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// codeFor maps a groundhog error to a JSON-RPC error code.
+func codeFor(err error) int {
+	switch groundhog.ErrorCode(err) {
+	case groundhog.EINVALID, groundhog.EMISMATCH:
+		return codeInvalidParams
+	case groundhog.EUNAUTHORIZED:
+		return codeInvalidRequest
+	}
+	return codeInternal
+}
+
+// jsonOf marshals v (built by this package: it cannot fail).
+func jsonOf(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}

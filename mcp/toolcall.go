@@ -1,0 +1,425 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/coalesce"
+	"github.com/groundhog-ai/groundhog/fingerprint"
+	"github.com/groundhog-ai/groundhog/idempotency"
+)
+
+// stored is a tool call's answer as the records and the cache keep it: the
+// JSON-RPC result, or the JSON-RPC error object when isError.
+type stored struct {
+	body    []byte
+	isError bool
+}
+
+// asResponse wraps s for an operation record or a cache entry: status 200
+// for a result, 400 for an error object.
+func (s *stored) asResponse() *groundhog.Response {
+	st := http.StatusOK
+	if s.isError {
+		st = http.StatusBadRequest
+	}
+	return &groundhog.Response{Status: st, ContentType: "application/json", Body: s.body}
+}
+
+func fromResponse(r *groundhog.Response) *stored {
+	return &stored{body: r.Body, isError: r.Status != http.StatusOK}
+}
+
+// callParams are the parts of tools/call params the stage reads.
+type callParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+}
+
+// call is one tools/call on its way through the stage.
+type call struct {
+	tenant string
+	up     *upstream
+	tool   string
+	key    string // operation identity; "" when none
+	hash   string
+	id     json.RawMessage
+	hdr    http.Header // the client's headers
+	body   []byte      // the message as posted
+	out    *clientStream
+	row    groundhog.LedgerEntry
+}
+
+// toolCall runs one tools/call through the tool policy and records its row.
+func (g *Gateway) toolCall(w http.ResponseWriter, r *http.Request, tenant string, up *upstream, msg *message, body []byte) {
+	start := g.clock.Now()
+	var p callParams
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
+		writeError(w, http.StatusBadRequest, msg.ID, codeInvalidParams, "tools/call params need a tool name")
+		return
+	}
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	if raw, ok := p.Meta[MetaIdempotencyKey]; ok {
+		var k string
+		if err := json.Unmarshal(raw, &k); err != nil {
+			writeError(w, http.StatusBadRequest, msg.ID, codeInvalidParams, "_meta[\""+MetaIdempotencyKey+"\"] must be a string")
+			return
+		}
+		if key != "" && key != k {
+			writeError(w, http.StatusBadRequest, msg.ID, codeInvalidParams, "the Idempotency-Key header and _meta[\""+MetaIdempotencyKey+"\"] differ")
+			return
+		}
+		key = k
+	}
+	if key != "" {
+		if err := idempotency.ValidateKey(key); err != nil {
+			writeError(w, http.StatusBadRequest, msg.ID, codeInvalidParams, groundhog.ErrorMessage(err))
+			return
+		}
+	}
+	args := []byte(p.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	canon, err := fingerprint.Canonicalize(args)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, msg.ID, codeInvalidParams, "tools/call arguments are not valid JSON")
+		return
+	}
+	c := &call{tenant: tenant, up: up, tool: p.Name, key: key, hash: callHash(tenant, up.name, p.Name, canon),
+		id: msg.ID, hdr: r.Header.Clone(), body: body, out: &clientStream{w: w}}
+	c.row = groundhog.LedgerEntry{ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant,
+		Operation: "mcp:" + up.name + "/" + p.Name, RequestHash: c.hash, Shape: Shape, Model: p.Name,
+		Provider: "mcp:" + up.name, Idempotent: key != "", Status: http.StatusOK}
+	inflight, leave := g.tracker.Enter(tenant + "\x00" + c.hash)
+	c.row.InFlight = inflight
+	defer func() {
+		leave()
+		c.row.Latency = g.clock.Now().Sub(start)
+		if g.o.Ledger != nil {
+			if err := g.o.Ledger.Record(c.row); err != nil {
+				g.log.Warn("mcp: ledger row not recorded", "err", err)
+			}
+		}
+	}()
+	pol := g.policy(r.Context(), up, p.Name)
+	c.row.CacheOn = pol.readOnly && pol.cacheTTL > 0
+	switch {
+	case pol.readOnly:
+		g.readOnly(r.Context(), c, pol)
+	case key != "":
+		g.withKey(r.Context(), c)
+	default:
+		g.withoutKey(r.Context(), c, pol)
+	}
+}
+
+// callHash is the identity of a call's inputs: tenant, server, tool and
+// canonical arguments.
+func callHash(tenant, server, tool string, canonArgs []byte) string {
+	h := sha256.New()
+	for _, part := range []string{"groundhog-mcp-v1", tenant, server, tool} {
+		fmt.Fprintf(h, "%d:%s", len(part), part)
+	}
+	h.Write(canonArgs)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// fail answers c with a JSON-RPC error and books the row as outcome.
+func (c *call) fail(status, code int, msg string, outcome groundhog.Outcome) {
+	c.row.Outcome, c.row.Status = outcome, status
+	writeError(c.out.w, status, c.id, code, msg)
+}
+
+// answer sends st to c's client and books the row as outcome.
+func (c *call) answer(st *stored, outcome groundhog.Outcome) {
+	c.row.Outcome = outcome
+	c.out.finish(response(c.id, st))
+}
+
+// readOnly runs a read-only call: the cache (with a TTL), then one flight
+// per identical in-flight call.
+func (g *Gateway) readOnly(ctx context.Context, c *call, pol toolPolicy) {
+	cacheOn := pol.cacheTTL > 0 && g.o.Cache != nil
+	if cacheOn {
+		if e, err := g.o.Cache.Get(ctx, c.tenant, c.hash); err == nil {
+			c.answer(fromResponse(&e.Response), groundhog.OutcomeCacheHit)
+			return
+		}
+	}
+	sub, leader := g.flights.Do(ctx, c.tenant+"\x00"+c.hash, func(fctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
+		headed := false
+		st, _, err := g.execute(fctx, c, func(data []byte) {
+			if !headed {
+				pub.Head(http.StatusOK, "text/event-stream", true)
+				headed = true
+			}
+			pub.Event(groundhog.Event{Data: data})
+		})
+		if err != nil {
+			return nil, err
+		}
+		resp := st.asResponse()
+		if cacheOn && !st.isError {
+			now := g.clock.Now()
+			e := &groundhog.CacheEntry{Tenant: c.tenant, RequestHash: c.hash, Shape: Shape, Response: *resp, CreatedAt: now, ExpiresAt: now.Add(pol.cacheTTL)}
+			if err := g.o.Cache.Put(context.WithoutCancel(fctx), e); err != nil {
+				g.log.Warn("mcp: cache put failed", "err", err)
+			}
+		}
+		return resp, nil
+	})
+	defer sub.Close()
+	if leader {
+		for {
+			ev, err := sub.Next(ctx)
+			if err != nil {
+				break
+			}
+			c.out.send(ev.Data)
+		}
+	}
+	resp, err := sub.Wait(ctx)
+	if err != nil {
+		c.fail(http.StatusBadGateway, codeInternal, groundhog.ErrorMessage(err), groundhog.OutcomeError)
+		return
+	}
+	outcome := groundhog.OutcomeUpstream
+	if !leader {
+		outcome = groundhog.OutcomeCoalesced
+	}
+	c.answer(fromResponse(resp), outcome)
+}
+
+// withKey runs a side-effect call at most once per (tenant, key).
+func (g *Gateway) withKey(ctx context.Context, c *call) {
+	for {
+		claim, op, outcome, err := g.o.Idem.Begin(ctx, c.tenant, c.key, c.hash)
+		if err != nil {
+			c.fail(statusFor(err), codeFor(err), groundhog.ErrorMessage(err), groundhog.OutcomeError)
+			return
+		}
+		switch outcome {
+		case groundhog.BeginDone:
+			c.answer(fromResponse(op.Result), groundhog.OutcomeReplayed)
+			return
+		case groundhog.BeginMismatch:
+			c.fail(http.StatusOK, codeConflict, fmt.Sprintf("idempotency key %q was already used with other arguments for tool %s on MCP server %s: nothing was executed; a new intention needs a new key", c.key, c.tool, c.up.name), groundhog.OutcomeRejected)
+			return
+		case groundhog.BeginInProgress:
+			// A concurrent duplicate waits for the running attempt.
+			if _, err := g.o.Idem.Wait(ctx, c.tenant, c.key, 2*g.o.Idem.Lease()); err != nil {
+				c.fail(statusFor(err), codeFor(err), groundhog.ErrorMessage(err), groundhog.OutcomeError)
+				return
+			}
+			continue
+		}
+		c.row.Attempt = claim.Attempt()
+		// The call runs to its end even if the client goes away: its
+		// result is what a retry gets.
+		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		go func() {
+			select {
+			case <-claim.Lost():
+				cancel()
+			case <-runCtx.Done():
+			}
+		}()
+		st, sent, err := g.execute(runCtx, c, c.out.send)
+		cancel()
+		switch {
+		case err == nil && st.isError:
+			err = claim.Fail(ctx, st.asResponse())
+		case err == nil:
+			err = claim.Complete(ctx, st.asResponse())
+		case !sent:
+			_ = claim.Release(ctx)
+			c.fail(http.StatusBadGateway, codeInternal, "MCP server "+c.up.name+" unreachable: nothing was sent; retry with the same key", groundhog.OutcomeError)
+			return
+		default:
+			// The call was sent and its answer lost: the side effect may
+			// have happened. The record keeps that verdict, so no retry
+			// under this key runs it a second time.
+			st = &stored{isError: true, body: jsonOf(map[string]any{"code": codeOutcomeUnknown,
+				"message": "outcome unknown: the connection to MCP server " + c.up.name + " was lost after the call was sent; it is not run again under this idempotency key"})}
+			if ferr := claim.Fail(ctx, st.asResponse()); ferr != nil {
+				g.log.Warn("mcp: storing an unknown outcome failed", "err", ferr)
+			}
+			c.answer(st, groundhog.OutcomeError)
+			return
+		}
+		if err != nil {
+			g.log.Warn("mcp: operation record not settled", "key", c.key, "err", err)
+		}
+		c.answer(st, groundhog.OutcomeUpstream)
+		return
+	}
+}
+
+// seenCall is a side-effect call made without a key: when, and its answer.
+type seenCall struct {
+	at     time.Time
+	answer *stored
+}
+
+// suspectWindow bounds how far back an identical keyless side-effect call
+// counts as a suspected duplicate.
+const suspectWindow = 24 * time.Hour
+
+// withoutKey executes a side-effect call without an operation identity:
+// every time, counting an identical one in the same session as a
+// suspected duplicate — or, inside the tool's dedupe_window, replaying the
+// first answer.
+func (g *Gateway) withoutKey(ctx context.Context, c *call, pol toolPolicy) {
+	sess := c.hdr.Get("Groundhog-Session")
+	if sess == "" {
+		sess = c.hdr.Get("Mcp-Session-Id")
+	}
+	dk := c.tenant + "\x00" + sess + "\x00" + c.hash
+	now := g.clock.Now()
+	g.mu.Lock()
+	prev, seen := g.seen[dk]
+	g.mu.Unlock()
+	seen = seen && now.Sub(prev.at) < suspectWindow
+	if seen && pol.dedupe > 0 && prev.answer != nil && now.Sub(prev.at) < pol.dedupe {
+		c.answer(prev.answer, groundhog.OutcomeReplayed)
+		return
+	}
+	st, _, err := g.execute(context.WithoutCancel(ctx), c, c.out.send)
+	if err != nil {
+		c.fail(http.StatusBadGateway, codeInternal, "MCP server "+c.up.name+": "+groundhog.ErrorMessage(err), groundhog.OutcomeError)
+		return
+	}
+	g.mu.Lock()
+	if len(g.seen) > 100_000 {
+		clear(g.seen)
+	}
+	if _, again := g.seen[dk]; !again || !seen {
+		g.seen[dk] = seenCall{at: now, answer: st}
+	}
+	g.mu.Unlock()
+	outcome := groundhog.OutcomeUpstream
+	if seen {
+		outcome = groundhog.OutcomeSuspectedDuplicate
+	}
+	c.answer(st, outcome)
+}
+
+// execute sends c's message upstream and returns the response to it.
+// Messages the server sends before it (progress, logs, its own requests)
+// go to sink as SSE data. sent reports whether the request reached the
+// server (fully written), so a failure after it leaves the outcome unknown.
+func (g *Gateway) execute(ctx context.Context, c *call, sink func(data []byte)) (st *stored, sent bool, err error) {
+	var wrote bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) { wrote = i.Err == nil }})
+	req, err := g.newRequest(ctx, http.MethodPost, c.hdr, c.up, c.body)
+	if err != nil {
+		return nil, false, err
+	}
+	res, err := g.client.Do(req)
+	if err != nil {
+		return nil, wrote, groundhog.WrapError(groundhog.EUPSTREAM, "MCP server "+c.up.name+" failed", err)
+	}
+	defer res.Body.Close()
+	lost := func(err error) (*stored, bool, error) {
+		return nil, true, groundhog.WrapError(groundhog.EUPSTREAM, "MCP server "+c.up.name+" gave no answer", err)
+	}
+	ct := res.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "text/event-stream") {
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 64<<10), int(g.o.Config.MaxMessageBytes)*4)
+		var data []byte
+		for sc.Scan() {
+			line := sc.Bytes()
+			switch {
+			case len(line) == 0:
+				if len(data) > 0 {
+					if st := answerTo(c.id, data); st != nil {
+						return st, true, nil
+					}
+					sink(data)
+				}
+				data = nil
+			case bytes.HasPrefix(line, []byte("data:")):
+				if data != nil {
+					data = append(data, '\n')
+				}
+				data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return lost(err)
+		}
+		return lost(io.ErrUnexpectedEOF)
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, g.o.Config.MaxMessageBytes*4))
+	if err != nil {
+		return lost(err)
+	}
+	if st := answerTo(c.id, b); st != nil {
+		return st, true, nil
+	}
+	return lost(fmt.Errorf("HTTP %d without a JSON-RPC answer", res.StatusCode))
+}
+
+// answerTo returns the answer in data if it is the JSON-RPC response to id.
+func answerTo(id json.RawMessage, data []byte) *stored {
+	var m message
+	if json.Unmarshal(data, &m) != nil || m.Method != "" || !sameID(m.ID, id) {
+		return nil
+	}
+	switch {
+	case len(m.Result) > 0:
+		return &stored{body: m.Result}
+	case len(m.Error) > 0:
+		return &stored{body: m.Error, isError: true}
+	}
+	return nil
+}
+
+func sameID(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+// clientStream is the answer to one client: plain JSON, or an SSE stream
+// once the server has sent a message before the answer.
+type clientStream struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+// send relays one server message as an SSE event.
+func (s *clientStream) send(data []byte) {
+	if !s.started {
+		s.w.Header().Set("Content-Type", "text/event-stream")
+		s.w.Header().Set("Cache-Control", "no-cache")
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
+	fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data)
+	_ = http.NewResponseController(s.w).Flush()
+}
+
+// finish writes the answer.
+func (s *clientStream) finish(msg []byte) {
+	if s.started {
+		s.send(msg)
+		return
+	}
+	s.w.Header().Set("Content-Type", "application/json")
+	s.w.WriteHeader(http.StatusOK)
+	_, _ = s.w.Write(msg)
+}
