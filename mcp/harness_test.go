@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -147,6 +148,8 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 		_ = lw.Close(context.Background())
 		_ = db.Close()
 	})
+	// Runs first: calls held by the gate must end before the servers close.
+	t.Cleanup(g.open)
 	return e
 }
 
@@ -241,3 +244,10 @@ func text(t *testing.T, r *sdk.CallToolResult) string {
 	}
 	return tc.Text
 }
+
+func readAll(res *http.Response) string {
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+func runtimeGosched() { runtime.Gosched() }

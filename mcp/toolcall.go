@@ -126,6 +126,26 @@ func (g *Gateway) toolCall(w http.ResponseWriter, r *http.Request, tenant string
 	}
 }
 
+// CallHash is the request hash of a tools/call: SHA-256 over tenant,
+// server, tool and the canonical form of the arguments (a JSON object;
+// empty means {}).
+func CallHash(tenant, server, tool string, args []byte) (string, error) {
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	canon, err := fingerprint.Canonicalize(args)
+	if err != nil {
+		return "", groundhog.WrapError(groundhog.EINVALID, "tool arguments are not valid JSON", err)
+	}
+	return callHash(tenant, server, tool, canon), nil
+}
+
+// Followers returns how many calls wait on the in-flight read-only call
+// of (tenant, hash) beyond the one that runs it.
+func (g *Gateway) Followers(tenant, hash string) int {
+	return g.flights.Followers(tenant + "\x00" + hash)
+}
+
 // callHash is the identity of a call's inputs: tenant, server, tool and
 // canonical arguments.
 func callHash(tenant, server, tool string, canonArgs []byte) string {
