@@ -20,13 +20,20 @@ const (
 	ShapeResponses  Shape = "responses"  // OpenAI POST /v1/responses
 	ShapeEmbeddings Shape = "embeddings" // OpenAI POST /v1/embeddings
 	ShapeMessages   Shape = "messages"   // Anthropic POST /v1/messages
+	// ShapeConverse is Amazon Bedrock's POST /model/{modelId}/converse and
+	// /converse-stream (one shape: the stream is the route's choice, not
+	// the body's).
+	ShapeConverse Shape = "converse"
 )
 
 // Provider returns the provider family whose wire format the shape uses:
-// "openai" or "anthropic".
+// "openai", "anthropic" or "bedrock".
 func (s Shape) Provider() string {
-	if s == ShapeMessages {
+	switch s {
+	case ShapeMessages:
 		return "anthropic"
+	case ShapeConverse:
+		return "bedrock"
 	}
 	return "openai"
 }
@@ -34,7 +41,7 @@ func (s Shape) Provider() string {
 // Valid reports whether s is one of the known shapes.
 func (s Shape) Valid() bool {
 	switch s {
-	case ShapeChat, ShapeResponses, ShapeEmbeddings, ShapeMessages:
+	case ShapeChat, ShapeResponses, ShapeEmbeddings, ShapeMessages, ShapeConverse:
 		return true
 	}
 	return false

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // StreamComplete reports whether events form a complete, successful stream
@@ -32,6 +33,8 @@ func StreamComplete(shape groundhog.Shape, events []groundhog.Event) bool {
 		return responsesComplete(events)
 	case groundhog.ShapeMessages:
 		return messagesComplete(events)
+	case groundhog.ShapeConverse:
+		return bedrock.StreamComplete(events)
 	}
 	return false
 }
@@ -196,6 +199,8 @@ func IsTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
 		return eventType(ev, "response.completed") || eventType(ev, "response.incomplete") || eventType(ev, "response.failed")
 	case groundhog.ShapeMessages:
 		return eventType(ev, "message_stop") || eventType(ev, "error")
+	case groundhog.ShapeConverse:
+		return bedrock.IsTerminal(ev)
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // BodyFromEvents assembles the non-stream JSON body equivalent to a complete
@@ -44,6 +45,8 @@ func BodyFromEvents(shape groundhog.Shape, events []groundhog.Event) ([]byte, er
 		return responsesBodyFromEvents(events)
 	case groundhog.ShapeMessages:
 		return messagesBodyFromEvents(events)
+	case groundhog.ShapeConverse:
+		return bedrock.BodyFromEvents(events)
 	case groundhog.ShapeEmbeddings:
 		return nil, fmt.Errorf("wire: %s: %w", shape, ErrNotStreamable)
 	}
@@ -97,6 +100,8 @@ func EventsFromBody(shape groundhog.Shape, body []byte, includeUsage bool) ([]gr
 		return responsesEventsFromBody(body)
 	case groundhog.ShapeMessages:
 		return messagesEventsFromBody(body)
+	case groundhog.ShapeConverse:
+		return bedrock.EventsFromBody(body)
 	case groundhog.ShapeEmbeddings:
 		return nil, fmt.Errorf("wire: %s: %w", shape, ErrNotStreamable)
 	}

@@ -1,8 +1,10 @@
 package wire
 
 import (
-	groundhog "github.com/groundhog-ai/groundhog"
 	"net/http"
+
+	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // ErrorType returns the provider's error "type" string for a groundhog
@@ -59,9 +61,19 @@ func ErrorType(shape groundhog.Shape, code string) string {
 // with code set to the groundhog code (machine-readable, e.g. "conflict");
 // Anthropic gets {"type":"error","error":{"type":…,"message":…}}. The type
 // comes from ErrorType.
+//
+// Converse (Bedrock) errors are {"message":…}; their type travels in the
+// X-Amzn-Errortype header (ConverseErrorType).
 func ErrorBody(shape groundhog.Shape, code, message string) []byte {
+	if shape == groundhog.ShapeConverse {
+		return bedrock.ErrorBody(message)
+	}
 	return errorBody(shape, code, message).bytes()
 }
+
+// ConverseErrorType is the Bedrock exception name (the X-Amzn-Errortype
+// header) of a groundhog error code on the Converse shape.
+func ConverseErrorType(code string) string { return bedrock.ErrorType(code, Status(code)) }
 
 func errorBody(shape groundhog.Shape, code, message string) object {
 	typ := jsonString(ErrorType(shape, code))
@@ -89,6 +101,9 @@ func errorBody(shape groundhog.Shape, code, message string) object {
 // its terminal event, so no one mistakes it for a complete answer.
 func ErrorEvent(shape groundhog.Shape, code, message string) groundhog.Event {
 	switch shape {
+	case groundhog.ShapeConverse:
+		// An in-stream exception, as Bedrock sends one.
+		return bedrock.ExceptionEvent(ConverseErrorType(code), message)
 	case groundhog.ShapeMessages:
 		return groundhog.Event{Name: "error", Data: ErrorBody(shape, code, message)}
 	case groundhog.ShapeResponses:

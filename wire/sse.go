@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // MaxEventSize bounds one SSE line and the joined data of one event. A
@@ -282,6 +283,24 @@ func WriteEvent(w io.Writer, ev groundhog.Event) error {
 }
 
 var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// AppendEventFor appends ev in the stream framing of shape: the AWS
+// eventstream binary framing for Converse, SSE (AppendEvent) for every
+// other shape.
+func AppendEventFor(shape groundhog.Shape, dst []byte, ev groundhog.Event) []byte {
+	if shape == groundhog.ShapeConverse {
+		return bedrock.AppendEvent(dst, ev)
+	}
+	return AppendEvent(dst, ev)
+}
+
+// StreamContentType is the Content-Type of a stream of shape.
+func StreamContentType(shape groundhog.Shape) string {
+	if shape == groundhog.ShapeConverse {
+		return bedrock.ContentType
+	}
+	return "text/event-stream"
+}
 
 // AppendEvent appends ev in SSE format, exactly as WriteEvent writes it, to
 // dst and returns the extended slice. It allocates only when dst must grow.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // Storable reports whether a complete, successful response body of shape
@@ -22,6 +23,9 @@ import (
 //
 // A body that does not parse is not storable either.
 func Storable(shape groundhog.Shape, body []byte) bool {
+	if shape == groundhog.ShapeConverse {
+		return bedrock.Storable(body)
+	}
 	if shape != groundhog.ShapeEmbeddings && json.Valid(body) && !mayRefuse(body) {
 		return true // the common case, without parsing: no refusal marker at all
 	}
@@ -48,6 +52,9 @@ func Storable(shape groundhog.Shape, body []byte) bool {
 // chunks' finish_reason and delta.refusal, the Responses refusal events
 // and terminal response, the Messages message_delta stop_reason).
 func StorableEvents(shape groundhog.Shape, events []groundhog.Event) bool {
+	if shape == groundhog.ShapeConverse {
+		return bedrock.StorableEvents(events)
+	}
 	for _, ev := range events {
 		if isDone(ev.Data) || !mayRefuse(ev.Data) {
 			continue

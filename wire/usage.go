@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // UsageFromBody reads the model and the token usage of a non-stream success
@@ -39,6 +40,12 @@ import (
 // ErrMalformed when the body is not a JSON object or a count is not a
 // non-negative integer, and ErrUnknownShape for an unknown shape.
 func UsageFromBody(shape groundhog.Shape, body []byte) (model string, u groundhog.Usage, err error) {
+	if shape == groundhog.ShapeConverse {
+		if u, err = bedrock.UsageFromBody(body); err != nil {
+			return "", groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
+		}
+		return "", u, nil
+	}
 	b, err := bodyModelUsage(shape, body)
 	if err != nil {
 		return b.model, u, err
@@ -108,6 +115,11 @@ func UsagePartsFromEvents(shape groundhog.Shape, events []groundhog.Event) (mode
 		}
 	case groundhog.ShapeEmbeddings:
 		return "", u, nil, fmt.Errorf("wire: %s: %w", shape, ErrNotStreamable)
+	case groundhog.ShapeConverse:
+		if u, err = bedrock.UsageFromEvents(events); err != nil {
+			return "", groundhog.Usage{}, nil, fmt.Errorf("wire: %s stream: %w", shape, err)
+		}
+		return "", u, nil, nil
 	default:
 		return "", u, nil, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
 	}

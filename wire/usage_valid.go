@@ -37,6 +37,10 @@ func UsagePartsFromValidBody(shape groundhog.Shape, body []byte) (model string, 
 		}
 		return model.model, u, parts, nil
 	}
+	if shape == groundhog.ShapeConverse {
+		model, u, err := UsageFromBody(shape, body)
+		return model, u, nil, err
+	}
 	if !shape.Valid() {
 		return slow()
 	}
