@@ -28,8 +28,13 @@ type Config struct {
 	AnthropicUpstream string `yaml:"anthropic_upstream"` // Anthropic base URL; "" = same as Upstream when that is "sim", else https://api.anthropic.com/v1
 	OpenAIAPIKey      string `yaml:"openai_api_key"`     // provider key; never logged
 	AnthropicAPIKey   string `yaml:"anthropic_api_key"`  // provider key; never logged
-	MaxBodyBytes      int64  `yaml:"max_body_bytes"`     // bound on one request body after decompression (413 past it)
-	MaxUpstreamBytes  int64  `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
+	// BedrockUpstream is the Amazon Bedrock runtime endpoint serving the
+	// Converse routes; "" = "sim" when Upstream is "sim", else
+	// https://bedrock-runtime.us-east-1.amazonaws.com.
+	BedrockUpstream  string `yaml:"bedrock_upstream"`
+	BedrockAPIKey    string `yaml:"bedrock_api_key"`    // Bedrock API key (sent as a bearer token); never logged
+	MaxBodyBytes     int64  `yaml:"max_body_bytes"`     // bound on one request body after decompression (413 past it)
+	MaxUpstreamBytes int64  `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
 	// PassthroughMaxBodyBytes bounds a request body relayed on a
 	// passthrough route (file and audio uploads): streamed, never held.
 	PassthroughMaxBodyBytes int64         `yaml:"passthrough_max_body_bytes"`
@@ -253,6 +258,8 @@ var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_CACHE":              func(c *Config, v string) error { c.Cache.Backend = v; return nil },
 	"GROUNDHOG_UPSTREAM":           func(c *Config, v string) error { c.Upstream = v; return nil },
 	"GROUNDHOG_ANTHROPIC_UPSTREAM": func(c *Config, v string) error { c.AnthropicUpstream = v; return nil },
+	"GROUNDHOG_BEDROCK_UPSTREAM":   func(c *Config, v string) error { c.BedrockUpstream = v; return nil },
+	"GROUNDHOG_BEDROCK_API_KEY":    func(c *Config, v string) error { c.BedrockAPIKey = v; return nil },
 	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
 	"GROUNDHOG_LOG_FORMAT":         func(c *Config, v string) error { c.LogFormat = v; return nil },
 	"GROUNDHOG_OTLP_ENDPOINT":      func(c *Config, v string) error { c.OTLPEndpoint = v; return nil },
@@ -388,6 +395,18 @@ func (c *Config) Finish() error {
 	if c.AnthropicUpstream != "sim" {
 		if err := checkURL(c.AnthropicUpstream); err != nil {
 			return fmt.Errorf("anthropic upstream: %w", err)
+		}
+	}
+	if c.BedrockUpstream == "" {
+		if c.Upstream == "sim" {
+			c.BedrockUpstream = "sim"
+		} else {
+			c.BedrockUpstream = "https://bedrock-runtime.us-east-1.amazonaws.com"
+		}
+	}
+	if c.BedrockUpstream != "sim" {
+		if err := checkURL(c.BedrockUpstream); err != nil {
+			return fmt.Errorf("bedrock upstream: %w", err)
 		}
 	}
 	for name := range c.Operations {

@@ -86,6 +86,14 @@ var excluded = map[groundhog.Shape][]field{
 		{"messages[*].content[*].source.content[*].cache_control", "breakpoint on a block of a document whose source is content blocks"},
 		{"messages[*].content[*].content[*].source.content[*].cache_control", "the same, for a document inside a tool_result"},
 	},
+	// Converse bodies reach the fingerprint as wire/bedrock.FingerprintBody
+	// makes them: the path's model id as "model", the cachePoint blocks
+	// (whole array elements, which this table cannot remove) already left
+	// out.
+	groundhog.ShapeConverse: {
+		exRequestID, exIdempotencyKey,
+		{"requestMetadata", "key-value pairs for filtering invocation logs; the model never sees them"},
+	},
 }
 
 // included documents, per shape, the known fields that change the output

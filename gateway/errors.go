@@ -7,6 +7,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // statusFor maps an error code to its HTTP status: wire.Status is the one
@@ -31,6 +32,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, shape ground
 	}
 	body := wire.ErrorBody(shape, code, msg)
 	h := w.Header()
+	if shape == groundhog.ShapeConverse {
+		h.Set(bedrock.ErrorTypeHeader, wire.ConverseErrorType(code))
+	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)

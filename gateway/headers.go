@@ -19,7 +19,8 @@ import (
 func passUpstreamHeader(name string) bool {
 	k := strings.ToLower(name)
 	switch k {
-	case "retry-after", "retry-after-ms", "x-request-id", "request-id", "openai-processing-ms":
+	case "retry-after", "retry-after-ms", "x-request-id", "request-id", "openai-processing-ms",
+		"x-amzn-requestid", "x-amzn-errortype":
 		return true
 	}
 	return strings.HasPrefix(k, "x-ratelimit-") || strings.HasPrefix(k, "anthropic-ratelimit-")

@@ -30,7 +30,7 @@ func writeEvents(w http.ResponseWriter, c *call, events []groundhog.Event) {
 	}
 	for _, ev := range events {
 		if !hiddenUsageChunk(c, ev) {
-			buf = wire.AppendEvent(buf, ev)
+			buf = wire.AppendEventFor(c.shape, buf, ev)
 		}
 	}
 	_, _ = w.Write(buf)

@@ -19,6 +19,7 @@ import (
 	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/wire"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // Response and request header names of the wire contract (docs/reference/wire.md).
@@ -122,14 +123,19 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if err := s.readHeaders(c, r.Header); err != nil {
 		return nil, err
 	}
+	fpBody, stream, err := fingerprintBody(r, shape, body) // converse.go: the model id from the path, cachePoints out
+	if err != nil {
+		return nil, err
+	}
 	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
-	c.fp, err = s.fpMemo.Compute(params, body)
+	c.fp, err = s.fpMemo.Compute(params, fpBody)
 	if err != nil {
 		return nil, err
 	}
 	if c.fp.Model == "" {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "missing required field \"model\"")
 	}
+	c.fp.Stream = c.fp.Stream || stream
 	defer func() { s.stage(c, "groundhog.admit", t0) }() // authenticate, parse, fingerprint
 	if shape == groundhog.ShapeEmbeddings && c.fp.Stream {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "embeddings cannot be streamed")
@@ -140,9 +146,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 		c.op = s.cfg.OperationFor(c.route, c.fp.Model)
 		if v := s.cfg.Operations[c.op].Versions; v != "" {
 			params.Versions = versionsFor(v, shape, r.Header)
-			if c.fp, err = s.fpMemo.Compute(params, body); err != nil {
+			if c.fp, err = s.fpMemo.Compute(params, fpBody); err != nil {
 				return nil, err
 			}
+			c.fp.Stream = c.fp.Stream || stream
 		}
 	}
 	opCfg := s.cfg.Operations[c.op]
@@ -441,6 +448,11 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 	}
 	if !resp.OK() {
 		// Upstream errors pass through with their status and body.
+		if c.shape == groundhog.ShapeConverse && h.Get(bedrock.ErrorTypeHeader) == "" {
+			// A stored or shared error lost the provider's header: the
+			// AWS SDK reads the exception's name from it.
+			h.Set(bedrock.ErrorTypeHeader, bedrock.ExceptionForStatus(resp.Status))
+		}
 		h.Set("Content-Type", firstNonEmpty(resp.ContentType, "application/json"))
 		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 		w.WriteHeader(resp.Status)
@@ -458,7 +470,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 				return
 			}
 		}
-		h.Set("Content-Type", "text/event-stream")
+		h.Set("Content-Type", wire.StreamContentType(c.shape))
 		h.Set("Cache-Control", "no-cache")
 		w.WriteHeader(resp.Status)
 		writeEvents(w, c, events) // hitwrite.go: one write
@@ -487,6 +499,9 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 	h := w.Header()
 	s.setHeaders(h, c, state)
 	h.Set("Content-Type", firstNonEmpty(ct, "text/event-stream"))
+	if c.shape == groundhog.ShapeConverse {
+		h.Set("Content-Type", bedrock.ContentType)
+	}
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Trailer", hdrCost+", "+hdrSaved+", "+hdrPromptCache+", "+hdrPromptCacheBreak) // prompt-cache hook: its headers are trailers on streams
 	w.WriteHeader(http.StatusOK)
@@ -526,7 +541,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 			continue
 		}
 		ev = echo.Event(ev)
-		buf = wire.AppendEvent(buf[:0], ev)
+		buf = wire.AppendEventFor(c.shape, buf[:0], ev)
 		if _, err := w.Write(buf); err != nil {
 			if !wire.IsTerminal(c.shape, ev) { // the terminal event's row is already recorded
 				s.abandon(c, leader, err)
@@ -570,7 +585,7 @@ func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, er
 	}
 	code := groundhog.ErrorCode(err)
 	_, _ = s.finish(c, s.failedRow(c, leader, statusFor(code)), nil, err)
-	buf = wire.AppendEvent(buf[:0], wire.ErrorEvent(c.shape, code, groundhog.ErrorMessage(err)))
+	buf = wire.AppendEventFor(c.shape, buf[:0], wire.ErrorEvent(c.shape, code, groundhog.ErrorMessage(err)))
 	_, _ = w.Write(buf)
 	_ = http.NewResponseController(w).Flush()
 	panic(http.ErrAbortHandler)

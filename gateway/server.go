@@ -74,8 +74,12 @@ type Options struct {
 	Idem      *idempotency.Service
 	OpenAI    Upstream
 	Anthropic Upstream
-	Clock     groundhog.Clock
-	Logger    *slog.Logger
+	// Bedrock serves the Converse shape: BaseURL is the bedrock-runtime
+	// endpoint (https://bedrock-runtime.<region>.amazonaws.com) and APIKey
+	// a Bedrock API key, sent as a bearer token.
+	Bedrock Upstream
+	Clock   groundhog.Clock
+	Logger  *slog.Logger
 	// Ready reports whether the stores answer (for /readyz); nil means ready.
 	Ready func(ctx context.Context) error
 	// Degraded lists the degraded modes in force (for /readyz: still 200,
@@ -196,6 +200,9 @@ func (s *Server) routes() {
 	m.HandleFunc("/v1/responses", s.provider(groundhog.ShapeResponses))
 	m.HandleFunc("/v1/embeddings", s.provider(groundhog.ShapeEmbeddings))
 	m.HandleFunc("/v1/messages", s.provider(groundhog.ShapeMessages))
+	// Amazon Bedrock Converse: the model id is one (escaped) path segment.
+	m.HandleFunc("/model/{modelId}/converse", s.provider(groundhog.ShapeConverse))
+	m.HandleFunc("/model/{modelId}/converse-stream", s.provider(groundhog.ShapeConverse))
 	m.HandleFunc("/v1/models", s.models)
 	m.HandleFunc("/v1/models/{id}", s.models)
 	m.HandleFunc("/v1/", s.passthrough) // every other provider route
@@ -268,6 +275,9 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	secret := ""
 	if a := hget(r.Header, "Authorization"); a != "" {
 		scheme, tok, ok := strings.Cut(a, " ")
+		if strings.EqualFold(scheme, "AWS4-HMAC-SHA256") {
+			return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "SigV4-signed requests are not accepted: send the gateway key as a bearer token (AWS SDK: set AWS_BEARER_TOKEN_BEDROCK to the gateway key)")
+		}
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 			return "", groundhog.Errorf(groundhog.EUNAUTHORIZED, "Authorization header must be \"Bearer <gateway key>\"")
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/wire"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // maxUpstreamBytes bounds one upstream response held in memory: a body, or
@@ -49,8 +50,11 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 
 // upstreamFor returns the provider endpoint that serves shape.
 func (s *Server) upstreamFor(shape groundhog.Shape) *Upstream {
-	if shape == groundhog.ShapeMessages {
+	switch shape {
+	case groundhog.ShapeMessages:
 		return &s.opts.Anthropic
+	case groundhog.ShapeConverse:
+		return &s.opts.Bedrock
 	}
 	return &s.opts.OpenAI
 }
@@ -114,6 +118,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
+	if c.shape == groundhog.ShapeConverse {
+		url = strings.TrimSuffix(up.BaseURL, "/") + bedrock.Path(c.fp.Model, c.fp.Stream) // the model id escaped again
+	}
 	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
 		// A chat stream reports usage only when asked: ask, so the call's
 		// cost is known; clients that did not ask never see the chunk.
@@ -160,10 +167,15 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		parts          []groundhog.UsagePart // the iterations of a usage that ran in several
 		providerFailed bool                  // a stream the provider ended with its own error
 	)
-	if isEventStream(ct) {
+	if isEventStream(ct) || c.shape == groundhog.ShapeConverse && isAWSEventStream(ct) {
 		pub.Head(res.StatusCode, ct, true)
 		limit := s.maxUpstreamBytes()
-		rd := wire.NewSSEReader(&boundedReader{r: res.Body, left: limit})
+		var rd eventReader
+		if c.shape == groundhog.ShapeConverse {
+			rd = bedrock.NewReader(&boundedReader{r: res.Body, left: limit})
+		} else {
+			rd = wire.NewSSEReader(&boundedReader{r: res.Body, left: limit})
+		}
 		for {
 			ev, err := rd.Next()
 			if err == io.EOF {
@@ -258,6 +270,18 @@ func upstreamError(ctx context.Context, err error) error {
 		return groundhog.WrapError(groundhog.EUPSTREAM, "upstream call cancelled", err)
 	}
 	return groundhog.WrapError(groundhog.EUPSTREAM, "upstream connection failed", err)
+}
+
+// eventReader reads a provider stream's events: SSE, or Bedrock's
+// eventstream framing.
+type eventReader interface {
+	Next() (groundhog.Event, error)
+}
+
+// isAWSEventStream reports whether ct is the AWS eventstream media type.
+func isAWSEventStream(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == bedrock.ContentType
 }
 
 func isEventStream(ct string) bool {

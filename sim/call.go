@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // job is a parsed, validated model call, its prompt accounting and its
@@ -78,7 +79,16 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 		s.hang(r)
 		return
 	}
-	sd, err := requestSeed(shape, body)
+	seedBody := body
+	if shape == groundhog.ShapeConverse {
+		// The content depends on the path's model id, not on cachePoints.
+		modelID, _, _ := bedrock.ParsePath(r.URL.EscapedPath())
+		if seedBody, err = bedrock.FingerprintBody(modelID, body); err != nil {
+			writeErr(w, fam, err)
+			return
+		}
+	}
+	sd, err := requestSeed(shape, seedBody)
 	if err != nil {
 		writeErr(w, fam, invalidJSON(err))
 		return
@@ -93,6 +103,8 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 		j, err = parseEmbeddings(body, sd)
 	case groundhog.ShapeMessages:
 		j, err = parseMessages(body, sd, s.anthropicMins)
+	case groundhog.ShapeConverse:
+		j, err = parseConverse(r, body, sd)
 	}
 	if err != nil {
 		writeErr(w, fam, err)
@@ -135,9 +147,12 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 		usage:   u,
 		reset:   f.kind == faultReset,
 	}
-	if fam == familyAnthropic {
+	switch fam {
+	case familyBedrock:
+		w.Header().Set("x-amzn-RequestId", x.id.id("req_"))
+	case familyAnthropic:
 		w.Header().Set("request-id", x.id.id("req_"))
-	} else {
+	default:
 		w.Header().Set("x-request-id", x.id.id("req_"))
 	}
 	if !j.stream {
@@ -217,6 +232,9 @@ type sse struct {
 	chunks  int // output chunks sent
 	abortAt int // break after this many output chunks (0 = never)
 	failed  bool
+	// frame encodes one event; nil is SSE. Bedrock's ConverseStream uses
+	// the AWS eventstream framing.
+	frame func(dst []byte, name string, data []byte) []byte
 }
 
 // newSSE starts the stream: status 200 and event-stream headers. total is
@@ -248,14 +266,18 @@ func (st *sse) event(name string, v any) bool {
 
 func (st *sse) raw(name string, data []byte) bool {
 	buf := make([]byte, 0, len(data)+len(name)+16)
-	if name != "" {
+	if st.frame != nil {
+		buf = st.frame(buf, name, data)
+	} else if name != "" {
 		buf = append(buf, "event: "...)
 		buf = append(buf, name...)
 		buf = append(buf, '\n')
 	}
-	buf = append(buf, "data: "...)
-	buf = append(buf, data...)
-	buf = append(buf, "\n\n"...)
+	if st.frame == nil {
+		buf = append(buf, "data: "...)
+		buf = append(buf, data...)
+		buf = append(buf, "\n\n"...)
+	}
 	if _, err := st.x.w.Write(buf); err != nil {
 		st.failed = true
 		return false

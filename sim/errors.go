@@ -1,10 +1,11 @@
 package sim
 
 import (
-	"github.com/groundhog-ai/groundhog/wire"
 	"net/http"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // family is a provider wire format: it decides the shape of error bodies.
@@ -13,11 +14,15 @@ type family int
 const (
 	familyOpenAI family = iota
 	familyAnthropic
+	familyBedrock
 )
 
 func familyOf(shape groundhog.Shape) family {
-	if shape.Provider() == "anthropic" {
+	switch shape.Provider() {
+	case "anthropic":
 		return familyAnthropic
+	case "bedrock":
+		return familyBedrock
 	}
 	return familyOpenAI
 }
@@ -37,6 +42,13 @@ func writeErr(w http.ResponseWriter, fam family, err error) {
 func writeError(w http.ResponseWriter, fam family, status int, msg string) {
 	if status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
+	}
+	if fam == familyBedrock {
+		// Bedrock: the exception's name in X-Amzn-Errortype (where the AWS
+		// SDK reads it), {"message": …} as the body.
+		w.Header().Set(bedrock.ErrorTypeHeader, bedrock.ExceptionForStatus(status))
+		writeBody(w, status, bedrock.ErrorBody(msg))
+		return
 	}
 	if fam == familyAnthropic {
 		writeJSON(w, status, anthropicError{Type: "error", Error: anthropicErrorBody{Type: anthropicErrorType(status), Message: msg}})

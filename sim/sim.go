@@ -17,6 +17,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/pricing"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // Config configures a simulated provider. The zero value is a fast, fault-free
@@ -410,6 +411,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.modelCall(w, r, groundhog.ShapeEmbeddings)
 	case path == "/v1/messages":
 		s.modelCall(w, r, groundhog.ShapeMessages)
+	case strings.HasPrefix(path, "/model/"):
+		if _, _, ok := bedrock.ParsePath(r.URL.EscapedPath()); !ok {
+			writeError(w, familyBedrock, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
+			return
+		}
+		s.modelCall(w, r, groundhog.ShapeConverse)
 	case path == "/v1/messages/count_tokens":
 		if !allow(w, r, fam, http.MethodPost) {
 			return

@@ -104,7 +104,8 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 
 	openai := gateway.Upstream{BaseURL: cfg.Upstream, APIKey: cfg.OpenAIAPIKey, Provider: "openai"}
 	anthropic := gateway.Upstream{BaseURL: cfg.AnthropicUpstream, APIKey: cfg.AnthropicAPIKey, Provider: "anthropic"}
-	if cfg.Upstream == "sim" || cfg.AnthropicUpstream == "sim" {
+	bedrockUp := gateway.Upstream{BaseURL: cfg.BedrockUpstream, APIKey: cfg.BedrockAPIKey, Provider: "bedrock"}
+	if cfg.Upstream == "sim" || cfg.AnthropicUpstream == "sim" || cfg.BedrockUpstream == "sim" {
 		if err := sim.CheckFault(cfg.Sim.Fault); err != nil {
 			return fmt.Errorf("sim.fault: %w", err)
 		}
@@ -121,6 +122,9 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		}
 		if cfg.AnthropicUpstream == "sim" {
 			anthropic = simUp
+		}
+		if cfg.BedrockUpstream == "sim" {
+			bedrockUp = gateway.Upstream{BaseURL: base, Provider: "sim"} // the sim serves /model/{modelId}/converse at its root
 		}
 		why := "upstream sim"
 		if upstreamUnset {
@@ -180,7 +184,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	pct := openPromptCache(cfg, journal, log) // restored from the snapshot beside the database or the journal
 	gw = gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(), OpenAI: openai, Anthropic: anthropic,
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(), OpenAI: openai, Anthropic: anthropic, Bedrock: bedrockUp,
 		Logger: log, Ready: st.Ready, Degraded: st.degraded, PromptCache: pct,
 		Extra: withContextRoutes(withStateRoutes(withMCPRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), mcpGW), db, cfg, log), db, cfg, log,
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),
