@@ -1,0 +1,83 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// longSystem is a system prompt over the simulated models' 1,024-token
+// prompt-cache minimum.
+var longSystem = strings.Repeat("You are a careful assistant for the shipping desk. ", 300)
+
+func cachedTurn(question string, points int) *bedrockruntime.ConverseInput {
+	sys := []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: longSystem}}
+	for range points {
+		sys = append(sys, &types.SystemContentBlockMemberCachePoint{Value: types.CachePointBlock{Type: types.CachePointTypeDefault}})
+	}
+	return &bedrockruntime.ConverseInput{ModelId: aws.String(bedrockModel), System: sys, Messages: userMessage(question)}
+}
+
+// TestBedrockPromptCacheCostMatchesBill: a cachePoint after a long system
+// prompt writes the prefix on the first call and reads it on the next
+// (usage cacheWriteInputTokens, then cacheReadInputTokens, seen by the
+// SDK); the cachePoint leaves the request hash; every ledger figure
+// equals the simulator's bill to the micro-dollar; five cachePoints are a
+// ValidationException.
+func TestBedrockPromptCacheCostMatchesBill(t *testing.T) {
+	h := newHarness(t, withBedrockPrices())
+	cl := bedrockClient(t, h, nil)
+	ctx := context.Background()
+	first, err := cl.Converse(ctx, cachedTurn("where is parcel 1?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := aws.ToInt32(first.Usage.CacheWriteInputTokens); w < 1024 {
+		t.Fatalf("first call wrote %d tokens to the prompt cache, want the system prompt", w)
+	}
+	second, err := cl.Converse(ctx, cachedTurn("where is parcel 2?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := aws.ToInt32(second.Usage.CacheReadInputTokens); r != aws.ToInt32(first.Usage.CacheWriteInputTokens) {
+		t.Fatalf("second call read %d tokens, want the %d written", r, aws.ToInt32(first.Usage.CacheWriteInputTokens))
+	}
+	withPoint, err := cl.Converse(ctx, cachedTurn("same inputs?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := cl.Converse(ctx, cachedTurn("same inputs?", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := responseHeader(withPoint.ResultMetadata, "Groundhog-Request-Hash"), responseHeader(without.ResultMetadata, "Groundhog-Request-Hash"); a == "" || a != b {
+		t.Fatalf("request hash with a cachePoint %q, without %q", a, b)
+	}
+	_, err = cl.Converse(ctx, cachedTurn("too many", 5))
+	var invalid *types.ValidationException
+	if !errors.As(err, &invalid) {
+		t.Fatalf("five cachePoints: %v, want a ValidationException", err)
+	}
+	bill := h.Sim.Bill()
+	var cost groundhog.Money
+	var u groundhog.Usage
+	for _, r := range h.ledgerRows() {
+		if r.Outcome == groundhog.OutcomeUpstream {
+			cost += r.Cost
+			u = u.Add(r.Usage)
+		}
+	}
+	if cost != bill.USD || !cost.Known() {
+		t.Fatalf("ledger cost %s, simulator bill %s", cost, bill.USD)
+	}
+	if u.CachedInputTokens != bill.CachedInputTokens || u.CacheWriteTokens != bill.CacheWriteTokens || u.InputTokens != bill.InputTokens || u.OutputTokens != bill.OutputTokens {
+		t.Fatalf("ledger usage %+v, bill %+v", u, bill)
+	}
+}
