@@ -220,6 +220,8 @@ var pathShapes = [...]struct {
 	{"/responses", groundhog.ShapeResponses},
 	{"/embeddings", groundhog.ShapeEmbeddings},
 	{"/messages", groundhog.ShapeMessages},
+	{"/converse", groundhog.ShapeConverse},
+	{"/converse-stream", groundhog.ShapeConverse},
 }
 
 // plainString returns the content of the JSON string v when it has no

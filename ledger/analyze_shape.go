@@ -41,6 +41,8 @@ var shapeAliases = map[string]groundhog.Shape{
 	"openai.embeddings":       groundhog.ShapeEmbeddings,
 	"messages":                groundhog.ShapeMessages,
 	"anthropic.messages":      groundhog.ShapeMessages,
+	"converse":                groundhog.ShapeConverse,
+	"bedrock.converse":        groundhog.ShapeConverse,
 }
 
 // ParseShape reads an API shape as a log line or the --shape flag names

@@ -97,7 +97,7 @@ func Attrs(e *groundhog.LedgerEntry) []slog.Attr {
 // genAIOperation maps a shape to gen_ai.operation.name.
 func genAIOperation(s groundhog.Shape) string {
 	switch s {
-	case groundhog.ShapeChat, groundhog.ShapeMessages:
+	case groundhog.ShapeChat, groundhog.ShapeMessages, groundhog.ShapeConverse:
 		return "chat"
 	case groundhog.ShapeResponses:
 		return "generate_content"
@@ -112,6 +112,8 @@ func genAISystem(e *groundhog.LedgerEntry) string {
 	switch {
 	case e.Provider == "anthropic" || e.Shape == groundhog.ShapeMessages:
 		return "anthropic"
+	case e.Provider == "bedrock" || e.Shape == groundhog.ShapeConverse:
+		return "aws.bedrock"
 	case e.Provider == "openai" || e.Shape.Valid():
 		return "openai"
 	}
