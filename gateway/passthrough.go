@@ -17,6 +17,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/wire"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // Passthrough: every /v1/* route groundhog does not model (count_tokens,
@@ -114,6 +115,11 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	up, shape := s.passthroughUpstream(r)
+	escaped := r.URL.EscapedPath()
+	brp, isBedrock := bedrock.ParsePassthrough(escaped)
+	if isBedrock {
+		up, shape = &s.opts.Bedrock, groundhog.ShapeConverse
+	}
 	tenant, err := s.authenticate(r)
 	if err != nil {
 		s.writeError(w, r, shape, err)
@@ -124,8 +130,7 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, shape, groundhog.Errorf(codeMethod, "method %s is not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
-	escaped := r.URL.EscapedPath()
-	if !safePassthroughPath(escaped) {
+	if !isBedrock && !safePassthroughPath(escaped) {
 		s.writeError(w, r, shape, groundhog.Errorf(groundhog.ENOTFOUND, "unknown route %s %s", r.Method, r.URL.Path))
 		return
 	}
@@ -146,6 +151,9 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	h := sha256.New()
 	_, _ = io.WriteString(h, r.Method+"\n"+escaped+"?"+r.URL.RawQuery+"\n")
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(escaped, "/v1")
+	if isBedrock {
+		url = strings.TrimSuffix(up.BaseURL, "/") + brp.Path // rebuilt from checked segments
+	}
 	if r.URL.RawQuery != "" {
 		url += "?" + r.URL.RawQuery
 	}
@@ -211,9 +219,31 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 			row.Status = http.StatusBadGateway
 		}
 	}
-	row.Model, row.Usage, row.Cost = s.passthroughCost(r.URL.Path, shape, usage)
+	if isBedrock {
+		row.Model, row.Usage, row.Cost = s.bedrockPassthroughCost(brp, res.StatusCode, usage)
+	} else {
+		row.Model, row.Usage, row.Cost = s.passthroughCost(r.URL.Path, shape, usage)
+	}
 	row.FullCost = row.Cost
 	s.recordPassthrough(row, h, start)
+}
+
+// bedrockPassthroughCost prices a relayed Bedrock runtime response:
+// CountTokens and error answers are free; an InvokeModel JSON body with an
+// Anthropic-style usage (the native body of Claude models) is priced by
+// the path's model id; everything else Bedrock bills (streamed invokes,
+// other providers' native bodies, guardrails, async jobs) is unknown —
+// never a silent zero.
+func (s *Server) bedrockPassthroughCost(p bedrock.Passthrough, status int, usage *capped) (string, groundhog.Usage, groundhog.Money) {
+	if p.Op == "count-tokens" || status/100 != 2 {
+		return p.ModelID, groundhog.Usage{}, 0
+	}
+	if p.Op == "invoke" && !usage.over && usage.buf.Len() > 0 {
+		if _, u, err := wire.UsageFromBody(groundhog.ShapeMessages, usage.buf.Bytes()); err == nil && u != (groundhog.Usage{}) {
+			return p.ModelID, u, s.cfg.PriceTable.Cost(p.ModelID, u)
+		}
+	}
+	return p.ModelID, groundhog.Usage{}, groundhog.CostUnknown
 }
 
 // passthroughCost prices a relayed response from its usage, if it had one.

@@ -203,6 +203,11 @@ func (s *Server) routes() {
 	// Amazon Bedrock Converse: the model id is one (escaped) path segment.
 	m.HandleFunc("/model/{modelId}/converse", s.provider(groundhog.ShapeConverse))
 	m.HandleFunc("/model/{modelId}/converse-stream", s.provider(groundhog.ShapeConverse))
+	// The other Bedrock runtime routes pass through, authenticated.
+	m.HandleFunc("/model/", s.passthrough)
+	m.HandleFunc("/guardrail/", s.passthrough)
+	m.HandleFunc("/async-invoke", s.passthrough)
+	m.HandleFunc("/async-invoke/", s.passthrough)
 	m.HandleFunc("/v1/models", s.models)
 	m.HandleFunc("/v1/models/{id}", s.models)
 	m.HandleFunc("/v1/", s.passthrough) // every other provider route

@@ -139,3 +139,26 @@ func TestPath(t *testing.T) {
 		t.Errorf("BaseModel = %q", got)
 	}
 }
+
+func TestParsePassthrough(t *testing.T) {
+	for _, c := range []struct {
+		path, want string
+		ok         bool
+	}{
+		{"/model/us.anthropic.claude-x%3A0/invoke", "/model/us.anthropic.claude-x%3A0/invoke", true},
+		{"/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.m/invoke-with-response-stream", "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.m/invoke-with-response-stream", true},
+		{"/model/m/count-tokens", "/model/m/count-tokens", true},
+		{"/guardrail/g1/version/2/apply", "/guardrail/g1/version/2/apply", true},
+		{"/async-invoke", "/async-invoke", true},
+		{"/model/%2E%2E/invoke", "", false},
+		{"/model/m/../../v1/invoke", "", false},
+		{"/model//invoke", "", false},
+		{"/model/m/converse-other", "", false},
+		{"/guardrail/g/version/1/other", "", false},
+	} {
+		p, ok := bedrock.ParsePassthrough(c.path)
+		if ok != c.ok || p.Path != c.want {
+			t.Errorf("ParsePassthrough(%q) = %q %v, want %q %v", c.path, p.Path, ok, c.want, c.ok)
+		}
+	}
+}

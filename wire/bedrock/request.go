@@ -210,3 +210,51 @@ func mustMarshal(v any) json.RawMessage {
 	}
 	return b
 }
+
+// Passthrough is a Bedrock runtime route groundhog relays without modelling
+// it (InvokeModel, InvokeModelWithResponseStream, CountTokens,
+// ApplyGuardrail, the async-invoke routes).
+type Passthrough struct {
+	Path    string // the upstream path, every segment re-escaped
+	ModelID string // the model id of a /model/{modelId}/… route, else ""
+	Op      string // the route's last fixed segment: invoke, invoke-with-response-stream, count-tokens, apply, async-invoke
+}
+
+// ParsePassthrough reads an escaped request path of a Bedrock runtime
+// route other than Converse: /model/{modelId}/invoke,
+// /model/{modelId}/invoke-with-response-stream, /model/{modelId}/count-tokens,
+// /guardrail/{id}/version/{version}/apply, /async-invoke and
+// /async-invoke/{invocationArn}. The path sent upstream is rebuilt from the
+// unescaped segments, each escaped again, so no path can climb out of the
+// endpoint. ok is false for any other path.
+func ParsePassthrough(escapedPath string) (p Passthrough, ok bool) {
+	raw := strings.Split(strings.TrimPrefix(escapedPath, "/"), "/")
+	segs := make([]string, len(raw))
+	for i, s := range raw {
+		u, err := url.PathUnescape(s)
+		if err != nil || u == "" || u == "." || u == ".." || CheckModelID(u) != nil {
+			return Passthrough{}, false
+		}
+		segs[i] = u
+	}
+	build := func() string {
+		var b strings.Builder
+		for _, s := range segs {
+			b.WriteByte('/')
+			b.WriteString(escapeSegment(s))
+		}
+		return b.String()
+	}
+	switch {
+	case len(segs) == 3 && segs[0] == "model":
+		switch segs[2] {
+		case "invoke", "invoke-with-response-stream", "count-tokens":
+			return Passthrough{Path: build(), ModelID: segs[1], Op: segs[2]}, true
+		}
+	case len(segs) == 5 && segs[0] == "guardrail" && segs[2] == "version" && segs[4] == "apply":
+		return Passthrough{Path: build(), Op: "apply"}, true
+	case (len(segs) == 1 || len(segs) == 2) && segs[0] == "async-invoke":
+		return Passthrough{Path: build(), Op: "async-invoke"}, true
+	}
+	return Passthrough{}, false
+}
