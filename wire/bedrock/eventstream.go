@@ -60,16 +60,7 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // application/json, or, for an exception event, :message-type exception
 // and :exception-type.
 func AppendEvent(dst []byte, ev groundhog.Event) []byte {
-	var msg eventstream.Message
-	if typ, ok := cutException(ev.Name); ok {
-		msg.Headers.Set(eventstreamapi.MessageTypeHeader, eventstream.StringValue(eventstreamapi.ExceptionMessageType))
-		msg.Headers.Set(eventstreamapi.ExceptionTypeHeader, eventstream.StringValue(typ))
-	} else {
-		msg.Headers.Set(eventstreamapi.MessageTypeHeader, eventstream.StringValue(eventstreamapi.EventMessageType))
-		msg.Headers.Set(eventstreamapi.EventTypeHeader, eventstream.StringValue(ev.Name))
-	}
-	msg.Headers.Set(eventstreamapi.ContentTypeHeader, eventstream.StringValue("application/json"))
-	msg.Payload = ev.Data
+	msg := eventstream.Message{Headers: headersFor(ev.Name), Payload: ev.Data}
 	enc := encoders.Get().(*eventstream.Encoder)
 	w := appendWriter{b: dst}
 	if err := enc.Encode(&w, msg); err != nil {
@@ -79,6 +70,31 @@ func AppendEvent(dst []byte, ev groundhog.Event) []byte {
 	}
 	encoders.Put(enc)
 	return w.b
+}
+
+// headerSets remembers the headers of each ConverseStream event name: a
+// stream has six names, and building the headers is most of an event's
+// allocations. The encoder only reads them.
+var headerSets sync.Map // event name → eventstream.Headers
+
+func headersFor(name string) eventstream.Headers {
+	if hs, ok := headerSets.Load(name); ok {
+		return hs.(eventstream.Headers)
+	}
+	var hs eventstream.Headers
+	if typ, ok := cutException(name); ok {
+		hs.Set(eventstreamapi.MessageTypeHeader, eventstream.StringValue(eventstreamapi.ExceptionMessageType))
+		hs.Set(eventstreamapi.ExceptionTypeHeader, eventstream.StringValue(typ))
+	} else {
+		hs.Set(eventstreamapi.MessageTypeHeader, eventstream.StringValue(eventstreamapi.EventMessageType))
+		hs.Set(eventstreamapi.EventTypeHeader, eventstream.StringValue(name))
+	}
+	hs.Set(eventstreamapi.ContentTypeHeader, eventstream.StringValue("application/json"))
+	switch name { // only the known names: the map stays bounded whatever a provider sends
+	case EventMessageStart, EventContentBlockStart, EventContentBlockDelta, EventContentBlockStop, EventMessageStop, EventMetadata:
+		headerSets.Store(name, hs)
+	}
+	return hs
 }
 
 func cutException(name string) (string, bool) {
