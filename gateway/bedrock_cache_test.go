@@ -100,3 +100,32 @@ func TestBedrockPassthroughRoutes(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 }
+
+// TestBedrockStreamBrokenUpstream: a ConverseStream whose upstream
+// connection breaks mid-stream never looks complete to the SDK (it ends
+// with an exception or a broken connection) and is not cached: the same
+// call again goes upstream.
+func TestBedrockStreamBrokenUpstream(t *testing.T) {
+	h := newHarness(t, withBedrockPrices())
+	cl := bedrockClient(t, h, map[string]string{"Sim-Fault": "reset-mid-stream", "Groundhog-Cache": "use"})
+	for range 2 {
+		out, err := cl.ConverseStream(context.Background(), &bedrockruntime.ConverseStreamInput{ModelId: aws.String(bedrockModel), Messages: userMessage("break it")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := out.GetStream()
+		stopped := false
+		for ev := range st.Events() {
+			if _, ok := ev.(*types.ConverseStreamOutputMemberMessageStop); ok {
+				stopped = true
+			}
+		}
+		if st.Err() == nil || stopped {
+			t.Fatalf("broken stream: err %v, messageStop seen %v", st.Err(), stopped)
+		}
+		st.Close()
+	}
+	if calls := h.bill().Calls; calls != 2 {
+		t.Fatalf("upstream calls = %d, want 2 (a broken stream is never cached)", calls)
+	}
+}
