@@ -30,9 +30,14 @@ type Config struct {
 	AnthropicAPIKey   string `yaml:"anthropic_api_key"`  // provider key; never logged
 	// BedrockUpstream is the Amazon Bedrock runtime endpoint serving the
 	// Converse routes; "" = "sim" when Upstream is "sim", else
-	// https://bedrock-runtime.us-east-1.amazonaws.com.
-	BedrockUpstream  string `yaml:"bedrock_upstream"`
-	BedrockAPIKey    string `yaml:"bedrock_api_key"`    // Bedrock API key (sent as a bearer token); never logged
+	// https://bedrock-runtime.<BedrockRegion>.amazonaws.com when
+	// BedrockRegion is set, else none (Bedrock routes answer 502).
+	BedrockUpstream string `yaml:"bedrock_upstream"`
+	BedrockAPIKey   string `yaml:"bedrock_api_key"` // Bedrock API key (sent as a bearer token); never logged
+	// BedrockRegion is the region of the default endpoint and of SigV4
+	// signing (used when no Bedrock API key is set); "" = the AWS
+	// configuration chain's (AWS_REGION, shared config).
+	BedrockRegion    string `yaml:"bedrock_region"`
 	MaxBodyBytes     int64  `yaml:"max_body_bytes"`     // bound on one request body after decompression (413 past it)
 	MaxUpstreamBytes int64  `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
 	// PassthroughMaxBodyBytes bounds a request body relayed on a
@@ -260,6 +265,7 @@ var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_ANTHROPIC_UPSTREAM": func(c *Config, v string) error { c.AnthropicUpstream = v; return nil },
 	"GROUNDHOG_BEDROCK_UPSTREAM":   func(c *Config, v string) error { c.BedrockUpstream = v; return nil },
 	"GROUNDHOG_BEDROCK_API_KEY":    func(c *Config, v string) error { c.BedrockAPIKey = v; return nil },
+	"GROUNDHOG_BEDROCK_REGION":     func(c *Config, v string) error { c.BedrockRegion = v; return nil },
 	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
 	"GROUNDHOG_LOG_FORMAT":         func(c *Config, v string) error { c.LogFormat = v; return nil },
 	"GROUNDHOG_OTLP_ENDPOINT":      func(c *Config, v string) error { c.OTLPEndpoint = v; return nil },
@@ -400,11 +406,11 @@ func (c *Config) Finish() error {
 	if c.BedrockUpstream == "" {
 		if c.Upstream == "sim" {
 			c.BedrockUpstream = "sim"
-		} else {
-			c.BedrockUpstream = "https://bedrock-runtime.us-east-1.amazonaws.com"
+		} else if c.BedrockRegion != "" {
+			c.BedrockUpstream = "https://bedrock-runtime." + c.BedrockRegion + ".amazonaws.com"
 		}
 	}
-	if c.BedrockUpstream != "sim" {
+	if c.BedrockUpstream != "sim" && c.BedrockUpstream != "" {
 		if err := checkURL(c.BedrockUpstream); err != nil {
 			return fmt.Errorf("bedrock upstream: %w", err)
 		}

@@ -3,6 +3,10 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"github.com/groundhog-ai/groundhog/gateway"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -127,5 +131,40 @@ func TestBedrockStreamBrokenUpstream(t *testing.T) {
 	}
 	if calls := h.bill().Calls; calls != 2 {
 		t.Fatalf("upstream calls = %d, want 2 (a broken stream is never cached)", calls)
+	}
+}
+
+// TestBedrockUpstreamSigV4: with a signer (no Bedrock API key), every
+// Converse call goes upstream signed with SigV4 for the bedrock service in
+// the configured region, over the exact body sent, and the client's own
+// X-Amz-* headers are not forwarded.
+func TestBedrockUpstreamSigV4(t *testing.T) {
+	type seen struct{ auth, date, sha, clientHdr string }
+	got := make(chan seen, 1)
+	sim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Header.Get("Authorization"), r.Header.Get("X-Amz-Date"), r.Header.Get("X-Amz-Content-Sha256"), r.Header.Get("X-Amz-Client-Thing")}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"output":{"message":{"role":"assistant","content":[{"text":"signed"}]}},"stopReason":"end_turn","usage":{"inputTokens":3,"outputTokens":1,"totalTokens":4},"metrics":{"latencyMs":1}}`))
+	}))
+	t.Cleanup(sim.Close)
+	creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret"}, nil
+	})
+	up := gateway.Upstream{BaseURL: sim.URL, Provider: "bedrock", Sign: bedrock.NewSigner(creds, "eu-west-3", nil)}
+	h := newHarness(t, withBedrockPrices(), func(s *setup) { s.bedrock = &up })
+	cl := bedrockClient(t, h, map[string]string{"X-Amz-Client-Thing": "mine"})
+	out, err := cl.Converse(context.Background(), &bedrockruntime.ConverseInput{ModelId: aws.String("arn:aws:bedrock:eu-west-3:1:inference-profile/eu.m"), Messages: userMessage("sign me")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if converseText(t, out) != "signed" {
+		t.Fatal("wrong answer")
+	}
+	s := <-got
+	if !strings.HasPrefix(s.auth, "AWS4-HMAC-SHA256 Credential=AKIDTEST/") || !strings.Contains(s.auth, "/eu-west-3/bedrock/aws4_request") || s.date == "" {
+		t.Fatalf("upstream Authorization %q X-Amz-Date %q", s.auth, s.date)
+	}
+	if s.clientHdr != "" {
+		t.Fatalf("the client's X-Amz-* header reached the provider: %q", s.clientHdr)
 	}
 }

@@ -58,6 +58,7 @@ type setup struct {
 	clock     groundhog.Clock                                // the gateway's and the sim's (nil: wall clock)
 	fanOut    *fanout.Group                                  // nil: the gateway builds one from the config
 	tap       func(path string, body []byte)                 // sees every body the gateway sends upstream
+	bedrock   *gateway.Upstream                              // the Converse upstream instead of the sim
 	onRow     func(groundhog.LedgerEntry, []groundhog.Stage) // sees every row and its stages, as the ledger's observers do
 }
 
@@ -192,6 +193,10 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if st.upstream != "" {
 		up = gateway.Upstream{BaseURL: st.upstream, APIKey: st.apiKey, Provider: "openai"}
 	}
+	bedrockUp := gateway.Upstream{BaseURL: upURL, Provider: "sim"}
+	if st.bedrock != nil {
+		bedrockUp = *st.bedrock
+	}
 	var rec gateway.Recorder = lw
 	if cfg.Ledger.Disabled {
 		rec = nil
@@ -200,7 +205,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rec = teeRecorder{rec, st.onRow}
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: up, Anthropic: up, Bedrock: gateway.Upstream{BaseURL: upURL, Provider: "sim"}, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
+		OpenAI: up, Anthropic: up, Bedrock: bedrockUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
 	running := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		running.Add(1)

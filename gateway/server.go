@@ -59,6 +59,12 @@ type Upstream struct {
 	// where the caller owns the provider key; a gateway serving tenants
 	// never forwards their credentials.
 	ForwardClientKey bool
+	// Sign, when set, signs every upstream request of the provider routes
+	// last, over the exact body sent (Bedrock: SigV4 with credentials from
+	// the AWS configuration chain). The client's own X-Amz-* headers are
+	// then not forwarded: the signature speaks for the gateway's
+	// credentials only.
+	Sign func(ctx context.Context, req *http.Request, body []byte) error
 }
 
 // Options wires a Server. Config, Keys, Cache and Ledger are required.

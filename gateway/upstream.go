@@ -115,6 +115,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold (before the upstream deadline starts)
 	defer c.pc.pending.Done()
 	up := s.upstreamFor(c.shape)
+	if up.BaseURL == "" && c.shape == groundhog.ShapeConverse {
+		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "no %s upstream is configured", c.shape.Provider())
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
@@ -131,7 +134,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
 	}
 	for k, vs := range c.header {
-		if dropHeaders[k] || strings.HasPrefix(k, "Groundhog-") {
+		if dropHeaders[k] || strings.HasPrefix(k, "Groundhog-") || up.Sign != nil && strings.HasPrefix(k, "X-Amz-") {
 			continue
 		}
 		req.Header[k] = vs
@@ -141,6 +144,12 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	up.authorize(req, c.header, c.shape == groundhog.ShapeMessages)
 	if c.shape == groundhog.ShapeMessages && req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	if up.Sign != nil {
+		if err := up.Sign(ctx, req, body); err != nil {
+			c.spent = 0 // nothing was sent
+			return nil, groundhog.WrapError(groundhog.EUPSTREAM, "signing the upstream request failed", err)
+		}
 	}
 	res, err := s.roundTrip(req) // s.client.Do without the client layer (roundtrip.go)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/groundhog-ai/groundhog/metrics"
 	"github.com/groundhog-ai/groundhog/observe"
 	"github.com/groundhog-ai/groundhog/sim"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 func init() {
@@ -105,6 +106,16 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	openai := gateway.Upstream{BaseURL: cfg.Upstream, APIKey: cfg.OpenAIAPIKey, Provider: "openai"}
 	anthropic := gateway.Upstream{BaseURL: cfg.AnthropicUpstream, APIKey: cfg.AnthropicAPIKey, Provider: "anthropic"}
 	bedrockUp := gateway.Upstream{BaseURL: cfg.BedrockUpstream, APIKey: cfg.BedrockAPIKey, Provider: "bedrock"}
+	if cfg.BedrockUpstream != "sim" && cfg.BedrockUpstream != "" && cfg.BedrockAPIKey == "" {
+		// No Bedrock API key: sign with SigV4 from the AWS configuration chain.
+		sign, region, err := bedrock.LoadSigner(ctx, cfg.BedrockRegion)
+		if err != nil {
+			fmt.Fprintf(out, "groundhog: warning: no Bedrock API key and no AWS signing (%v): Bedrock calls go unsigned\n", err)
+		} else {
+			bedrockUp.Sign = sign
+			fmt.Fprintf(out, "groundhog: Bedrock calls to %s are signed with SigV4 for %s (AWS configuration chain)\n", redact(cfg.BedrockUpstream), region)
+		}
+	}
 	if cfg.Upstream == "sim" || cfg.AnthropicUpstream == "sim" || cfg.BedrockUpstream == "sim" {
 		if err := sim.CheckFault(cfg.Sim.Fault); err != nil {
 			return fmt.Errorf("sim.fault: %w", err)
