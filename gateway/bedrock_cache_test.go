@@ -168,3 +168,24 @@ func TestBedrockUpstreamSigV4(t *testing.T) {
 		t.Fatalf("the client's X-Amz-* header reached the provider: %q", s.clientHdr)
 	}
 }
+
+// TestBedrockPromptCacheKeyNotInjected: Groundhog-Prompt-Cache-Key: auto
+// writes no prompt_cache_key into a Converse body (Bedrock has no such
+// member and would refuse the request).
+func TestBedrockPromptCacheKeyNotInjected(t *testing.T) {
+	sent := make(chan []byte, 1)
+	h := newHarness(t, withBedrockPrices(), func(s *setup) {
+		s.tap = func(path string, body []byte) {
+			if strings.HasPrefix(path, "/model/") {
+				sent <- body
+			}
+		}
+	})
+	cl := bedrockClient(t, h, map[string]string{"Groundhog-Prompt-Cache-Key": "auto", "Groundhog-Operation": "support"})
+	if _, err := cl.Converse(context.Background(), cachedTurn("key?", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-sent; strings.Contains(string(b), "prompt_cache_key") {
+		t.Fatalf("upstream body carries a prompt_cache_key: %s", b)
+	}
+}
