@@ -17,7 +17,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/gateway"
-	"github.com/groundhog-ai/groundhog/internal/localgw"
+	"github.com/groundhog-ai/groundhog/localgw"
 	"github.com/groundhog-ai/groundhog/pricing"
 	"github.com/groundhog-ai/groundhog/realtraffic"
 	"github.com/groundhog-ai/groundhog/wire"
