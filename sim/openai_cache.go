@@ -70,12 +70,16 @@ func newOpenAICache(model string, f *openaiCacheFields, partTypes ...string) (*o
 			return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid value for 'prompt_cache_retention': expected one of 'in_memory' or '24h', but got %q.", *f.PromptCacheRetention)
 		}
 	}
-	if !hasMarker(f.PromptCacheOptions) {
+	if !hasMarker(f.PromptCacheOptions) || onlyComparison(f.PromptCacheOptions) {
+		// Asking for diagnostics alone changes nothing in how the
+		// prompt is cached.
 		return c, nil
 	}
 	var o struct {
 		Mode *string `json:"mode"`
 		TTL  *string `json:"ttl"`
+		// ComparisonResponseID asks for diagnostics (openai_diagnostics.go).
+		ComparisonResponseID *string `json:"comparison_response_id"`
 	}
 	if err := json.Unmarshal(f.PromptCacheOptions, &o); err != nil {
 		return nil, groundhog.WrapError(groundhog.EINVALID, "Invalid type for 'prompt_cache_options': expected an object.", err)
