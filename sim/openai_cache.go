@@ -70,6 +70,9 @@ func newOpenAICache(model string, f *openaiCacheFields, partTypes ...string) (*o
 			return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid value for 'prompt_cache_retention': expected one of 'in_memory' or '24h', but got %q.", *f.PromptCacheRetention)
 		}
 	}
+	if err := checkComparisonID(f.PromptCacheOptions); err != nil {
+		return nil, err
+	}
 	if !hasMarker(f.PromptCacheOptions) || onlyComparison(f.PromptCacheOptions) {
 		// Asking for diagnostics alone changes nothing in how the
 		// prompt is cached.
