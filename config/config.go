@@ -37,7 +37,12 @@ type Config struct {
 	// BedrockRegion is the region of the default endpoint and of SigV4
 	// signing (used when no Bedrock API key is set); "" = the AWS
 	// configuration chain's (AWS_REGION, shared config).
-	BedrockRegion    string `yaml:"bedrock_region"`
+	BedrockRegion string `yaml:"bedrock_region"`
+	// GeminiUpstream is the Gemini API endpoint serving the generateContent
+	// routes; "" = "sim" when Upstream is "sim", else
+	// https://generativelanguage.googleapis.com.
+	GeminiUpstream   string `yaml:"gemini_upstream"`
+	GeminiAPIKey     string `yaml:"gemini_api_key"`     // Gemini API key (sent as x-goog-api-key); never logged
 	MaxBodyBytes     int64  `yaml:"max_body_bytes"`     // bound on one request body after decompression (413 past it)
 	MaxUpstreamBytes int64  `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
 	// PassthroughMaxBodyBytes bounds a request body relayed on a
@@ -266,6 +271,8 @@ var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_BEDROCK_UPSTREAM":   func(c *Config, v string) error { c.BedrockUpstream = v; return nil },
 	"GROUNDHOG_BEDROCK_API_KEY":    func(c *Config, v string) error { c.BedrockAPIKey = v; return nil },
 	"GROUNDHOG_BEDROCK_REGION":     func(c *Config, v string) error { c.BedrockRegion = v; return nil },
+	"GROUNDHOG_GEMINI_UPSTREAM":    func(c *Config, v string) error { c.GeminiUpstream = v; return nil },
+	"GROUNDHOG_GEMINI_API_KEY":     func(c *Config, v string) error { c.GeminiAPIKey = v; return nil },
 	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
 	"GROUNDHOG_LOG_FORMAT":         func(c *Config, v string) error { c.LogFormat = v; return nil },
 	"GROUNDHOG_OTLP_ENDPOINT":      func(c *Config, v string) error { c.OTLPEndpoint = v; return nil },
@@ -413,6 +420,18 @@ func (c *Config) Finish() error {
 	if c.BedrockUpstream != "sim" && c.BedrockUpstream != "" {
 		if err := checkURL(c.BedrockUpstream); err != nil {
 			return fmt.Errorf("bedrock upstream: %w", err)
+		}
+	}
+	if c.GeminiUpstream == "" {
+		if c.Upstream == "sim" {
+			c.GeminiUpstream = "sim"
+		} else {
+			c.GeminiUpstream = "https://generativelanguage.googleapis.com"
+		}
+	}
+	if c.GeminiUpstream != "sim" {
+		if err := checkURL(c.GeminiUpstream); err != nil {
+			return fmt.Errorf("gemini upstream: %w", err)
 		}
 	}
 	for name := range c.Operations {

@@ -16,6 +16,9 @@ import (
 // ConverseStream with the same inputs, with or without cachePoints, share
 // one hash and one cache entry.
 func fingerprintBody(r *http.Request, shape groundhog.Shape, body []byte) ([]byte, bool, error) {
+	if shape == groundhog.ShapeGemini {
+		return geminiFingerprintBody(r, body) // gemini.go
+	}
 	if shape != groundhog.ShapeConverse {
 		return body, false, nil
 	}

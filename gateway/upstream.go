@@ -14,6 +14,7 @@ import (
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // maxUpstreamBytes bounds one upstream response held in memory: a body, or
@@ -55,6 +56,8 @@ func (s *Server) upstreamFor(shape groundhog.Shape) *Upstream {
 		return &s.opts.Anthropic
 	case groundhog.ShapeConverse:
 		return &s.opts.Bedrock
+	case groundhog.ShapeGemini:
+		return &s.opts.Gemini
 	}
 	return &s.opts.OpenAI
 }
@@ -66,7 +69,7 @@ var dropHeaders = map[string]bool{
 	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true, "Trailer": true,
 	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Host": true,
 	"Accept-Encoding": true, "Cookie": true, "Idempotency-Key": true, "Prefer": true,
-	"Cache-Control": true,
+	"Cache-Control": true, "X-Goog-Api-Key": true,
 }
 
 // upstreamCall is the work of a flight: one provider call. It publishes the
@@ -115,7 +118,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold (before the upstream deadline starts)
 	defer c.pc.pending.Done()
 	up := s.upstreamFor(c.shape)
-	if up.BaseURL == "" && c.shape == groundhog.ShapeConverse {
+	if up.BaseURL == "" && (c.shape == groundhog.ShapeConverse || c.shape == groundhog.ShapeGemini) {
 		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "no %s upstream is configured", c.shape.Provider())
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
@@ -123,6 +126,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
 	if c.shape == groundhog.ShapeConverse {
 		url = strings.TrimSuffix(up.BaseURL, "/") + bedrock.Path(c.fp.Model, c.fp.Stream) // the model id escaped again
+	}
+	if c.shape == groundhog.ShapeGemini {
+		url = strings.TrimSuffix(up.BaseURL, "/") + gemini.Path(gemini.Version(c.route), c.fp.Model, c.fp.Stream) // ?alt=sse for a stream; never the client's ?key=
 	}
 	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
 		// A chat stream reports usage only when asked: ask, so the call's
@@ -141,7 +147,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	req.Header.Set("Content-Type", "application/json")
 	pcUpstreamHeaders(req.Header, c) // prompt-cache hook: the cache-diagnosis beta when the stage asked the provider
-	up.authorize(req, c.header, c.shape == groundhog.ShapeMessages)
+	up.authorize(req, c.header, c.shape)
 	if c.shape == groundhog.ShapeMessages && req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", "2023-06-01")
 	}
