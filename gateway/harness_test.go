@@ -59,6 +59,7 @@ type setup struct {
 	fanOut    *fanout.Group                                  // nil: the gateway builds one from the config
 	tap       func(path string, body []byte)                 // sees every body the gateway sends upstream
 	bedrock   *gateway.Upstream                              // the Converse upstream instead of the sim
+	gemini    *gateway.Upstream                              // the Gemini upstream instead of the sim
 	onRow     func(groundhog.LedgerEntry, []groundhog.Stage) // sees every row and its stages, as the ledger's observers do
 }
 
@@ -197,6 +198,10 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if st.bedrock != nil {
 		bedrockUp = *st.bedrock
 	}
+	geminiUp := gateway.Upstream{BaseURL: upURL, Provider: "sim"}
+	if st.gemini != nil {
+		geminiUp = *st.gemini
+	}
 	var rec gateway.Recorder = lw
 	if cfg.Ledger.Disabled {
 		rec = nil
@@ -205,7 +210,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rec = teeRecorder{rec, st.onRow}
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: up, Anthropic: up, Bedrock: bedrockUp, Gemini: gateway.Upstream{BaseURL: upURL, Provider: "sim"}, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
+		OpenAI: up, Anthropic: up, Bedrock: bedrockUp, Gemini: geminiUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
 	running := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		running.Add(1)
