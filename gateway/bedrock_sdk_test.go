@@ -182,8 +182,13 @@ func TestBedrockSDKConverseCachesAcrossStreamModes(t *testing.T) {
 func TestBedrockSDKConverseStreamCoalesces(t *testing.T) {
 	g := newGate()
 	h := newHarness(t, withBedrockPrices(), withGate(g))
-	cl := bedrockClient(t, h, map[string]string{"Groundhog-Cache": "use"})
 	const n = 8
+	// One client per caller: the SDK's stream decoder is not meant to be
+	// shared by concurrent streams.
+	clients := make([]*bedrockruntime.Client, n)
+	for i := range clients {
+		clients[i] = bedrockClient(t, h, map[string]string{"Groundhog-Cache": "use"})
+	}
 	msgs := userMessage("eight at once")
 	fp, err := bedrock.FingerprintBody(bedrockModel, []byte(`{"messages":[{"role":"user","content":[{"text":"eight at once"}]}]}`))
 	if err != nil {
@@ -196,7 +201,7 @@ func TestBedrockSDKConverseStreamCoalesces(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := cl.ConverseStream(context.Background(), &bedrockruntime.ConverseStreamInput{ModelId: aws.String(bedrockModel), Messages: msgs})
+			out, err := clients[i].ConverseStream(context.Background(), &bedrockruntime.ConverseStreamInput{ModelId: aws.String(bedrockModel), Messages: msgs})
 			if err != nil {
 				t.Error(err)
 				return
