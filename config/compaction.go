@@ -23,7 +23,7 @@ type CompactionConfig struct {
 	// must reach, in decimal USD.
 	MinSavingUSD string `yaml:"min_saving_usd"`
 	// StepsLeft is the expected number of remaining steps when a request
-	// gives none; 0 estimates it from the session (as many steps again as
+	// gives none; 0 estimates it from the agent session (as many steps again as
 	// it has state versions).
 	StepsLeft int64 `yaml:"steps_left"`
 	// MaxOutputTokens caps the summarizing call's output.
