@@ -75,6 +75,13 @@ type LedgerEntry struct {
 	PromptCacheBreak      string
 	PromptCacheLostTokens int64
 	FanOutHeld            bool
+
+	// Session is the agent run the call belongs to (the client's
+	// Groundhog-Session header), ParentSession the run that started it
+	// (Groundhog-Parent-Session, from a subagent); "" when not sent. See
+	// ValidSessionID.
+	Session       string
+	ParentSession string
 }
 
 // Stage is one timed stage of a call's pipeline, for observers such as

@@ -11,13 +11,13 @@ import (
 )
 
 // v1Record frames e as a version-1 record (before the prompt-cache fields):
-// e must have zero prompt-cache fields, whose version-2 encoding is the five
-// zero bytes at the end of the payload.
+// e must have zero prompt-cache fields and no session, whose version-3
+// encoding is the seven zero bytes at the end of the payload.
 func v1Record(t *testing.T, e groundhog.LedgerEntry) []byte {
 	t.Helper()
 	b := appendRecord(nil, &e)
-	payload := append([]byte(nil), b[recHeaderSize:len(b)-5]...)
-	for _, c := range b[len(b)-5:] {
+	payload := append([]byte(nil), b[recHeaderSize:len(b)-7]...)
+	for _, c := range b[len(b)-7:] {
 		if c != 0 {
 			t.Fatalf("entry has prompt-cache fields: %x", b[len(b)-5:])
 		}

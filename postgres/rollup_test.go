@@ -308,8 +308,8 @@ func TestMigrationBackfillsRollups(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 3))
 	rows := randomLedger(rng, "m", 600)
-	insert := strings.Replace(qAppendLedger, "ON CONFLICT (time, id) DO NOTHING", "", 1)
-	if _, err := conn.Exec(ctx, insert, ledgerArrays(rows)...); err != nil {
+	insert, args := preSessionInsert(rows)
+	if _, err := conn.Exec(ctx, insert, args...); err != nil {
 		t.Fatalf("fill the old ledger: %v", err)
 	}
 	db, err := Open(ctx, u)

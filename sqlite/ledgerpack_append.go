@@ -39,13 +39,20 @@ func appendPackedLedger(b []byte, e *groundhog.LedgerEntry) []byte {
 	b = packInt(b, int64(e.PromptCacheSaved))
 	b = packText(b, e.PromptCacheBreak)
 	b = packInt(b, e.PromptCacheLostTokens)
-	return packInt(b, int64(boolInt(e.FanOutHeld)))
+	b = packInt(b, int64(boolInt(e.FanOutHeld)))
+	// Agent-run fields, after the prompt-cache ones; a row with neither
+	// stops here (rows packed before they existed read the same).
+	if e.Session == "" && e.ParentSession == "" {
+		return b
+	}
+	b = packText(b, e.Session)
+	return packText(b, e.ParentSession)
 }
 
 // packedLedgerSize bounds the packed size of e, to size a buffer once.
 func packedLedgerSize(e *groundhog.LedgerEntry) int {
 	return len(e.ID) + len(e.Tenant) + len(e.Operation) + len(e.RequestHash) + len(e.Shape) + len(e.Model) +
-		len(e.Provider) + len(e.Outcome) + len(e.PromptCacheBreak) + 28*(1+binary.MaxVarintLen64)
+		len(e.Provider) + len(e.Outcome) + len(e.PromptCacheBreak) + len(e.Session) + len(e.ParentSession) + 30*(1+binary.MaxVarintLen64)
 }
 
 func packInt(b []byte, v int64) []byte {

@@ -50,6 +50,9 @@ func ledgerRow(id string, when time.Time) groundhog.LedgerEntry {
 		PromptCacheBreak:      "volatile_in_prefix",
 		PromptCacheLostTokens: 2_047,
 		FanOutHeld:            true,
+
+		Session:       "run-42.sub:1",
+		ParentSession: "run-42",
 	}
 }
 
