@@ -5,7 +5,6 @@ import (
 	"hash/crc32"
 	"reflect"
 	"testing"
-
 )
 
 func TestJournalSessionFieldsRoundTrip(t *testing.T) {
