@@ -40,10 +40,20 @@ const PricesTaken = "2026-12-01"
 // page lists no cache-write price write at the input rate, for both
 // lengths: their prompt cache has no write surcharge.
 //
+// OpenAI's GPT-5.6 models bill cache writes at 1.25× input (their one
+// write length is 30 minutes, so both write columns hold that rate);
+// "gpt-5.6" is the alias of gpt-5.6-sol. Terra and Luna are at the prices
+// of 30 July 2026. Models without prompt caching (gpt-4o-search-preview,
+// computer-use-preview) have cached input at the input rate. Fees per tool
+// call (web search, computer use) are not token prices and are not in the
+// table.
+//
 // Models priced by prompt length (Claude Haiku 5.5: one rate up to 100K
 // prompt tokens, another above) and OpenAI's long-context surcharge (over
 // 272K input tokens) are not modelled: Haiku 5.5 is left out (unknown, never
-// a wrong figure), and the OpenAI rows are the short-context rates.
+// a wrong figure), and the OpenAI rows are the short-context rates. Models
+// priced by modality (gpt-4o-audio-preview: audio tokens at 16× the text
+// rate, in the same prompt_tokens count) are left out for the same reason.
 func Default() Table {
 	t := Table{}
 	for model, p := range map[string][5]string{
@@ -59,10 +69,24 @@ func Default() Table {
 		"gpt-5":                  {"1.25", "0.125", "1.25", "1.25", "10.00"},
 		"gpt-5-mini":             {"0.25", "0.025", "0.25", "0.25", "2.00"},
 		"gpt-5-nano":             {"0.05", "0.005", "0.05", "0.05", "0.40"},
+		"gpt-5-codex":            {"1.25", "0.125", "1.25", "1.25", "10.00"},
+		"gpt-5.1":                {"1.25", "0.125", "1.25", "1.25", "10.00"},
+		"gpt-5.2":                {"1.75", "0.175", "1.75", "1.75", "14.00"},
+		"gpt-5.3-codex":          {"1.75", "0.175", "1.75", "1.75", "14.00"},
+		"gpt-5.4":                {"2.50", "0.25", "2.50", "2.50", "15.00"},
+		"gpt-5.4-mini":           {"0.75", "0.075", "0.75", "0.75", "4.50"},
+		"gpt-5.5":                {"5.00", "0.50", "5.00", "5.00", "30.00"},
+		"gpt-5.6":                {"5.00", "0.50", "6.25", "6.25", "30.00"},
+		"gpt-5.6-sol":            {"5.00", "0.50", "6.25", "6.25", "30.00"},
+		"gpt-5.6-terra":          {"2.00", "0.20", "2.50", "2.50", "12.00"},
+		"gpt-5.6-luna":           {"0.20", "0.02", "0.25", "0.25", "1.20"},
 		"gpt-6.2-sol":            {"2.00", "0.10", "2.50", "5.00", "10.00"},
 		"gpt-6.1-terra":          {"1.00", "0.05", "1.25", "2.50", "5.00"},
 		"o3":                     {"2.00", "0.50", "2.00", "2.00", "8.00"},
+		"o3-mini":                {"1.10", "0.55", "1.10", "1.10", "4.40"},
 		"o4-mini":                {"1.10", "0.275", "1.10", "1.10", "4.40"},
+		"gpt-4o-search-preview":  {"2.50", "2.50", "2.50", "2.50", "10.00"},
+		"computer-use-preview":   {"3.00", "3.00", "3.00", "3.00", "12.00"},
 		"text-embedding-3-small": {"0.02", "0.02", "0.02", "0.02", "0"},
 		"text-embedding-3-large": {"0.13", "0.13", "0.13", "0.13", "0"},
 		"claude-fable-5-1":       {"10.00", "0.25", "12.50", "20.00", "50.00"},
@@ -77,6 +101,7 @@ func Default() Table {
 		"claude-opus-4":          {"15.00", "1.50", "18.75", "30.00", "75.00"},
 		"claude-opus-4-0":        {"15.00", "1.50", "18.75", "30.00", "75.00"},
 		"claude-3-opus":          {"15.00", "1.50", "18.75", "30.00", "75.00"},
+		"claude-3-opus-latest":   {"15.00", "1.50", "18.75", "30.00", "75.00"},
 		"claude-sonnet-5-5":      {"2.00", "0.20", "2.50", "4.00", "10.00"},
 		"claude-sonnet-5":        {"2.00", "0.20", "2.50", "4.00", "10.00"},
 		"claude-sonnet-4-6":      {"3.00", "0.30", "3.75", "6.00", "15.00"},

@@ -87,6 +87,10 @@ type result struct {
 	identical, usageRight, costRight, replayRight bool
 	hash                                          string
 	want                                          expected
+	calls                                         int64 // calls sent to the gateway
+	// relayed is what a passthrough exchange's ledger row carries: the
+	// usage of a JSON answer that has one, priced by that answer's model.
+	relayed expected
 }
 
 // TestConformanceRealTraffic replays every recorded exchange through a real
@@ -119,6 +123,7 @@ func TestConformanceRealTraffic(t *testing.T) {
 	}
 	up := httptest.NewServer(rp)
 	t.Cleanup(up.Close)
+	started := time.Now()
 	g, err := localgw.Start(context.Background(), t.TempDir(), localgw.Options{
 		OpenAI:    gateway.Upstream{BaseURL: up.URL + "/v1", APIKey: "sk-replay", Provider: "openai"},
 		Anthropic: gateway.Upstream{BaseURL: up.URL + "/v1", APIKey: "sk-replay", Provider: "anthropic"},
@@ -167,13 +172,22 @@ func TestConformanceRealTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var checked, identical, usageRight, costRight, replayRight int
+	var checked, identical, usageRight, costRight, replayRight, withUsage, priced int
+	var sum reportSum
 	for _, it := range all {
 		res := results[it.ID]
 		if res == nil {
 			continue
 		}
 		checked++
+		model := firstNonEmpty(it.Meta.ResponseModel, it.Meta.RequestModel)
+		if res.want.priced && res.want.input+res.want.output+res.want.read+res.want.write > 0 && !unpriceableModel(model) {
+			withUsage++
+			if res.want.cost.Known() {
+				priced++
+			}
+		}
+		sum.add(res, rp.calls[it.ID].Load())
 		if res.want.priced && res.hash != "" {
 			row, ok := rows[res.hash]
 			switch {
@@ -194,8 +208,12 @@ func TestConformanceRealTraffic(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("real traffic: %d interactions checked, %d bytes identical, %d usage right, %d cost right, %d replay right",
-		checked, identical, usageRight, costRight, replayRight)
+	t.Logf("real traffic: %d interactions checked, %d bytes identical, %d usage right, %d cost right, %d replay right; %d report a usage, %d of them priced",
+		checked, identical, usageRight, costRight, replayRight, withUsage, priced)
+	if priced != withUsage {
+		t.Errorf("%d interactions report a usage whose cost is unknown (a model the price table lacks)", withUsage-priced)
+	}
+	checkReport(t, g.DB, started, time.Now(), sum)
 	if checked != len(all) {
 		t.Errorf("%d of %d interactions checked", checked, len(all))
 	}
@@ -252,6 +270,7 @@ func check(t *testing.T, base string, rp *replay, it *realtraffic.Interaction) *
 	version := "rt=" + strings.ReplaceAll(it.ID, "/", ".")
 	m := it.Meta
 	r1, b1 := call(t, base, it, it.Request, version)
+	res.calls++
 	res.hash = r1.Header.Get("Groundhog-Request-Hash")
 	if r1.StatusCode != m.Status {
 		t.Errorf("%s: status %d, want %d: %.300s", it.ID, r1.StatusCode, m.Status, b1)
@@ -260,6 +279,7 @@ func check(t *testing.T, base string, rp *replay, it *realtraffic.Interaction) *
 	res.identical = sameAnswer(t, it, b1)
 	if !modelled[m.Route] {
 		res.replayRight = rp.calls[it.ID].Load() == 1
+		res.relayed = expectRelayed(t, it)
 		return res
 	}
 	sh := shapeOf(m.Route)
@@ -283,6 +303,7 @@ func check(t *testing.T, base string, rp *replay, it *realtraffic.Interaction) *
 	// The identical second call: a hit with the same bytes, or — for an
 	// error or a refusal, never cached — the provider again.
 	r2, b2 := call(t, base, it, it.Request, version)
+	res.calls++
 	cacheable := m.Status/100 == 2 && !refusal(it) && !res.want.failed
 	switch state := r2.Header.Get("Groundhog-Cache"); {
 	case cacheable && (state != "hit" || !bytes.Equal(b1, b2)):
@@ -296,6 +317,7 @@ func check(t *testing.T, base string, rp *replay, it *realtraffic.Interaction) *
 	if cacheable && sh != groundhog.ShapeEmbeddings && json.Valid(it.Request) {
 		other := otherMode(it.Request, m.RequestStream, sh == groundhog.ShapeChat)
 		r3, b3 := call(t, base, it, other, version)
+		res.calls++
 		ok := r3.Header.Get("Groundhog-Cache") == "hit" && r3.StatusCode == m.Status
 		if !m.RequestStream {
 			_, err := wire.NewSSEReader(bytes.NewReader(b3)).Next()
