@@ -84,15 +84,25 @@
 // request that writes it has passed its time to first token, so requests
 // that arrive together all miss. Every read refreshes the entry's lifetime.
 //
-// OpenAI model families (OpenAIModels, by name prefix) differ in two
-// rules: the default prompt_cache_retention ("24h" for gpt-5.4, gpt-5.5 and
-// gpt-5.6, "in_memory" for the others), which a Responses answer echoes
-// when the request sets none; and whether automatic caching bills its
-// writes (gpt-5.6: cache_write_tokens reported and billed at the
-// cache-write price). The chat usage of a model that does not report
-// writes has no cache_write_tokens field, as the API's.
+// OpenAI model families (OpenAIModels, by name prefix) follow the API's
+// two generations of prompt caching. Before gpt-5.6, prompt_cache_retention
+// sets the lifetime of automatic caching: "in_memory" (the default, "24h"
+// for gpt-5.4 and gpt-5.5) or "24h"; gpt-5.5 accepts "24h" only
+// ("in_memory" is a 400: "This model is compatible only with 24h extended
+// prompt caching"); prompt_cache_options or a prompt_cache_breakpoint is a
+// 400 (they are supported for gpt-5.6 and later). From gpt-5.6 on (gpt-5.6,
+// gpt-6), every request is in prompt_cache_options mode, implicit unless it
+// says explicit: the cache is matched and written at breakpoints only,
+// writes live 30 minutes and are reported and billed at the cache-write
+// price; prompt_cache_retention "24h" is accepted and echoed (a Responses
+// answer echoes "24h" when the request sets none) but changes nothing,
+// "in_memory" is a 400, and prompt_cache_options.ttl beside a
+// prompt_cache_retention is a 400. The sim's own models accept every
+// field of both generations. The chat usage of a model that does not
+// report writes has no cache_write_tokens field, as the API's.
 //
-// OpenAI automatic caching (no prompt_cache_options and no breakpoint):
+// OpenAI automatic caching (models before gpt-5.6 and the sim's, with no
+// prompt_cache_options and no breakpoint):
 // the longest cached prefix is read in whole blocks of 128 tokens from 1,024
 // on, and written the same way, for free (cache_write_tokens 0). Entries
 // live 5 minutes (Config.PrefixCacheTTL), 24 hours with

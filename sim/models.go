@@ -110,7 +110,9 @@ func cacheLimits(model string) CacheLimits {
 }
 
 // OpenAIModelRules are the prompt-cache semantics of one family of OpenAI
-// models, which changed with the 2026 models.
+// models, which changed with the 2026 models: prompt_cache_retention
+// ("in_memory" or "24h") before gpt-5.6, prompt_cache_options and
+// prompt_cache_breakpoint (30-minute breakpoints) from gpt-5.6 on.
 type OpenAIModelRules struct {
 	// Prefix is the start of the model names the rules cover.
 	Prefix string
@@ -118,22 +120,40 @@ type OpenAIModelRules struct {
 	// none gets, and the Responses answer echoes: "in_memory" (entries
 	// live Config.PrefixCacheTTL) or "24h".
 	DefaultRetention string
+	// Only24h: "in_memory" is a 400 ("This model is compatible only with
+	// 24h extended prompt caching"); "24h" is accepted.
+	Only24h bool
 	// BillsWrites: automatic caching reports its writes as
 	// cache_write_tokens and bills them at the cache-write price (1.25× the
 	// input price); older models write for free and their chat usage has no
 	// cache_write_tokens field.
 	BillsWrites bool
+	// NoOptions: the model predates explicit caching: prompt_cache_options
+	// or a prompt_cache_breakpoint is a 400.
+	NoOptions bool
+	// Breakpoints: the model caches at breakpoints only — every request is
+	// in prompt_cache_options mode (implicit unless it says explicit), its
+	// writes live 30 minutes, and prompt_cache_retention, though accepted
+	// and echoed, changes nothing.
+	Breakpoints bool
 }
 
 // OpenAIModels is the table of OpenAI model families, the longest
-// matching prefix winning; a model matching none has the first entry's
-// rules. As with ModelCacheLimits, change it only before any Server runs.
+// matching prefix winning; a model matching none (the sim's own models)
+// has the first entry's rules, which accept every caching field. As with
+// ModelCacheLimits, change it only before any Server runs.
 var OpenAIModels = []OpenAIModelRules{
 	{Prefix: "", DefaultRetention: "in_memory"},
-	{Prefix: "gpt-5.4", DefaultRetention: "24h"},
-	{Prefix: "gpt-5.4-mini", DefaultRetention: "in_memory"},
-	{Prefix: "gpt-5.5", DefaultRetention: "24h"},
-	{Prefix: "gpt-5.6", DefaultRetention: "24h", BillsWrites: true},
+	{Prefix: "gpt-", DefaultRetention: "in_memory", NoOptions: true},
+	{Prefix: "o1", DefaultRetention: "in_memory", NoOptions: true},
+	{Prefix: "o3", DefaultRetention: "in_memory", NoOptions: true},
+	{Prefix: "o4", DefaultRetention: "in_memory", NoOptions: true},
+	{Prefix: "computer-use-preview", DefaultRetention: "in_memory", NoOptions: true},
+	{Prefix: "gpt-5.4", DefaultRetention: "24h", NoOptions: true},
+	{Prefix: "gpt-5.4-mini", DefaultRetention: "in_memory", NoOptions: true},
+	{Prefix: "gpt-5.5", DefaultRetention: "24h", Only24h: true, NoOptions: true},
+	{Prefix: "gpt-5.6", DefaultRetention: "24h", Only24h: true, BillsWrites: true, Breakpoints: true},
+	{Prefix: "gpt-6", DefaultRetention: "24h", Only24h: true, BillsWrites: true, Breakpoints: true},
 }
 
 // openaiRules returns model's entry of OpenAIModels.

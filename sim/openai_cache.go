@@ -47,6 +47,9 @@ type openaiCache struct {
 	// billsWrites: the model's automatic caching reports and bills its
 	// writes (OpenAIModelRules.BillsWrites).
 	billsWrites bool
+	// noOptions: the model takes no breakpoint (OpenAIModelRules.NoOptions).
+	noOptions bool
+	model     string
 }
 
 // newOpenAICache validates the caching fields of a request for model and
@@ -57,21 +60,30 @@ func newOpenAICache(model string, f *openaiCacheFields, partTypes ...string) (*o
 	l := cacheLimits(model)
 	rules := openaiRules(model)
 	c := &openaiCache{limits: l, ts: newTokenStream(l.OpenAIBlockTokens), key: f.PromptCacheKey, partTypes: partTypes,
-		billsWrites: rules.BillsWrites}
+		billsWrites: rules.BillsWrites, noOptions: rules.NoOptions, model: model}
 	if f.PromptCacheRetention == nil && rules.DefaultRetention == "24h" {
 		c.ttl = extendedRetention
 	}
 	if f.PromptCacheRetention != nil {
 		switch *f.PromptCacheRetention {
 		case "in_memory":
+			if rules.Only24h {
+				return nil, groundhog.Errorf(groundhog.EINVALID, "This model is compatible only with 24h extended prompt caching")
+			}
 		case "24h":
 			c.ttl = extendedRetention
 		default:
 			return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid value for 'prompt_cache_retention': expected one of 'in_memory' or '24h', but got %q.", *f.PromptCacheRetention)
 		}
 	}
+	if rules.Breakpoints { // implicit mode unless the options say explicit
+		c.options, c.ttl = true, explicitCacheTTL
+	}
 	if !hasMarker(f.PromptCacheOptions) {
 		return c, nil
+	}
+	if rules.NoOptions {
+		return nil, groundhog.Errorf(groundhog.EINVALID, "Unsupported parameter: 'prompt_cache_options' is not supported with the model %s: it is supported for gpt-5.6 and later models.", model)
 	}
 	var o struct {
 		Mode *string `json:"mode"`
@@ -133,6 +145,9 @@ func (c *openaiCache) content(raw json.RawMessage, path string) (string, error) 
 			continue
 		}
 		where := fmt.Sprintf("%s[%d].prompt_cache_breakpoint", path, i)
+		if c.noOptions {
+			return "", groundhog.Errorf(groundhog.EINVALID, "Unsupported parameter: '%s' is not supported with the model %s: it is supported for gpt-5.6 and later models.", where, c.model)
+		}
 		if !slices.Contains(c.partTypes, m.Type) {
 			return "", groundhog.Errorf(groundhog.EINVALID, "Unknown parameter: '%s'. Breakpoints are supported on %s content parts only.", where, strings.Join(c.partTypes, ", "))
 		}

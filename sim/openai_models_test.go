@@ -3,39 +3,73 @@ package sim
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 // TestOpenAIModelRules: the OpenAI model families' prompt-cache rules, one
-// row per family — the prompt_cache_retention a Responses answer echoes,
-// and whether automatic caching reports and bills its writes — with the
-// bill exactly what the usage says.
+// row per family and setting. Before gpt-5.6, prompt_cache_retention picks
+// the lifetime ("in_memory": minutes, "24h"; gpt-5.5 takes "24h" only) of
+// free block writes, and prompt_cache_options or a breakpoint is a 400.
+// From gpt-5.6 on, every request caches at breakpoints (implicit mode: the
+// end of the newest message), writes are reported and billed and live 30
+// minutes, "24h" is echoed but changes nothing, "in_memory" is a 400, and
+// the options' ttl beside a retention is a 400. The bill is what the usage
+// says.
 func TestOpenAIModelRules(t *testing.T) {
+	implicit := map[string]any{"mode": "implicit"}
+	explicit := map[string]any{"mode": "explicit"}
 	for _, tc := range []struct {
+		name      string
 		model     string
-		retention any // the request's prompt_cache_retention; nil = unset
+		retention any // prompt_cache_retention; nil = unset
+		options   any // prompt_cache_options; nil = unset
+		bp        bool
+		status    int
 		echo      string
-		writes    bool
+		// the first call's reported writes, the second's reads, and the
+		// reads of a third call 31 minutes later
+		written, read, readLater int64
 	}{
-		{"gpt-4o-2024-08-06", nil, "in_memory", false},
-		{"gpt-5-mini", nil, "in_memory", false},
-		{"gpt-5.4-2026-03-05", nil, "24h", false},
-		{"gpt-5.4-2026-03-05", "in_memory", "in_memory", false},
-		{"gpt-5.4-mini-2026-03-17", nil, "in_memory", false},
-		{"gpt-5.5-2026-04-23", nil, "24h", false},
-		{"gpt-5.6-sol", nil, "24h", true},
-		{"gpt-5.6-sol", "in_memory", "in_memory", true},
+		{"gpt-4o default", "gpt-4o-2024-08-06", nil, nil, false, 200, "in_memory", 0, 1152, 0},
+		{"gpt-5-mini default", "gpt-5-mini", nil, nil, false, 200, "in_memory", 0, 1152, 0},
+		{"gpt-5.4 default", "gpt-5.4-2026-03-05", nil, nil, false, 200, "24h", 0, 1152, 1152},
+		{"gpt-5.4 in_memory", "gpt-5.4-2026-03-05", "in_memory", nil, false, 200, "in_memory", 0, 1152, 0},
+		{"gpt-5.4-mini default", "gpt-5.4-mini-2026-03-17", nil, nil, false, 200, "in_memory", 0, 1152, 0},
+		{"gpt-5.5 default", "gpt-5.5-2026-04-23", nil, nil, false, 200, "24h", 0, 1152, 1152},
+		{"gpt-5.5 in_memory", "gpt-5.5-2026-04-23", "in_memory", nil, false, 400, "", 0, 0, 0},
+		{"gpt-4o options", "gpt-4o-2024-08-06", nil, implicit, false, 400, "", 0, 0, 0},
+		{"gpt-5.5 breakpoint", "gpt-5.5-2026-04-23", nil, nil, true, 400, "", 0, 0, 0},
+		{"gpt-5.6 default", "gpt-5.6-sol", nil, nil, false, 200, "24h", 1209, 1209, 0},
+		{"gpt-5.6 24h", "gpt-5.6-sol", "24h", nil, false, 200, "24h", 1209, 1209, 0},
+		{"gpt-5.6 in_memory", "gpt-5.6-sol", "in_memory", nil, false, 400, "", 0, 0, 0},
+		{"gpt-5.6 explicit without breakpoint", "gpt-5.6", nil, explicit, false, 200, "24h", 0, 0, 0},
+		{"gpt-5.6 explicit breakpoint", "gpt-5.6-terra", nil, explicit, true, 200, "24h", 1203, 1203, 0},
+		{"gpt-5.6 ttl and retention", "gpt-5.6-sol", "24h", map[string]any{"mode": "implicit", "ttl": "30m"}, false, 400, "", 0, 0, 0},
 	} {
-		s := New(Config{})
+		clock := newFakeClock()
+		s := New(Config{Clock: clock})
 		fields := map[string]any{"model": tc.model}
 		if tc.retention != nil {
 			fields["prompt_cache_retention"] = tc.retention
 		}
-		body := respReq(fields, rmsg{"developer", "rule", 1200, false}, rmsg{"user", "hi", 1, false})
-		var firstWrite int64
-		for call := range 2 {
+		if tc.options != nil {
+			fields["prompt_cache_options"] = tc.options
+		}
+		body := respReq(fields, rmsg{"developer", "rule", 1200, tc.bp}, rmsg{"user", "hi", 1, false})
+		var firstWrite, firstRead int64
+		for call := range 3 {
+			if call == 2 {
+				clock.Advance(31 * time.Minute)
+			}
 			status, raw := serveOnce(t, s, "/v1/responses", body)
+			if status != tc.status {
+				t.Fatalf("%s: status %d, want %d: %s", tc.name, status, tc.status, raw)
+			}
 			if status != 200 {
-				t.Fatalf("%s: status %d: %s", tc.model, status, raw)
+				if b := s.Bill(); b.Calls != 0 {
+					t.Errorf("%s: a 400 was billed: %+v", tc.name, b)
+				}
+				break
 			}
 			var r struct {
 				Retention string `json:"prompt_cache_retention"`
@@ -50,30 +84,28 @@ func TestOpenAIModelRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			if r.Retention != tc.echo {
-				t.Errorf("%s %v: prompt_cache_retention %q, want %q", tc.model, tc.retention, r.Retention, tc.echo)
+				t.Errorf("%s: prompt_cache_retention %q, want %q", tc.name, r.Retention, tc.echo)
 			}
 			d := r.Usage.Details
 			switch {
-			case call == 0 && tc.writes && d.Write != 1152: // whole blocks of 128 up to 1,206 tokens
-				t.Errorf("%s: first call wrote %d, want 1152 reported", tc.model, d.Write)
-			case call == 0 && !tc.writes && d.Write != 0:
-				t.Errorf("%s: first call reported %d written, want none (free writes)", tc.model, d.Write)
-			case call == 1 && (d.Cached != 1152 || d.Write != 0):
-				t.Errorf("%s: second call cached %d written %d, want 1152 and 0", tc.model, d.Cached, d.Write)
+			case call == 0 && d.Write != tc.written:
+				t.Errorf("%s: first call reported %d written, want %d", tc.name, d.Write, tc.written)
+			case call == 1 && (d.Cached != tc.read || d.Write != 0):
+				t.Errorf("%s: second call cached %d written %d, want %d and 0", tc.name, d.Cached, d.Write, tc.read)
+			case call == 2 && d.Cached != tc.readLater:
+				t.Errorf("%s: 31 minutes later cached %d, want %d", tc.name, d.Cached, tc.readLater)
 			}
-			if call == 0 {
+			switch call {
+			case 0:
 				firstWrite = d.Write
+			case 1:
+				firstRead = d.Cached
+			}
+			if call == 1 {
+				if b := s.Bill(); b.CacheWriteTokens != firstWrite || b.CachedInputTokens != firstRead {
+					t.Errorf("%s: bill writes %d reads %d, want %d and %d", tc.name, b.CacheWriteTokens, b.CachedInputTokens, firstWrite, firstRead)
+				}
 			}
 		}
-		if b := s.Bill(); b.CacheWriteTokens != firstWrite || b.CachedInputTokens != 1152 {
-			t.Errorf("%s: bill writes %d reads %d, want %d and 1152", tc.model, b.CacheWriteTokens, b.CachedInputTokens, firstWrite)
-		}
-	}
-	// The explicit mode's TTL and the retention together are a 400.
-	s := New(Config{})
-	body := respReq(map[string]any{"model": "gpt-5.6-sol", "prompt_cache_retention": "24h",
-		"prompt_cache_options": map[string]any{"mode": "implicit", "ttl": "30m"}}, rmsg{"user", "hi", 1, false})
-	if status, raw := serveOnce(t, s, "/v1/responses", body); status != 400 {
-		t.Errorf("ttl and retention together: status %d: %s", status, raw)
 	}
 }
