@@ -65,15 +65,28 @@ func buildAnthropicPrompt(req *messagesRequest) (*anthropicPrompt, error) {
 	ts := newTokenStream(0)
 	ac := &anthropicCache{limits: anthropicLimits(req.Model, req.minimums), ts: ts}
 	p := &anthropicPrompt{}
+	if err := checkSystemMessages(req.Model, req.Messages); err != nil {
+		return nil, err
+	}
 	for i, raw := range req.Tools {
 		var t struct {
 			Type         string          `json:"type"`
 			Name         string          `json:"name"`
 			InputSchema  json.RawMessage `json:"input_schema"`
 			CacheControl json.RawMessage `json:"cache_control"`
+			DeferLoading bool            `json:"defer_loading"`
 		}
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return nil, groundhog.WrapError(groundhog.EINVALID, "tools: each tool must be an object", err)
+		}
+		if t.DeferLoading {
+			// Not in the prompt: tool search loads it into the
+			// conversation (a tool_reference block) when it is found, so
+			// adding or removing a deferred tool keeps the cached prefix.
+			if (t.Type == "" || t.Type == "custom") && t.Name != "" {
+				p.tools = append(p.tools, toolSpec{name: t.Name, schema: t.InputSchema})
+			}
+			continue
 		}
 		ts.begin("tool")
 		ts.text(compactJSON(raw))

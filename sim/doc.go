@@ -147,6 +147,18 @@
 // of them misses every breakpoint in the messages while breakpoints on
 // tools and system still read.
 //
+// What keeps the Anthropic prefix, as Anthropic documents it: a tool with
+// defer_loading is not in the prompt (tool search loads it into the
+// conversation), so adding or removing a deferred tool changes nothing
+// cached; any other tool change, or an edit of the top-level system,
+// changes the prompt from that point on. A mid-conversation system message
+// ({"role": "system"} in messages) adds an instruction where it stands, so
+// everything before it stays cached. It is accepted on the models of
+// AnthropicSystemMessages (Claude Opus 4.8 and later; the sim's own models
+// too) and must follow a user message and be last or followed by an
+// assistant message: first, after an assistant message, before a user
+// message, or on another claude-* model, it is a 400.
+//
 // # Latency
 //
 // Time to first token is Config.FirstToken + Config.PerPromptToken ×
