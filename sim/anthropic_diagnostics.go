@@ -5,7 +5,6 @@ import (
 	"hash/fnv"
 	"net/http"
 	"strings"
-	"sync"
 )
 
 // CacheDiagnosisBeta is the anthropic-beta value that turns on Anthropic's
@@ -120,35 +119,13 @@ func printRequest(req *messagesRequest, total int) *requestPrint {
 	return p
 }
 
-// diagStore keeps the prints of recent requests by message id (bounded:
-// the oldest go first, as the provider keeps them "for a limited time").
+// diagStore keeps the prints of recent Messages requests by message id
+// (printStore, at most diagStoreMax).
 type diagStore struct {
-	mu    sync.Mutex
-	byID  map[string]*requestPrint
-	order []string
+	printStore[*requestPrint]
 }
 
 const diagStoreMax = 4096
-
-func (d *diagStore) put(id string, p *requestPrint) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.byID == nil {
-		d.byID = map[string]*requestPrint{}
-	}
-	d.byID[id] = p
-	d.order = append(d.order, id)
-	for len(d.order) > diagStoreMax {
-		delete(d.byID, d.order[0])
-		d.order = d.order[1:]
-	}
-}
-
-func (d *diagStore) get(id string) *requestPrint {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.byID[id]
-}
 
 type cacheMissReason struct {
 	Type                   string `json:"type"`
@@ -162,7 +139,7 @@ type anthropicDiagnostics struct {
 // diagnose compares cur with the request named by the diagnostics object
 // and records cur under id.
 func (d *diagStore) diagnose(raw json.RawMessage, id string, cur *requestPrint) *anthropicDiagnostics {
-	defer d.put(id, cur)
+	defer d.put(id, cur, diagStoreMax)
 	var o struct {
 		Prev *string `json:"previous_message_id"`
 	}

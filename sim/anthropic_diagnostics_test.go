@@ -136,7 +136,7 @@ func TestAnthropicDiagnosticsIgnoresMarkers(t *testing.T) {
 		}
 		return printRequest(&r, 100)
 	}
-	d.put("msg_1", mk(`{"model":"m","system":"Be kind.","messages":[{"role":"user","content":"hi"}]}`))
+	d.put("msg_1", mk(`{"model":"m","system":"Be kind.","messages":[{"role":"user","content":"hi"}]}`), diagStoreMax)
 	got := d.diagnose(json.RawMessage(`{"previous_message_id":"msg_1"}`), "msg_2",
 		mk(`{"model":"m","system":[{"type":"text","text":"Be kind.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":"ok"}]}`))
 	if got.CacheMissReason != nil {

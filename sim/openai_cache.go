@@ -79,7 +79,9 @@ func newOpenAICache(model string, f *openaiCacheFields, partTypes ...string) (*o
 	if rules.Breakpoints { // implicit mode unless the options say explicit
 		c.options, c.ttl = true, explicitCacheTTL
 	}
-	if !hasMarker(f.PromptCacheOptions) {
+	if !hasMarker(f.PromptCacheOptions) || onlyComparison(f.PromptCacheOptions) {
+		// Asking for diagnostics alone changes nothing in how the
+		// prompt is cached.
 		return c, nil
 	}
 	if rules.NoOptions {
@@ -88,6 +90,8 @@ func newOpenAICache(model string, f *openaiCacheFields, partTypes ...string) (*o
 	var o struct {
 		Mode *string `json:"mode"`
 		TTL  *string `json:"ttl"`
+		// ComparisonResponseID asks for diagnostics (openai_diagnostics.go).
+		ComparisonResponseID *string `json:"comparison_response_id"`
 	}
 	if err := json.Unmarshal(f.PromptCacheOptions, &o); err != nil {
 		return nil, groundhog.WrapError(groundhog.EINVALID, "Invalid type for 'prompt_cache_options': expected an object.", err)

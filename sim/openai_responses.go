@@ -68,6 +68,8 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		return nil, err
 	}
 	ts := pc.ts
+	// The prompt's print, kept for cache diagnostics (openai_diagnostics.go).
+	pr := &responsesPrint{model: req.Model, key: req.PromptCacheKey, tools: hashTools(req.Tools), set: settingsOf(body)}
 	var tools []toolSpec
 	addTool := func(raw json.RawMessage) {
 		var t struct {
@@ -85,11 +87,13 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		ts.end()
 		addTool(raw)
 	}
+	pr.toolsEnd = ts.n
 	if req.Instructions != nil {
 		ts.begin("system")
 		ts.text(*req.Instructions)
 		ts.end()
 	}
+	pr.instr = ts.point()
 	asked := false
 	switch input[0] {
 	case '"':
@@ -99,6 +103,7 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		ts.text(s)
 		pc.endMessage()
 		asked = true
+		pr.items, pr.compaction = []PrefixPoint{ts.point()}, []bool{false}
 	case '[':
 		var items []responsesItem
 		if err := json.Unmarshal(input, &items); err != nil {
@@ -107,6 +112,10 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		var raws []json.RawMessage
 		json.Unmarshal(input, &raws)
 		for i, it := range items {
+			if i > 0 {
+				pr.items = append(pr.items, ts.point()) // the end of item i-1
+			}
+			pr.compaction = append(pr.compaction, it.Type == "compaction")
 			asked = false
 			path := fmt.Sprintf("input[%d]", i)
 			switch {
@@ -151,6 +160,9 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 			}
 			pc.endMessage()
 		}
+		if len(items) > 0 {
+			pr.items = append(pr.items, ts.point())
+		}
 	default:
 		return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid 'input': expected a string or an array of input items.")
 	}
@@ -165,8 +177,17 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 	c := generate(sd, 0, limit, call)
 	j := &job{model: req.Model, stream: req.Stream, seed: sd, output: c.tokens}
 	pc.apply(j)
+	if salt := pr.set.cacheSalt(); salt != "" {
+		// The settings a cached prefix must share scope the cache.
+		j.cacheKey += "\x00" + salt
+	}
+	pr.total = j.prompt
+	for _, w := range j.store {
+		pr.reusable = max(pr.reusable, w.Tokens)
+	}
 	j.respond = func(x *exchange) {
 		r := newResponseObject(x, &req, c)
+		r.PromptCacheDiagnostics = x.s.diagnoseResponses(req.PromptCacheOptions, r.ID, pr)
 		if j.stream {
 			streamResponses(x, r, c)
 		} else {
@@ -248,6 +269,10 @@ type responseObject struct {
 	Usage                *responsesUsage `json:"usage"`
 	User                 *string         `json:"user"`
 	Metadata             json.RawMessage `json:"metadata"`
+
+	// PromptCacheDiagnostics answers prompt_cache_options.comparison_response_id
+	// (openai_diagnostics.go); absent when not asked.
+	PromptCacheDiagnostics *promptCacheDiagnostics `json:"prompt_cache_diagnostics,omitempty"`
 }
 
 type billing struct {
@@ -386,6 +411,7 @@ func streamResponses(x *exchange, final *responseObject, c *completion) {
 	final.Billing = nil // the stream's response objects carry no billing
 	pending := *final
 	pending.Status, pending.Output, pending.Usage, pending.IncompleteDetails, pending.CompletedAt = "in_progress", []any{}, nil, nil, nil
+	pending.PromptCacheDiagnostics = nil // on the finished response only
 	if !send("response.created", map[string]any{"response": pending}) ||
 		!send("response.in_progress", map[string]any{"response": pending}) {
 		return

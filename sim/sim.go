@@ -91,7 +91,10 @@ type Server struct {
 	// anthropicMins is Config.AnthropicMinTokens.
 	anthropicMins map[string]int
 	diag          diagStore // Anthropic cache diagnostics (anthropic_diagnostics.go)
-	mcp           *mcpSim   // nil unless Config.MCP
+	// respPrints are the Responses prints for OpenAI's cache diagnostics
+	// (openai_diagnostics.go).
+	respPrints printStore[*responsesPrint]
+	mcp        *mcpSim // nil unless Config.MCP
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
