@@ -178,8 +178,9 @@ type OperationPromptCache struct {
 	PromptVersion string `yaml:"prompt_version"`
 	// AskProvider asks the provider for its own cache diagnostics on every
 	// call of the operation (as Groundhog-Prompt-Cache-Diagnostics:
-	// provider does per call): Anthropic diagnostics.previous_message_id,
-	// set from the previous answer of the call's chain.
+	// provider does per call): Anthropic diagnostics.previous_message_id
+	// or OpenAI Responses prompt_cache_options.comparison_response_id, set
+	// from the previous answer of the call's chain.
 	AskProvider bool `yaml:"ask_provider"`
 }
 

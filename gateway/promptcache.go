@@ -32,7 +32,8 @@ const (
 	// Request: "off" opts the call out of warm-then-fan-out.
 	hdrFanOut = "Groundhog-Fan-Out"
 	// Request: "provider" asks the provider for its own cache diagnostics
-	// (Anthropic), adding the comparison id of the chain's previous answer;
+	// (Anthropic Messages, OpenAI Responses), adding the comparison id of
+	// the chain's previous answer;
 	// "off" does not, whatever the operation's config says.
 	hdrPromptCacheDiagnostics = "Groundhog-Prompt-Cache-Diagnostics"
 )
@@ -124,9 +125,9 @@ func askProvider(opCfg bool, header string) bool {
 }
 
 // pcUpstreamHeaders adds what the stage's rewrites need on the upstream
-// request: the cache-diagnosis beta when it asked the provider.
+// request: the cache-diagnosis beta when it asked Anthropic.
 func pcUpstreamHeaders(h http.Header, c *call) {
-	if p := c.pc.pending; p != nil && p.AskedProvider && !strings.Contains(strings.Join(h.Values("Anthropic-Beta"), ","), promptcache.CacheDiagnosisBeta) {
+	if p := c.pc.pending; p != nil && p.AskedProvider && c.shape == groundhog.ShapeMessages && !strings.Contains(strings.Join(h.Values("Anthropic-Beta"), ","), promptcache.CacheDiagnosisBeta) {
 		h.Add("Anthropic-Beta", promptcache.CacheDiagnosisBeta)
 	}
 }

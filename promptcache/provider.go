@@ -106,6 +106,59 @@ func readResponsesReply(body []byte, events []groundhog.Event) Reply {
 	return r
 }
 
+// askProviderFor asks the provider of shape for its cache diagnostics
+// against the answer prev ("" when the chain has none): Anthropic Messages
+// (askProvider) and OpenAI Responses (askComparison); other shapes are
+// returned unchanged.
+func askProviderFor(shape groundhog.Shape, body []byte, prev string) ([]byte, bool) {
+	switch shape {
+	case groundhog.ShapeMessages:
+		return askProvider(body, prev)
+	case groundhog.ShapeResponses:
+		return askComparison(body, prev)
+	}
+	return body, false
+}
+
+// askComparison sets prompt_cache_options.comparison_response_id to prev
+// in a Responses body: the member is added to the client's
+// prompt_cache_options (or a new one is added as the body's last member);
+// no other byte changes. A body that already names a comparison response,
+// or whose prompt_cache_options is not an object, is left alone, and so is
+// every body when prev is empty (OpenAI compares with an earlier response
+// only; the first turn has none).
+func askComparison(body []byte, prev string) ([]byte, bool) {
+	if prev == "" {
+		return body, false
+	}
+	root := span{skipWS(body, 0), len(bytes.TrimRight(body, " \t\r\n"))}
+	if root.start >= root.end || body[root.start] != '{' {
+		return body, false
+	}
+	id, _ := json.Marshal(prev)
+	member := `"comparison_response_id":` + string(id)
+	opts := field(body, root, "prompt_cache_options")
+	var at, end int
+	var ins string
+	switch {
+	case !opts.ok():
+		a, comma := insertPoint(body, root)
+		at, end, ins = a, a, comma+`"prompt_cache_options":{`+member+`}`
+	case isNull(body, opts):
+		at, end, ins = opts.start, opts.end, `{`+member+`}`
+	case body[opts.start] != '{' || field(body, opts, "comparison_response_id").ok():
+		return body, false
+	default:
+		a, comma := insertPoint(body, opts)
+		at, end, ins = a, a, comma+member
+	}
+	out := make([]byte, 0, len(body)+len(ins))
+	out = append(out, body[:at]...)
+	out = append(out, ins...)
+	out = append(out, body[end:]...)
+	return out, true
+}
+
 // askProvider adds "diagnostics": {"previous_message_id": prev} (null when
 // prev is empty) as the last member of an Anthropic body that has none.
 func askProvider(body []byte, prev string) ([]byte, bool) {

@@ -37,3 +37,30 @@ func TestReadReply(t *testing.T) {
 		t.Errorf("no break: header %q", got)
 	}
 }
+
+// The gateway names the chain's previous answer in a Responses body's
+// prompt_cache_options, keeping every byte the client sent and any
+// comparison the client named itself.
+func TestAskComparison(t *testing.T) {
+	for _, c := range []struct {
+		name, body, prev, want string
+		asked                  bool
+	}{
+		{"no options", `{"model":"m","input":"hi"}`, "resp_1", `{"model":"m","input":"hi","prompt_cache_options":{"comparison_response_id":"resp_1"}}`, true},
+		{"options kept", `{"model":"m", "prompt_cache_options": {"mode":"explicit"} ,"input":"hi"}`, "resp_1", `{"model":"m", "prompt_cache_options": {"mode":"explicit","comparison_response_id":"resp_1"} ,"input":"hi"}`, true},
+		{"empty options", `{"prompt_cache_options":{ },"input":"hi"}`, "resp_1", `{"prompt_cache_options":{"comparison_response_id":"resp_1" },"input":"hi"}`, true},
+		{"null options", `{"prompt_cache_options":null,"input":"hi"}`, "resp_1", `{"prompt_cache_options":{"comparison_response_id":"resp_1"},"input":"hi"}`, true},
+		{"client's comparison", `{"prompt_cache_options":{"comparison_response_id":"resp_9"},"input":"hi"}`, "resp_1", `{"prompt_cache_options":{"comparison_response_id":"resp_9"},"input":"hi"}`, false},
+		{"first turn", `{"input":"hi"}`, "", `{"input":"hi"}`, false},
+		{"not an object", `{"prompt_cache_options":"x","input":"hi"}`, "resp_1", `{"prompt_cache_options":"x","input":"hi"}`, false},
+		{"trailing space", "{\"input\":\"hi\"}\n", "resp_\"1", "{\"input\":\"hi\",\"prompt_cache_options\":{\"comparison_response_id\":\"resp_\\\"1\"}}\n", true},
+	} {
+		got, asked := askProviderFor(responses, []byte(c.body), c.prev)
+		if string(got) != c.want || asked != c.asked {
+			t.Errorf("%s: %s (asked %v), want %s (%v)", c.name, got, asked, c.want, c.asked)
+		}
+	}
+	if got, asked := askProviderFor(chat, []byte(`{"messages":[]}`), "chatcmpl-1"); string(got) != `{"messages":[]}` || asked {
+		t.Errorf("chat: %s %v", got, asked)
+	}
+}

@@ -36,8 +36,8 @@ type Pending struct {
 	// Held is true when warm-then-fan-out held the call.
 	Held bool
 	// AskedProvider is true when Before asked the provider for its own
-	// cache diagnostics: the upstream request needs the anthropic-beta
-	// CacheDiagnosisBeta.
+	// cache diagnostics: an Anthropic upstream request needs the
+	// anthropic-beta CacheDiagnosisBeta.
 	AskedProvider bool
 
 	call   *Call // nil when the body could not be parsed

@@ -85,9 +85,10 @@ type Request struct {
 	// auto); App and PromptVersion name it (defaults: Operation, "v1").
 	CacheKey           bool
 	App, PromptVersion string
-	// AskProvider asks the provider for its own cache diagnostics
-	// (Anthropic: diagnostics.previous_message_id, the id of the chain's
-	// previous answer), unless the client asked itself.
+	// AskProvider asks the provider for its own cache diagnostics, naming
+	// the chain's previous answer (Anthropic: diagnostics.previous_message_id;
+	// OpenAI Responses: prompt_cache_options.comparison_response_id), unless
+	// the client asked itself.
 	AskProvider bool
 }
 
@@ -213,12 +214,8 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 	now := t.cfg.Clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if req.AskProvider && req.Shape == groundhog.ShapeMessages {
-		prev := ""
-		if el, ok := t.chains[c.chainKey]; ok {
-			prev = el.Value.(*chain).lastID
-		}
-		c.Body, c.AskedProvider = askProvider(c.Body, prev)
+	if req.AskProvider {
+		c.Body, c.AskedProvider = askProviderFor(req.Shape, c.Body, t.previousID(c))
 	}
 	if el, ok := t.chains[c.chainKey]; ok {
 		ch := el.Value.(*chain)
@@ -234,6 +231,20 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 		c.Diagnosis = Diagnosis{Diverged: len(p.Segments)}
 	}
 	return c, nil
+}
+
+// previousID returns the provider's id of the answer c is compared with:
+// the newest of c's chain, else (a new chain: the model or the cache key
+// changed) the newest of the operation's most recent chain — the same
+// earlier prompts the diagnosis compares with. t.mu must be held.
+func (t *Tracker) previousID(c *Call) string {
+	if el, ok := t.chains[c.chainKey]; ok {
+		return el.Value.(*chain).lastID
+	}
+	if ch, ok := t.byOp[c.opKey]; ok {
+		return ch.lastID
+	}
+	return ""
 }
 
 // closest returns the prompt of ch sharing the longest prefix with p.
