@@ -75,6 +75,12 @@ type LedgerEntry struct {
 	PromptCacheBreak      string
 	PromptCacheLostTokens int64
 	FanOutHeld            bool
+	// ProviderCacheReason is the provider's own verdict on the call's
+	// prompt cache when groundhog asked for it (Groundhog-Prompt-Cache-
+	// Diagnostics: provider): a miss reason as the provider names it
+	// (Anthropic system_changed, OpenAI input_changed, …), "none" or
+	// "cache_hit" when it found no divergence, "" when it was not asked.
+	ProviderCacheReason string
 }
 
 // Stage is one timed stage of a call's pipeline, for observers such as

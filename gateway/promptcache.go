@@ -185,12 +185,18 @@ func (s *Server) pcHeaders(h http.Header, c *call) {
 	}
 }
 
-// pcRow adds the stage's verdict to the ledger row of c.
+// pcRow adds the stage's verdict, and the provider's when it gave one, to
+// the ledger row of c.
 func (s *Server) pcRow(c *call, row *groundhog.LedgerEntry) {
 	row.FanOutHeld = row.FanOutHeld || c.pc.held.Load()
-	if o := c.pc.out.Load(); o != nil && o.Break {
+	o := c.pc.out.Load()
+	if o == nil {
+		return
+	}
+	if o.Break {
 		row.PromptCacheBreak, row.PromptCacheLostTokens = string(o.Cause), o.Lost
 	}
+	row.ProviderCacheReason = o.Provider
 }
 
 // PromptCacheTracker returns the break-diagnosis tracker (for a snapshot on

@@ -33,8 +33,10 @@ import (
 // nanoseconds and the four booleans as one flag byte. Version 2 follows the
 // flag byte with the prompt-cache fields (Usage.CacheWrite1hTokens,
 // PromptCacheSaved, PromptCacheBreak, PromptCacheLostTokens, and FanOutHeld
-// as a byte); version 1 records, written before those fields existed, still
-// replay, with an unknown PromptCacheSaved when they had cache tokens.
+// as a byte); version 3 adds ProviderCacheReason after them. Version 2
+// records replay with no provider verdict, and version 1 records, written
+// before the prompt-cache fields existed, with an unknown PromptCacheSaved
+// when they had cache tokens.
 //
 // Each Record appends its record with one copy into the segment's shared
 // mapping (journal_map.go) or, unmapped, one pwrite(2); concurrent calls may
@@ -49,7 +51,8 @@ const (
 	segMagic      = "GHLEDGR1"
 	segSuffix     = ".seg"
 	recHeaderSize = 8
-	recVersion    = 2
+	recVersion    = 3
+	recVersion2   = 2 // before ProviderCacheReason
 	recVersion1   = 1 // before the prompt-cache fields
 	// maxRecordSize bounds one record when reading, so a corrupt length
 	// cannot make replay allocate gigabytes.
@@ -106,6 +109,7 @@ func appendRecord(b []byte, e *groundhog.LedgerEntry) []byte {
 		held = 1
 	}
 	b = append(b, held)
+	b = appendString(b, e.ProviderCacheReason)
 	payload := b[start+recHeaderSize:]
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, crcTable))
@@ -142,7 +146,7 @@ func (r *payloadReader) str() string {
 
 // decodePayload decodes a payload written by appendRecord.
 func decodePayload(p []byte, e *groundhog.LedgerEntry) error {
-	if len(p) < 2 || (p[0] != recVersion && p[0] != recVersion1) {
+	if len(p) < 2 || (p[0] != recVersion && p[0] != recVersion2 && p[0] != recVersion1) {
 		return fmt.Errorf("%w: unknown record version", errCorrupt)
 	}
 	version := p[0]
@@ -190,10 +194,18 @@ func decodePayload(p []byte, e *groundhog.LedgerEntry) error {
 	e.PromptCacheSaved = groundhog.Money(r.varint())
 	e.PromptCacheBreak = r.str()
 	e.PromptCacheLostTokens = r.varint()
-	if r.bad || len(r.b) != 1 || r.b[0] > 1 {
+	if r.bad || len(r.b) < 1 || r.b[0] > 1 || (version == recVersion2 && len(r.b) != 1) {
 		return fmt.Errorf("%w: malformed payload", errCorrupt)
 	}
 	e.FanOutHeld = r.b[0] == 1
+	r.b = r.b[1:]
+	if version == recVersion2 {
+		return nil
+	}
+	e.ProviderCacheReason = r.str()
+	if r.bad || len(r.b) != 0 {
+		return fmt.Errorf("%w: malformed payload", errCorrupt)
+	}
 	return nil
 }
 

@@ -11,18 +11,28 @@ import (
 )
 
 // v1Record frames e as a version-1 record (before the prompt-cache fields):
-// e must have zero prompt-cache fields, whose version-2 encoding is the five
+// e must have zero prompt-cache fields, whose current encoding is the six
 // zero bytes at the end of the payload.
 func v1Record(t *testing.T, e groundhog.LedgerEntry) []byte {
+	return olderRecord(t, e, recVersion1, 6)
+}
+
+// v2Record frames e as a version-2 record (before ProviderCacheReason): e
+// must have none, whose encoding is the zero byte at the end.
+func v2Record(t *testing.T, e groundhog.LedgerEntry) []byte {
+	return olderRecord(t, e, recVersion2, 1)
+}
+
+func olderRecord(t *testing.T, e groundhog.LedgerEntry, version byte, cut int) []byte {
 	t.Helper()
 	b := appendRecord(nil, &e)
-	payload := append([]byte(nil), b[recHeaderSize:len(b)-5]...)
-	for _, c := range b[len(b)-5:] {
+	payload := append([]byte(nil), b[recHeaderSize:len(b)-cut]...)
+	for _, c := range b[len(b)-cut:] {
 		if c != 0 {
-			t.Fatalf("entry has prompt-cache fields: %x", b[len(b)-5:])
+			t.Fatalf("entry has fields version %d lacks: %x", version, b[len(b)-cut:])
 		}
 	}
-	payload[0] = recVersion1
+	payload[0] = version
 	out := make([]byte, recHeaderSize, recHeaderSize+len(payload))
 	binary.LittleEndian.PutUint32(out, uint32(len(payload)))
 	binary.LittleEndian.PutUint32(out[4:], crc32.Checksum(payload, crcTable))
@@ -44,6 +54,7 @@ func TestJournalPromptCacheFieldsRoundTrip(t *testing.T) {
 	e := testEntry(4)
 	e.Usage.CacheWrite1hTokens = 2
 	e.PromptCacheSaved, e.PromptCacheBreak, e.PromptCacheLostTokens, e.FanOutHeld = -987_654_321, "tools_reordered", 4096, true
+	e.ProviderCacheReason = "tools_changed"
 	got, err := readOne(t, appendRecord(nil, &e))
 	if err != nil {
 		t.Fatal(err)
@@ -89,5 +100,27 @@ func TestJournalVersion1StillReplays(t *testing.T) {
 	binary.LittleEndian.PutUint32(bad[4:], crc32.Checksum(payload, crcTable))
 	if _, err := readOne(t, append(bad, payload...)); err == nil {
 		t.Fatal("a version-1 record with a trailing byte was accepted")
+	}
+}
+
+// TestJournalVersion2StillReplays reads records written before the
+// provider's cache verdict was booked: no verdict, everything else kept.
+func TestJournalVersion2StillReplays(t *testing.T) {
+	e := testEntry(3)
+	e.PromptCacheSaved, e.PromptCacheBreak, e.PromptCacheLostTokens, e.FanOutHeld = 12, "ttl_gap", 900, true
+	got, err := readOne(t, v2Record(t, e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, e) {
+		t.Fatalf("\n got %+v\nwant %+v", got, e)
+	}
+	rec := v2Record(t, e)
+	payload := append(append([]byte(nil), rec[recHeaderSize:]...), 0)
+	bad := make([]byte, recHeaderSize)
+	binary.LittleEndian.PutUint32(bad, uint32(len(payload)))
+	binary.LittleEndian.PutUint32(bad[4:], crc32.Checksum(payload, crcTable))
+	if _, err := readOne(t, append(bad, payload...)); err == nil {
+		t.Fatal("a version-2 record with a trailing byte was accepted")
 	}
 }

@@ -26,6 +26,11 @@ import (
 //     Saved is groundhog.CostUnknown itself, never 0.
 //   - Breaks: the rows with a PromptCacheBreak, grouped by cause, sorted by
 //     calls (most first), then cause.
+//   - Agreement: the rows that carry the provider's own cache verdict
+//     (ProviderCacheReason), grouped by (groundhog's cause or "" for no
+//     break, the provider's reason), with their calls and the sum of their
+//     PromptCacheLostTokens; sorted by calls (most first), then cause, then
+//     reason.
 //   - FanOutHeld: rows held by warm-then-fan-out; FanOutWriteTokensAvoided:
 //     the cached-read tokens of those rows. A held call waited for a sibling
 //     to write the shared prefix and then read it, so what it read is what it
@@ -43,12 +48,42 @@ type PromptCache struct {
 	Saved                    groundhog.Money
 	UnknownCalls             int64
 	Breaks                   []PromptCacheBreak
+	Agreement                []PromptCacheAgreement
 	FanOutHeld               int64
 	FanOutWriteTokensAvoided int64
 
-	knownCalls int64           // rows with cache tokens and a known saving
-	savedSum   groundhog.Total // exact sum of the known savings
-	byCause    map[string]int  // cause → index in Breaks, while accumulating
+	knownCalls int64             // rows with cache tokens and a known saving
+	savedSum   groundhog.Total   // exact sum of the known savings
+	byCause    map[string]int    // cause → index in Breaks, while accumulating
+	byAgree    map[[2]string]int // (cause, reason) → index in Agreement, while accumulating
+}
+
+// PromptCacheAgreement is one cell of the agreement between groundhog's
+// break diagnosis and the provider's own verdict: the calls where groundhog
+// named Cause ("" when it saw no break) and the provider said
+// ProviderReason, and the prompt tokens groundhog says those breaks left
+// uncached (sum of PromptCacheLostTokens).
+type PromptCacheAgreement struct {
+	Cause          string
+	ProviderReason string
+	Calls          int64
+	LostTokens     int64
+}
+
+// addAgreement adds calls and lost tokens to the cell (cause, reason).
+func (p *PromptCache) addAgreement(cause, reason string, calls, lost int64) {
+	k := [2]string{cause, reason}
+	i, ok := p.byAgree[k]
+	if !ok {
+		if p.byAgree == nil {
+			p.byAgree = make(map[[2]string]int)
+		}
+		i = len(p.Agreement)
+		p.byAgree[k] = i
+		p.Agreement = append(p.Agreement, PromptCacheAgreement{Cause: cause, ProviderReason: reason})
+	}
+	p.Agreement[i].Calls += calls
+	p.Agreement[i].LostTokens += lost
 }
 
 // PromptCacheBreak is one cause of broken prefix reuse in a report: how many
@@ -96,6 +131,9 @@ func (p *PromptCache) add(e *groundhog.LedgerEntry) {
 		p.Breaks[i].Calls++
 		p.Breaks[i].UncachedTokens += e.PromptCacheLostTokens
 	}
+	if e.ProviderCacheReason != "" {
+		p.addAgreement(e.PromptCacheBreak, e.ProviderCacheReason, 1, e.PromptCacheLostTokens)
+	}
 }
 
 // finish fills the derived figures and drops the accumulation state.
@@ -123,7 +161,20 @@ func (p PromptCache) finish() PromptCache {
 			return p.Breaks[i].Cause < p.Breaks[j].Cause
 		})
 	}
-	p.knownCalls, p.byCause = 0, nil
+	if p.Agreement != nil {
+		p.Agreement = append([]PromptCacheAgreement(nil), p.Agreement...)
+		sort.Slice(p.Agreement, func(i, j int) bool {
+			a, b := p.Agreement[i], p.Agreement[j]
+			if a.Calls != b.Calls {
+				return a.Calls > b.Calls
+			}
+			if a.Cause != b.Cause {
+				return a.Cause < b.Cause
+			}
+			return a.ProviderReason < b.ProviderReason
+		})
+	}
+	p.knownCalls, p.byCause, p.byAgree = 0, nil, nil
 	return p
 }
 

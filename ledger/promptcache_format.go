@@ -31,6 +31,7 @@ type jsonPromptCache struct {
 	Saved                    usd                    `json:"prompt_cache_saved_usd"`
 	UnknownCalls             int64                  `json:"prompt_cache_unknown_calls"`
 	Breaks                   []jsonPromptCacheBreak `json:"prompt_cache_breaks"`
+	Agreement                []jsonAgreement        `json:"prompt_cache_agreement"`
 	FanOutHeld               int64                  `json:"fan_out_held"`
 	FanOutWriteTokensAvoided int64                  `json:"fan_out_write_tokens_avoided"`
 }
@@ -42,17 +43,31 @@ type jsonPromptCacheBreak struct {
 	UncachedTokens     int64  `json:"uncached_tokens"`
 }
 
-// toJSONPromptCache renders p; prompt_cache_saved_usd is null when unknown
-// and prompt_cache_breaks is [] (not null) without breaks.
+// jsonAgreement is one cell of the agreement with the provider's verdict;
+// cause is "" where groundhog saw no break.
+type jsonAgreement struct {
+	Cause          string `json:"cause"`
+	ProviderReason string `json:"provider_reason"`
+	Calls          int64  `json:"calls"`
+	LostTokens     int64  `json:"lost_tokens"`
+}
+
+// toJSONPromptCache renders p; prompt_cache_saved_usd is null when unknown,
+// and prompt_cache_breaks and prompt_cache_agreement are [] (not null) when
+// empty.
 func toJSONPromptCache(p PromptCache) jsonPromptCache {
 	j := jsonPromptCache{
 		CachedReadTokens: p.CachedReadTokens, CacheWriteTokens: p.CacheWriteTokens, CacheWrite1hTokens: p.CacheWrite1hTokens,
 		UncachedInputTokens: p.UncachedInputTokens, HitRatio: share(p.HitRatio), Saved: usd(p.Saved),
 		UnknownCalls: p.UnknownCalls, Breaks: make([]jsonPromptCacheBreak, 0, len(p.Breaks)),
+		Agreement:  make([]jsonAgreement, 0, len(p.Agreement)),
 		FanOutHeld: p.FanOutHeld, FanOutWriteTokensAvoided: p.FanOutWriteTokensAvoided,
 	}
 	for _, b := range p.Breaks {
 		j.Breaks = append(j.Breaks, jsonPromptCacheBreak(b))
+	}
+	for _, a := range p.Agreement {
+		j.Agreement = append(j.Agreement, jsonAgreement(a))
 	}
 	return j
 }
@@ -114,14 +129,37 @@ func (r *Report) writePromptCacheTable(buf *bytes.Buffer) error {
 	if n := r.Total.PromptCache.UnknownCalls; n > 0 {
 		fmt.Fprintf(buf, "\nnote: %d call(s) used the prompt cache with a model not in the price table; their saving is unknown and left out of net_saved.\n", n)
 	}
-	if len(r.Total.PromptCache.Breaks) == 0 {
+	if len(r.Total.PromptCache.Breaks) > 0 {
+		fmt.Fprintf(buf, "\nprompt-cache breaks by cause\n\n")
+		tw = tabwriter.NewWriter(buf, 0, 0, 2, ' ', 0)
+		fmt.Fprint(tw, "cause\tcalls\tuncached_tokens\texample_request_hash\n")
+		for _, b := range r.Total.PromptCache.Breaks {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", b.Cause, b.Calls, b.UncachedTokens, b.ExampleRequestHash)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return r.writeAgreementTable(buf)
+}
+
+// writeAgreementTable appends the agreement between groundhog's causes and
+// the provider's own verdicts (calls that asked the provider), nothing when
+// no call did.
+func (r *Report) writeAgreementTable(buf *bytes.Buffer) error {
+	ag := r.Total.PromptCache.Agreement
+	if len(ag) == 0 {
 		return nil
 	}
-	fmt.Fprintf(buf, "\nprompt-cache breaks by cause\n\n")
-	tw = tabwriter.NewWriter(buf, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "cause\tcalls\tuncached_tokens\texample_request_hash\n")
-	for _, b := range r.Total.PromptCache.Breaks {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", b.Cause, b.Calls, b.UncachedTokens, b.ExampleRequestHash)
+	fmt.Fprintf(buf, "\nprompt-cache verdicts: groundhog and the provider\n\n")
+	tw := tabwriter.NewWriter(buf, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "groundhog_cause\tprovider_reason\tcalls\tlost_tokens\n")
+	for _, a := range ag {
+		cause := a.Cause
+		if cause == "" {
+			cause = "(no break)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", cause, a.ProviderReason, a.Calls, a.LostTokens)
 	}
 	return tw.Flush()
 }

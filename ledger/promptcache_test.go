@@ -215,3 +215,86 @@ func TestAnalyzePromptCache(t *testing.T) {
 		}
 	}
 }
+
+// The report puts groundhog's causes beside the provider's own verdicts:
+// one cell per (cause, provider reason) over the calls that asked the
+// provider, with their calls and lost tokens, in the JSON and in the
+// terminal table; a day rolled up gives the same cells.
+func TestReportPromptCacheAgreement(t *testing.T) {
+	u := groundhog.Usage{InputTokens: 3000, CachedInputTokens: 1024}
+	rows := []groundhog.LedgerEntry{
+		pcRow(0, "agent", "sim-small", u),
+		pcRow(1, "agent", "sim-small", u),
+		pcRow(2, "agent", "sim-small", u),
+		pcRow(3, "agent", "sim-small", u),
+		pcRow(4, "other", "sim-small", u),
+		pcRow(5, "other", "sim-small", u), // did not ask the provider
+	}
+	rows[0].ProviderCacheReason = "cache_hit"
+	rows[1].PromptCacheBreak, rows[1].PromptCacheLostTokens, rows[1].ProviderCacheReason = "tools_changed", 2000, "tools_changed"
+	rows[2].PromptCacheBreak, rows[2].PromptCacheLostTokens, rows[2].ProviderCacheReason = "volatile_in_prefix", 1500, "input_changed"
+	rows[3].ProviderCacheReason = "input_changed" // the provider saw a change, nothing reusable was lost
+	rows[4].PromptCacheBreak, rows[4].PromptCacheLostTokens, rows[4].ProviderCacheReason = "tools_changed", 1000, "tools_changed"
+	rows[5].PromptCacheBreak, rows[5].PromptCacheLostTokens = "ttl_gap", 700
+	acc := NewAccumulator("")
+	for i := range rows {
+		acc.Add(&rows[i])
+	}
+	rep := acc.Report("2025-03-14")
+	want := []PromptCacheAgreement{
+		{Cause: "tools_changed", ProviderReason: "tools_changed", Calls: 2, LostTokens: 3000},
+		{Cause: "", ProviderReason: "cache_hit", Calls: 1},
+		{Cause: "", ProviderReason: "input_changed", Calls: 1},
+		{Cause: "volatile_in_prefix", ProviderReason: "input_changed", Calls: 1, LostTokens: 1500},
+	}
+	if got := rep.Total.PromptCache.Agreement; !reflect.DeepEqual(got, want) {
+		t.Errorf("agreement\n got %+v\nwant %+v", got, want)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteTable(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(text.String())
+	for _, line := range []string{
+		"groundhog_cause     provider_reason  calls  lost_tokens",
+		"tools_changed       tools_changed    2      3000",
+		"(no break)          input_changed    1      0",
+		"volatile_in_prefix  input_changed    1      1500",
+	} {
+		if !strings.Contains(text.String(), line) {
+			t.Errorf("the table lacks %q", line)
+		}
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Total struct {
+			Agreement []map[string]any `json:"prompt_cache_agreement"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Total.Agreement) != 4 || doc.Total.Agreement[0]["cause"] != "tools_changed" ||
+		doc.Total.Agreement[0]["provider_reason"] != "tools_changed" || doc.Total.Agreement[0]["calls"] != 2.0 ||
+		doc.Total.Agreement[0]["lost_tokens"] != 3000.0 || doc.Total.Agreement[1]["cause"] != "" {
+		t.Errorf("JSON agreement %v", doc.Total.Agreement)
+	}
+	// From a rollup of the same day.
+	ru := &Rollup{Agreement: []RollupAgreement{
+		{Tenant: "t", Operation: "agent", Cause: "tools_changed", ProviderReason: "tools_changed", Calls: 1, LostTokens: 2000},
+		{Tenant: "t", Operation: "agent", ProviderReason: "cache_hit", Calls: 1},
+		{Tenant: "t", Operation: "agent", Cause: "volatile_in_prefix", ProviderReason: "input_changed", Calls: 1, LostTokens: 1500},
+		{Tenant: "t", Operation: "agent", ProviderReason: "input_changed", Calls: 1},
+		{Tenant: "t", Operation: "other", Cause: "tools_changed", ProviderReason: "tools_changed", Calls: 1, LostTokens: 1000},
+	}, Counts: []RollupCounts{{Tenant: "t", Operation: "agent", Calls: 4}, {Tenant: "t", Operation: "other", Calls: 2}}}
+	rr, err := ru.Report("2025-03-14", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rr.Total.PromptCache.Agreement; !reflect.DeepEqual(got, want) {
+		t.Errorf("rollup agreement\n got %+v\nwant %+v", got, want)
+	}
+}

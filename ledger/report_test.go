@@ -301,7 +301,7 @@ func TestOutputs(t *testing.T) {
 			t.Fatalf("top-level keys = %s", got)
 		}
 		rowKeys := "calls,concurrent_identical,distinct,projected_30d_usd,repeat_cost_usd,repeat_share,repeats,replayed,saved_usd,shadow_saved_usd,spend_usd,upstream_calls,cache_hits,coalesced" +
-			",cached_read_tokens,cache_write_tokens,cache_write_1h_tokens,uncached_input_tokens,prompt_cache_hit_ratio,prompt_cache_saved_usd,prompt_cache_unknown_calls,prompt_cache_breaks,fan_out_held,fan_out_write_tokens_avoided"
+			",cached_read_tokens,cache_write_tokens,cache_write_1h_tokens,uncached_input_tokens,prompt_cache_hit_ratio,prompt_cache_saved_usd,prompt_cache_unknown_calls,prompt_cache_breaks,prompt_cache_agreement,fan_out_held,fan_out_write_tokens_avoided"
 		want := sortKeyList(rowKeys)
 		var total map[string]json.RawMessage
 		json.Unmarshal(doc["total"], &total)

@@ -30,10 +30,13 @@ var ErrNoRollup = errors.New("ledger: store keeps no rollups")
 
 // Rollup is what a store keeps of one UTC day for the report: the
 // order-independent sums of the day's rows per (tenant, operation), and the
-// prompt-cache breaks per (tenant, operation, cause).
+// prompt-cache breaks per (tenant, operation, cause), and the agreement
+// with the provider's cache verdicts per (tenant, operation, cause,
+// provider reason).
 type Rollup struct {
-	Counts []RollupCounts
-	Breaks []RollupBreak
+	Counts    []RollupCounts
+	Breaks    []RollupBreak
+	Agreement []RollupAgreement
 }
 
 // RollupCounts are the sums over the rows of one (tenant, operation) of a
@@ -83,6 +86,15 @@ type RollupBreak struct {
 	FirstTime                time.Time
 	FirstID                  string
 	FirstRequestHash         string
+}
+
+// RollupAgreement is one cell of the agreement between groundhog's cause
+// ("" for no break) and the provider's own verdict, for one (tenant,
+// operation) of a UTC day: its calls and the sum of their
+// PromptCacheLostTokens.
+type RollupAgreement struct {
+	Tenant, Operation, Cause, ProviderReason string
+	Calls, LostTokens                        int64
 }
 
 // utcDay reports whether the report day of p is a UTC day (midnight to
@@ -201,6 +213,14 @@ func (ru *Rollup) Report(day, operation string) (*Report, error) {
 		}
 		get(b.Operation).addBreak(b)
 		total.addBreak(b)
+	}
+	for i := range ru.Agreement {
+		a := &ru.Agreement[i]
+		if operation != "" && a.Operation != operation {
+			continue
+		}
+		get(a.Operation).row.PromptCache.addAgreement(a.Cause, a.ProviderReason, a.Calls, a.LostTokens)
+		total.row.PromptCache.addAgreement(a.Cause, a.ProviderReason, a.Calls, a.LostTokens)
 	}
 	rep := &Report{Day: day, Operations: []Row{}}
 	for _, s := range ops {

@@ -117,6 +117,7 @@ func (w *blockEncoder) add(e *groundhog.LedgerEntry) {
 	text(e.PromptCacheBreak, p.PromptCacheBreak)
 	num(e.PromptCacheLostTokens, p.PromptCacheLostTokens)
 	num(int64(boolInt(e.FanOutHeld)), int64(boolInt(p.FanOutHeld)))
+	text(e.ProviderCacheReason, p.ProviderCacheReason)
 	if n := len(r) - start - 1; n < 0x80 {
 		r[start] = byte(n)
 	} else {

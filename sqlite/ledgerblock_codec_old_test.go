@@ -96,6 +96,7 @@ func (w *blockEncoderOld) add(e *groundhog.LedgerEntry) {
 	text(e.PromptCacheBreak, p.PromptCacheBreak)
 	num(e.PromptCacheLostTokens, p.PromptCacheLostTokens)
 	num(int64(boolInt(e.FanOutHeld)), int64(boolInt(p.FanOutHeld)))
+	text(e.ProviderCacheReason, p.ProviderCacheReason)
 	w.row = r
 	w.out = binary.AppendUvarint(w.out, uint64(len(r)))
 	w.out = append(w.out, r...)
@@ -148,7 +149,7 @@ func randEntry(rng *rand.Rand, t0 time.Time) groundhog.LedgerEntry {
 		Latency: time.Duration(num()), Attempt: int(num()),
 		InFlight: rng.IntN(2) == 0, CacheOn: rng.IntN(2) == 0, Idempotent: rng.IntN(2) == 0, Stream: rng.IntN(2) == 0,
 		PromptCacheSaved: groundhog.Money(num()), PromptCacheBreak: pick("", "system", long),
-		PromptCacheLostTokens: num(), FanOutHeld: rng.IntN(2) == 0,
+		PromptCacheLostTokens: num(), FanOutHeld: rng.IntN(2) == 0, ProviderCacheReason: pick("", "input_changed", long),
 	}
 }
 

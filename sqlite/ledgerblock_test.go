@@ -47,6 +47,7 @@ func TestBlockCodecRoundTrip(t *testing.T) {
 		e.Status, e.Usage, e.Cost, e.Saved, e.FullCost = 499, groundhog.Usage{InputTokens: 1, CachedInputTokens: 2, CacheWriteTokens: 3, OutputTokens: 4, CacheWrite1hTokens: 5}, -1, 1<<62, math.MinInt64
 		e.Latency, e.Attempt, e.InFlight, e.CacheOn, e.Idempotent, e.Stream = time.Second, 9, true, true, true, true
 		e.PromptCacheSaved, e.PromptCacheBreak, e.PromptCacheLostTokens, e.FanOutHeld = -3, "ttl_gap", 77, true
+		e.ProviderCacheReason = "system_changed"
 	})
 	add(func(e *groundhog.LedgerEntry) { e.ID = "04" }) // everything else the same
 	add(func(e *groundhog.LedgerEntry) {

@@ -39,13 +39,16 @@ func appendPackedLedger(b []byte, e *groundhog.LedgerEntry) []byte {
 	b = packInt(b, int64(e.PromptCacheSaved))
 	b = packText(b, e.PromptCacheBreak)
 	b = packInt(b, e.PromptCacheLostTokens)
-	return packInt(b, int64(boolInt(e.FanOutHeld)))
+	b = packInt(b, int64(boolInt(e.FanOutHeld)))
+	// The provider's cache verdict, after them (a row packed before it
+	// ends at FanOutHeld).
+	return packText(b, e.ProviderCacheReason)
 }
 
 // packedLedgerSize bounds the packed size of e, to size a buffer once.
 func packedLedgerSize(e *groundhog.LedgerEntry) int {
 	return len(e.ID) + len(e.Tenant) + len(e.Operation) + len(e.RequestHash) + len(e.Shape) + len(e.Model) +
-		len(e.Provider) + len(e.Outcome) + len(e.PromptCacheBreak) + 28*(1+binary.MaxVarintLen64)
+		len(e.Provider) + len(e.Outcome) + len(e.PromptCacheBreak) + len(e.ProviderCacheReason) + 29*(1+binary.MaxVarintLen64)
 }
 
 func packInt(b []byte, v int64) []byte {

@@ -23,7 +23,7 @@ func TestAppendPackedLedgerMatchesPackLedgerRow(t *testing.T) {
 			Usage: groundhog.Usage{InputTokens: 1 << 40, CachedInputTokens: 2, CacheWriteTokens: 3, OutputTokens: 4, CacheWrite1hTokens: 5},
 			Cost:  groundhog.CostUnknown, Saved: -6, FullCost: 1 << 62, Latency: 8 * time.Millisecond, Attempt: 3,
 			InFlight: true, Stream: true, PromptCacheSaved: groundhog.CostUnknown, PromptCacheBreak: "ttl_gap",
-			PromptCacheLostTokens: 977, FanOutHeld: true},
+			PromptCacheLostTokens: 977, FanOutHeld: true, ProviderCacheReason: "tools_changed"},
 		{ID: "x", Time: time.Unix(0, -1), CacheOn: true, Idempotent: true, Model: string(bytes.Repeat([]byte("m"), 300))},
 	}
 	for i := range entries {
@@ -34,7 +34,7 @@ func TestAppendPackedLedgerMatchesPackLedgerRow(t *testing.T) {
 			int64(e.Cost), int64(e.Saved), int64(e.FullCost), int64(e.Latency), int64(e.Attempt),
 			int64(boolInt(e.InFlight)), int64(boolInt(e.CacheOn)), int64(boolInt(e.Idempotent)), int64(boolInt(e.Stream)),
 			e.Usage.CacheWrite1hTokens, int64(e.PromptCacheSaved), e.PromptCacheBreak, e.PromptCacheLostTokens,
-			int64(boolInt(e.FanOutHeld))})
+			int64(boolInt(e.FanOutHeld)), e.ProviderCacheReason})
 		if err != nil {
 			t.Fatal(err)
 		}

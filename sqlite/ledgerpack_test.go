@@ -49,6 +49,7 @@ func TestLegacyPackedRowsStillRead(t *testing.T) {
 	fresh.ID, fresh.Time = "c-new", t0.Add(2*time.Second)
 	fresh.Usage = groundhog.Usage{InputTokens: 3000, CachedInputTokens: 1024, CacheWriteTokens: 1500, CacheWrite1hTokens: 1000, OutputTokens: 2}
 	fresh.PromptCacheSaved, fresh.PromptCacheBreak, fresh.PromptCacheLostTokens, fresh.FanOutHeld = -123456, "ttl_gap", 977, true
+	fresh.ProviderCacheReason = "input_changed"
 	if err := db.AppendLedger(ctx, []groundhog.LedgerEntry{fresh}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +69,36 @@ func TestLegacyPackedRowsStillRead(t *testing.T) {
 		if got[i] != want {
 			t.Errorf("row %d:\n got %+v\nwant %+v", i, got[i], want)
 		}
+	}
+}
+
+// TestPackedRowsBeforeProviderReasonStillRead reads a row packed with the
+// prompt-cache fields but before the provider's cache verdict was booked:
+// every field back, no verdict.
+func TestPackedRowsBeforeProviderReasonStillRead(t *testing.T) {
+	e := groundhog.LedgerEntry{ID: "a", Time: time.Unix(1_700_000_000, 0).UTC(), Tenant: "t", Operation: "op", Model: "m",
+		Usage: groundhog.Usage{InputTokens: 3000, CachedInputTokens: 1024}, PromptCacheSaved: 55, PromptCacheBreak: "ttl_gap",
+		PromptCacheLostTokens: 900, FanOutHeld: true}
+	b, err := packLedgerRow([]driver.Value{e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, e.RequestHash, string(e.Shape),
+		e.Model, e.Provider, string(e.Outcome), int64(e.Status),
+		e.Usage.InputTokens, e.Usage.CachedInputTokens, e.Usage.CacheWriteTokens, e.Usage.OutputTokens,
+		int64(e.Cost), int64(e.Saved), int64(e.FullCost), int64(e.Latency), int64(e.Attempt),
+		int64(boolInt(e.InFlight)), int64(boolInt(e.CacheOn)), int64(boolInt(e.Idempotent)), int64(boolInt(e.Stream)),
+		e.Usage.CacheWrite1hTokens, int64(e.PromptCacheSaved), e.PromptCacheBreak, e.PromptCacheLostTokens,
+		int64(boolInt(e.FanOutHeld))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u ledgerUnpacker
+	got := groundhog.LedgerEntry{ProviderCacheReason: "stale"}
+	if err := u.unpack(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != e {
+		t.Fatalf("\n got %+v\nwant %+v", got, e)
+	}
+	e.ProviderCacheReason = "tools_changed"
+	if err := u.unpack(packLedger(&e), &got); err != nil || got != e {
+		t.Fatalf("with a verdict: %+v (%v)", got, err)
 	}
 }
