@@ -17,7 +17,8 @@ import (
 const ledgerColumns = `id, time, tenant, operation, request_hash, shape, model, provider, outcome, status,
 	input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, cost, saved, full_cost,
 	latency, attempt, in_flight, cache_on, idempotent, stream,
-	cache_write_1h_tokens, prompt_cache_saved, prompt_cache_break, prompt_cache_lost_tokens, fan_out_held`
+	cache_write_1h_tokens, prompt_cache_saved, prompt_cache_break, prompt_cache_lost_tokens, fan_out_held,
+	provider_cache_reason`
 
 // qAppendLedger inserts a whole chunk of rows as one statement: each column
 // arrives as one array parameter and unnest turns them back into rows, so
@@ -30,7 +31,7 @@ const qAppendLedger = `INSERT INTO ledger (` + ledgerColumns + `)
 		$8::text[], $9::text[], $10::integer[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
 		$15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::integer[], $20::boolean[],
 		$21::boolean[], $22::boolean[], $23::boolean[],
-		$24::bigint[], $25::bigint[], $26::text[], $27::bigint[], $28::boolean[])
+		$24::bigint[], $25::bigint[], $26::text[], $27::bigint[], $28::boolean[], $29::text[])
 	ON CONFLICT (time, id) DO NOTHING`
 
 // ledgerChunk bounds the rows of one statement (and the memory of its
@@ -97,7 +98,7 @@ func (db *DB) appendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	return nil
 }
 
-// ledgerArrays turns rows into the 28 column arrays of qAppendLedger.
+// ledgerArrays turns rows into the 29 column arrays of qAppendLedger.
 func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 	n := len(rows)
 	strs := func() []string { return make([]string, n) }
@@ -108,7 +109,7 @@ func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 	t, in, cached, write, out, cost, saved, full, lat := ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints()
 	status, attempt := i32s(), i32s()
 	inFlight, cacheOn, idem, stream := bools(), bools(), bools(), bools()
-	write1h, pcSaved, pcBreak, pcLost, held := ints(), ints(), strs(), ints(), bools()
+	write1h, pcSaved, pcBreak, pcLost, held, reason := ints(), ints(), strs(), ints(), bools(), strs()
 	for i := range rows {
 		e := &rows[i]
 		id[i], t[i], tenant[i], op[i], hash[i] = e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, e.RequestHash
@@ -118,11 +119,11 @@ func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 		cost[i], saved[i], full[i], lat[i] = int64(e.Cost), int64(e.Saved), int64(e.FullCost), int64(e.Latency)
 		inFlight[i], cacheOn[i], idem[i], stream[i] = e.InFlight, e.CacheOn, e.Idempotent, e.Stream
 		write1h[i], pcSaved[i], pcBreak[i] = e.Usage.CacheWrite1hTokens, int64(e.PromptCacheSaved), e.PromptCacheBreak
-		pcLost[i], held[i] = e.PromptCacheLostTokens, e.FanOutHeld
+		pcLost[i], held[i], reason[i] = e.PromptCacheLostTokens, e.FanOutHeld, e.ProviderCacheReason
 	}
 	return []any{id, t, tenant, op, hash, shape, model, provider, outcome, status,
 		in, cached, write, out, cost, saved, full, lat, attempt, inFlight, cacheOn, idem, stream,
-		write1h, pcSaved, pcBreak, pcLost, held}
+		write1h, pcSaved, pcBreak, pcLost, held, reason}
 }
 
 // ScanLedger calls fn for every row matching f in (Time, ID) order and
@@ -153,7 +154,8 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 		if err := rows.Scan(&e.ID, &t, &e.Tenant, &e.Operation, &e.RequestHash, &shape, &e.Model, &e.Provider, &outcome, &status,
 			&e.Usage.InputTokens, &e.Usage.CachedInputTokens, &e.Usage.CacheWriteTokens, &e.Usage.OutputTokens,
 			&cost, &saved, &full, &latency, &attempt, &e.InFlight, &e.CacheOn, &e.Idempotent, &e.Stream,
-			&e.Usage.CacheWrite1hTokens, &pcSaved, &e.PromptCacheBreak, &e.PromptCacheLostTokens, &e.FanOutHeld); err != nil {
+			&e.Usage.CacheWrite1hTokens, &pcSaved, &e.PromptCacheBreak, &e.PromptCacheLostTokens, &e.FanOutHeld,
+			&e.ProviderCacheReason); err != nil {
 			return mapErr(fmt.Errorf("postgres: scan ledger: %w", err))
 		}
 		e.Time = time.Unix(0, t).UTC()

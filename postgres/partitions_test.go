@@ -99,8 +99,8 @@ func TestMigrationPartitionsExistingLedger(t *testing.T) {
 	rows := benchRows("old-", 300, day0.Add(-oneD/2), 10*time.Minute) // ~2 days from noon on day -1
 	rows = append(rows, benchRows("epoch-", 2, time.Unix(0, -1).UTC(), time.Nanosecond)...)
 	rows[7].PromptCacheBreak, rows[7].PromptCacheSaved, rows[7].FanOutHeld = "ttl_gap", -5, true
-	insert := strings.Replace(qAppendLedger, "ON CONFLICT (time, id) DO NOTHING", "", 1)
-	if _, err := conn.Exec(ctx, insert, ledgerArrays(rows)...); err != nil {
+	insert, args := insertBefore0006(rows)
+	if _, err := conn.Exec(ctx, insert, args...); err != nil {
 		t.Fatalf("fill the unpartitioned ledger: %v", err)
 	}
 	var kind string

@@ -207,7 +207,10 @@ func (db *DB) migrate(ctx context.Context) (err error) {
 // migrationAfter holds the Go part of a migration, run after its SQL in
 // its transaction.
 var migrationAfter = map[int]func(context.Context, pgx.Tx) error{
-	5: migrateRollups, // backfill the ledger rollups of the existing days
+	// The rollups of the existing days are built once the schema they
+	// read and fill is complete: after 0006 (a store opened at 0005 has
+	// them rebuilt, a one-time read of the ledger).
+	6: migrateRollups,
 }
 
 func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {

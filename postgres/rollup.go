@@ -15,10 +15,10 @@ import (
 	"github.com/groundhog-ai/groundhog/ledger"
 )
 
-// Daily rollups of the ledger (migration 0005), kept by AppendLedger in the
-// transaction that inserts the rows, so a day's report reads
+// Daily rollups of the ledger (migrations 0005, 0006), kept by AppendLedger
+// in the transaction that inserts the rows, so a day's report reads
 // O(tenants × operations) rows instead of the day's rows
-// (ledger.Aggregator). Three tables, list-partitioned by UTC day number
+// (ledger.Aggregator). Four tables, list-partitioned by UTC day number
 // (dayOf) like the ledger, created and dropped with the day's ledger
 // partition:
 //
@@ -33,6 +33,9 @@ import (
 //     overflowing).
 //   - ledger_rollup_break: per (day, tenant, operation, prompt-cache break
 //     cause), its calls, lost tokens and first row (time, id, hash).
+//   - ledger_rollup_agreement (migration 0006): per (day, tenant,
+//     operation, break cause or '', provider_cache_reason) of the rows that
+//     carry the provider's verdict, their calls and lost tokens.
 //
 // Only rows actually inserted are rolled up (a replayed row is skipped by
 // the insert's ON CONFLICT, so it counts once). A row earlier than the
@@ -105,7 +108,7 @@ r AS (
 		ELSE time / 86400000000000 - 1 END AS day,
 		id COLLATE "C" AS id, time, tenant, operation, request_hash, outcome, cost, saved, full_cost, attempt,
 		in_flight, cache_on, input_tokens, cached_input_tokens, cache_write_tokens, cache_write_1h_tokens,
-		prompt_cache_saved, prompt_cache_break, prompt_cache_lost_tokens, fan_out_held,
+		prompt_cache_saved, prompt_cache_break, prompt_cache_lost_tokens, fan_out_held, provider_cache_reason,
 		CASE WHEN full_cost >= 0 THEN full_cost ELSE 0 END AS fk,
 		CASE WHEN full_cost >= 0 AND NOT cache_on AND outcome NOT IN ('cache_hit', 'coalesced', 'replayed')
 			THEN full_cost ELSE 0 END AS sh
@@ -192,6 +195,13 @@ upd_counts AS (
 	}
 	b.WriteString(`
 ),
+upd_agree AS (
+	INSERT INTO ledger_rollup_agreement AS a (day, tenant, operation, cause, provider_reason, calls, lost_tokens)
+	SELECT day, tenant, operation, prompt_cache_break, provider_cache_reason, count(*), sum(prompt_cache_lost_tokens)
+	FROM r WHERE provider_cache_reason <> '' GROUP BY 1, 2, 3, 4, 5
+	ON CONFLICT (day, tenant, operation, cause, provider_reason) DO UPDATE SET calls = a.calls + excluded.calls,
+		lost_tokens = a.lost_tokens + excluded.lost_tokens
+),
 brk AS (
 	SELECT day, tenant, operation, cause, n.calls, n.lost, f.time, f.id, f.request_hash
 	FROM (SELECT day, tenant, operation, prompt_cache_break AS cause, count(*) AS calls,
@@ -221,9 +231,9 @@ func rollupCols() []string {
 	return cols
 }
 
-// qAppendRollup inserts a chunk of rows (qAppendLedger's parameters, $29:
+// qAppendRollup inserts a chunk of rows (qAppendLedger's parameters, $30:
 // their days) and rolls up those actually inserted.
-var qAppendRollup = rollupStatement(strings.Replace(qAppendLedger, "DO NOTHING", "DO NOTHING RETURNING *", 1), "$29::bigint[]")
+var qAppendRollup = rollupStatement(strings.Replace(qAppendLedger, "DO NOTHING", "DO NOTHING RETURNING *", 1), "$30::bigint[]")
 
 // qRebuildRollup rolls up the stored rows of day [$1, $2) ($3: that day).
 var qRebuildRollup = rollupStatement("SELECT * FROM ledger WHERE time >= $1 AND time < $2", "$3::bigint[]")
@@ -270,7 +280,7 @@ func tenantLockKey(day int64, tenant string) int32 {
 
 // rollupPartitionTables are the rollup tables; partition of day d:
 // <table>_pYYYYMMDD.
-var rollupPartitionTables = []string{"ledger_rollup", "ledger_rollup_hash", "ledger_rollup_break"}
+var rollupPartitionTables = []string{"ledger_rollup", "ledger_rollup_hash", "ledger_rollup_break", "ledger_rollup_agreement"}
 
 // createRollupPartitions creates the rollup partitions of day d (those
 // missing).
@@ -357,8 +367,10 @@ func rebuildRollupDay(ctx context.Context, tx pgx.Tx, d int64) error {
 	return err
 }
 
-// migrateRollups is migration 0005's backfill, in its transaction: the
-// rollup partitions of every ledger day, filled from the day's rows.
+// migrateRollups is the rollups' backfill, in its migration's transaction:
+// the rollup partitions of every ledger day, filled from the day's rows. It
+// runs after migration 0006, whose column and table the rollups read and
+// fill (postgres.go, migrationAfter).
 func migrateRollups(ctx context.Context, tx pgx.Tx) error {
 	days, err := ledgerPartitionDays(ctx, tx)
 	if err != nil {
@@ -482,6 +494,31 @@ func readRollup(ctx context.Context, tx pgx.Tx, d int64, tenant string, pending 
 		}
 		b.UncachedTokens, b.FirstTime = wrapInt64(n), time.Unix(0, t).UTC()
 		ru.Breaks = append(ru.Breaks, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	rows, err = tx.Query(ctx, `SELECT tenant, operation, cause, provider_reason, calls, lost_tokens::text
+		FROM ledger_rollup_agreement WHERE day = $1 AND ($2 = '' OR tenant = $2)`, d, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			a    ledger.RollupAgreement
+			lost string
+		)
+		if err := rows.Scan(&a.Tenant, &a.Operation, &a.Cause, &a.ProviderReason, &a.Calls, &lost); err != nil {
+			return nil, err
+		}
+		n, err := parseNumeric(lost)
+		if err != nil {
+			return nil, err
+		}
+		a.LostTokens = wrapInt64(n)
+		ru.Agreement = append(ru.Agreement, a)
 	}
 	return ru, rows.Err()
 }

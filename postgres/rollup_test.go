@@ -80,6 +80,9 @@ func randomLedger(rng *rand.Rand, prefix string, n int) []groundhog.LedgerEntry 
 			e.PromptCacheLostTokens = rng.Int64N(4000)
 		}
 		e.FanOutHeld = rng.IntN(6) == 0
+		if rng.IntN(3) == 0 {
+			e.ProviderCacheReason = []string{"cache_hit", "input_changed", "tools_changed"}[rng.IntN(3)]
+		}
 		rows[i] = e
 	}
 	return rows
@@ -308,8 +311,11 @@ func TestMigrationBackfillsRollups(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 3))
 	rows := randomLedger(rng, "m", 600)
-	insert := strings.Replace(qAppendLedger, "ON CONFLICT (time, id) DO NOTHING", "", 1)
-	if _, err := conn.Exec(ctx, insert, ledgerArrays(rows)...); err != nil {
+	for i := range rows {
+		rows[i].ProviderCacheReason = "" // no such column before 0006
+	}
+	insert, args := insertBefore0006(rows)
+	if _, err := conn.Exec(ctx, insert, args...); err != nil {
 		t.Fatalf("fill the old ledger: %v", err)
 	}
 	db, err := Open(ctx, u)

@@ -50,6 +50,7 @@ func ledgerRow(id string, when time.Time) groundhog.LedgerEntry {
 		PromptCacheBreak:      "volatile_in_prefix",
 		PromptCacheLostTokens: 2_047,
 		FanOutHeld:            true,
+		ProviderCacheReason:   "input_changed",
 	}
 }
 
