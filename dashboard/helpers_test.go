@@ -330,6 +330,27 @@ func displayed(t testing.TB, field, value string, card bool) string {
 			return "none"
 		}
 		return strings.Join(parts, ", ")
+	case field == "prompt_cache_agreement":
+		var as []struct {
+			Cause  string `json:"cause"`
+			Reason string `json:"provider_reason"`
+			Calls  int64  `json:"calls"`
+		}
+		if err := json.Unmarshal([]byte(value), &as); err != nil {
+			t.Fatalf("prompt_cache_agreement %q: %v", value, err)
+		}
+		var parts []string
+		for _, a := range as {
+			cause := a.Cause
+			if cause == "" {
+				cause = "-"
+			}
+			parts = append(parts, fmt.Sprintf("%s / %s ×%d", cause, a.Reason, a.Calls))
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
 	case value == "null":
 		return "unknown" // an unknown amount, never shown as 0
 	case strings.HasSuffix(field, "_usd"):
@@ -351,7 +372,7 @@ func zeroOf(field string) string {
 	switch {
 	case field == "repeat_share" || field == "prompt_cache_hit_ratio":
 		return "0.0000"
-	case field == "prompt_cache_breaks":
+	case field == "prompt_cache_breaks" || field == "prompt_cache_agreement":
 		return "[]"
 	case strings.HasSuffix(field, "_usd"):
 		return "0.000000"

@@ -26,6 +26,7 @@ var promptCacheColumns = []column{
 	{"net saved", "what the reads saved minus what the writes cost above the input rate (USD; negative: caching lost money)", "prompt_cache_saved_usd"},
 	{"unknown", "calls using the prompt cache with a model not in the price table (left out of net saved)", "prompt_cache_unknown_calls"},
 	{"breaks", "calls whose prefix reuse broke, by cause", "prompt_cache_breaks"},
+	{"vs provider", "calls that asked the provider for its own cache verdict, by groundhog's cause / the provider's reason", "prompt_cache_agreement"},
 	{"fan-out held", "calls held until a sibling had written the shared prefix", "fan_out_held"},
 	{"writes avoided", "cached-read tokens of the held calls: what they would have written again", "fan_out_write_tokens_avoided"},
 }
@@ -84,6 +85,34 @@ func breaksJSON(bs []ledger.PromptCacheBreak) [2]string {
 	return [2]string{string(j), text}
 }
 
+// agreementJSON renders the agreement cells as breaksJSON does the breaks;
+// the text lists "cause / reason ×calls" ("-" for no break).
+func agreementJSON(as []ledger.PromptCacheAgreement) [2]string {
+	arr := make([]map[string]any, 0, len(as))
+	texts := make([]string, 0, len(as))
+	for _, a := range as {
+		arr = append(arr, map[string]any{"cause": a.Cause, "provider_reason": a.ProviderReason, "calls": a.Calls, "lost_tokens": a.LostTokens})
+		texts = append(texts, agreementText(a.Cause, a.ProviderReason, a.Calls))
+	}
+	j, err := json.Marshal(arr)
+	if err != nil {
+		panic(err) // strings and integers always marshal
+	}
+	text := strings.Join(texts, ", ")
+	if text == "" {
+		text = "none"
+	}
+	return [2]string{string(j), text}
+}
+
+// agreementText is one agreement cell as the table shows it.
+func agreementText(cause, reason string, calls int64) string {
+	if cause == "" {
+		cause = "-"
+	}
+	return cause + " / " + reason + " ×" + strconv.FormatInt(calls, 10)
+}
+
 // promptCacheValues returns, for the row, each prompt-cache column's (JSON
 // value, table text).
 func promptCacheValues(r ledger.Row) map[string][2]string {
@@ -94,7 +123,8 @@ func promptCacheValues(r ledger.Row) map[string][2]string {
 		"cache_write_1h_tokens": i(p.CacheWrite1hTokens), "uncached_input_tokens": i(p.UncachedInputTokens),
 		"prompt_cache_hit_ratio": ratioText(p.HitRatio), "prompt_cache_saved_usd": savedText(p.Saved),
 		"prompt_cache_unknown_calls": i(p.UnknownCalls), "prompt_cache_breaks": breaksJSON(p.Breaks),
-		"fan_out_held": i(p.FanOutHeld), "fan_out_write_tokens_avoided": i(p.FanOutWriteTokensAvoided),
+		"prompt_cache_agreement": agreementJSON(p.Agreement),
+		"fan_out_held":           i(p.FanOutHeld), "fan_out_write_tokens_avoided": i(p.FanOutWriteTokensAvoided),
 	}
 }
 

@@ -24,7 +24,8 @@ const (
 // samplePromptCache gives the sample's upstream calls prompt-cache usage,
 // deterministically from i (the sample's random draws stay as they were):
 // summarize writes then reads (a saving, with ttl_gap breaks), extract
-// reads with 1h writes and tools_reordered breaks and fan-out held calls,
+// reads with 1h writes and tools_reordered breaks, fan-out held calls and
+// provider verdicts on every fifth call,
 // the XSS operation only writes (a net loss), mystery-model reads with an
 // unknown price.
 func samplePromptCache(e *groundhog.LedgerEntry, w workload, i int) {
@@ -51,6 +52,12 @@ func samplePromptCache(e *groundhog.LedgerEntry, w workload, i int) {
 			e.PromptCacheBreak, e.PromptCacheLostTokens = "volatile_in_prefix", 640
 		}
 		e.FanOutHeld = i%11 == 0
+		if i%5 == 0 { // asked the provider for its own verdict
+			e.ProviderCacheReason = "input_changed"
+			if e.PromptCacheBreak == "" {
+				e.ProviderCacheReason = "cache_hit"
+			}
+		}
 	case "<script>alert(1)</script>":
 		u.CacheWriteTokens = 900
 	case "mystery-model":
@@ -131,8 +138,8 @@ func TestDashboardPromptCache(t *testing.T) {
 	d, db := newTestDashboard(t)
 	tot := wantReportOf(t, db, "")
 	if p := tot.Total.PromptCache; p.CachedReadTokens == 0 || p.CacheWrite1hTokens == 0 || len(p.Breaks) != 3 ||
-		p.FanOutHeld == 0 || p.UnknownCalls == 0 || p.Saved <= 0 {
-		t.Fatalf("sample prompt cache = %+v, want reads, 1h writes, 3 causes, held calls, unknowns and a saving", p)
+		p.FanOutHeld == 0 || p.UnknownCalls == 0 || p.Saved <= 0 || len(p.Agreement) < 2 {
+		t.Fatalf("sample prompt cache = %+v, want reads, 1h writes, 3 causes, held calls, unknowns, a saving and provider verdicts", p)
 	}
 	for _, tc := range []struct {
 		op, query string
