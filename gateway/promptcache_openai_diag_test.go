@@ -1,14 +1,18 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/ledger"
 )
 
 // responsesTurn is a Responses body: instructions, function tools by name,
@@ -189,10 +193,17 @@ func TestPromptCacheProviderAgreementMatrixResponses(t *testing.T) {
 			matrix[k] = &cell{}
 		}
 		matrix[k].calls++
+		// The call's row is the newest of its hash (prompt_cache_key is not
+		// part of it: the key case's warm-up shares it).
+		var row groundhog.LedgerEntry
 		for _, r := range h.ledgerRows() {
 			if r.RequestHash == res.Header.Get("Groundhog-Request-Hash") {
-				matrix[k].tokens += r.PromptCacheLostTokens
+				row = r
 			}
+		}
+		matrix[k].tokens += row.PromptCacheLostTokens
+		if row.ProviderCacheReason != reason {
+			t.Errorf("%s: ledger books the provider's reason %q, the answer said %q", c.op, row.ProviderCacheReason, reason)
 		}
 	}
 	keys := make([][2]string, 0, len(matrix))
@@ -200,6 +211,24 @@ func TestPromptCacheProviderAgreementMatrixResponses(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+keys[i][1] < keys[j][0]+keys[j][1] })
+	// The report's agreement holds the same cells (the warm-ups asked too:
+	// the first of each operation had nothing to compare with).
+	rep, err := ledger.BuildReport(context.Background(), h.DB, ledger.ReportParams{Day: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range rep.Total.PromptCache.Agreement {
+		cause := a.Cause
+		if cause == "" {
+			cause = "(no break)"
+		}
+		if m := matrix[[2]string{cause, a.ProviderReason}]; m == nil || m.calls != a.Calls || m.tokens != a.LostTokens {
+			t.Errorf("report cell %+v is not the matrix's %+v", a, m)
+		}
+	}
+	if len(rep.Total.PromptCache.Agreement) != len(matrix) {
+		t.Errorf("report has %d agreement cells, the matrix %d", len(rep.Total.PromptCache.Agreement), len(matrix))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "agreement with the simulated provider's diagnostics (Responses)\n%-22s %-26s %6s %12s\n", "groundhog cause", "provider reason", "calls", "lost tokens")
 	for _, k := range keys {
