@@ -149,7 +149,9 @@ func injectOn(opCfg, header string) bool {
 // only when the client opted into prompt_cache_options — in automatic mode
 // the provider caches for free, and a breakpoint would switch the request
 // to billed cache writes (measured against the sim: reads +4 %, input cost
-// +10 % on a six-turn loop). Chat: Inject leaves it unchanged anyway.
+// +10 % on a six-turn loop). Options that only name a comparison response
+// ask for diagnostics, not for a caching mode. Chat: Inject leaves it
+// unchanged anyway.
 func injectable(c *call) bool {
 	if c.shape != groundhog.ShapeResponses {
 		return true
@@ -158,9 +160,13 @@ func injectable(c *call) bool {
 		return false
 	}
 	var b struct {
-		Options json.RawMessage `json:"prompt_cache_options"`
+		Options map[string]json.RawMessage `json:"prompt_cache_options"`
 	}
-	return json.Unmarshal(c.body, &b) == nil && len(b.Options) > 0 && string(b.Options) != "null"
+	if json.Unmarshal(c.body, &b) != nil || b.Options == nil {
+		return false
+	}
+	_, comparing := b.Options["comparison_response_id"]
+	return !(comparing && len(b.Options) == 1)
 }
 
 // pcAfter runs the stage's response side on a success with known usage.

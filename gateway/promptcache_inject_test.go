@@ -239,8 +239,10 @@ func TestPromptCacheBadHeaders(t *testing.T) {
 
 // What reaches the provider: injected markers only where they pay. An
 // OpenAI Responses body in automatic mode is sent as the client wrote it
-// (a breakpoint would turn on billed writes); with prompt_cache_options it
-// gets breakpoints; Groundhog-Prompt-Cache-Breakpoints: off overrides an
+// (a breakpoint would turn on billed writes), and so is one whose
+// prompt_cache_options only names a comparison response (asking for
+// diagnostics is not a caching mode); with prompt_cache_options it gets
+// breakpoints; Groundhog-Prompt-Cache-Breakpoints: off overrides an
 // operation configured auto.
 func TestBreakpointInjectionUpstreamBodies(t *testing.T) {
 	var mu sync.Mutex
@@ -256,19 +258,31 @@ func TestBreakpointInjectionUpstreamBodies(t *testing.T) {
 	msgs := baseAgent(groundhog.ShapeMessages).next(1)
 	op := map[string]string{"Groundhog-Operation": "agent"}
 	off := map[string]string{"Groundhog-Operation": "agent", "Groundhog-Prompt-Cache-Breakpoints": "off"}
+	comparing := func(body []byte) []byte {
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		m["prompt_cache_options"] = map[string]any{"comparison_response_id": "resp_earlier"}
+		out, _ := json.Marshal(m)
+		return out
+	}
 	cases := []struct {
 		name   string
 		c      pcConvo
 		hdr    map[string]string
 		marker string // "" = the body must reach the provider unchanged
+		edit   func([]byte) []byte
 	}{
-		{"responses automatic mode", auto, op, ""},
-		{"responses prompt_cache_options", explicit, op, `"prompt_cache_breakpoint"`},
-		{"messages", msgs, op, `"cache_control"`},
-		{"messages header off", msgs, off, ""},
+		{"responses automatic mode", auto, op, "", nil},
+		{"responses asking for a comparison only", auto, op, "", comparing},
+		{"responses prompt_cache_options", explicit, op, `"prompt_cache_breakpoint"`, nil},
+		{"messages", msgs, op, `"cache_control"`, nil},
+		{"messages header off", msgs, off, "", nil},
 	}
 	for i, tc := range cases {
 		body := tc.c.body()
+		if tc.edit != nil {
+			body = tc.edit(body)
+		}
 		sdkSend(t, h, tc.c.shape, body, tc.hdr)
 		mu.Lock()
 		got := sent[i]
