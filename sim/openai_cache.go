@@ -79,6 +79,9 @@ func newOpenAICache(model string, f *openaiCacheFields, partTypes ...string) (*o
 	if rules.Breakpoints { // implicit mode unless the options say explicit
 		c.options, c.ttl = true, explicitCacheTTL
 	}
+	if err := checkComparisonID(f.PromptCacheOptions); err != nil {
+		return nil, err
+	}
 	if !hasMarker(f.PromptCacheOptions) || onlyComparison(f.PromptCacheOptions) {
 		// Asking for diagnostics alone changes nothing in how the
 		// prompt is cached.

@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"strings"
 	"sync"
+
+	"github.com/groundhog-ai/groundhog"
 )
 
 // OpenAI Responses prompt-cache diagnostics. A request whose
@@ -107,6 +109,25 @@ func comparisonID(opts json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return *o.ID, true
+}
+
+// checkComparisonID refuses a comparison_response_id that is not a string
+// (or null), as the API does.
+func checkComparisonID(opts json.RawMessage) error {
+	if !hasMarker(opts) {
+		return nil
+	}
+	var o struct {
+		ID json.RawMessage `json:"comparison_response_id"`
+	}
+	if json.Unmarshal(opts, &o) != nil || !hasMarker(o.ID) {
+		return nil // not an object: newOpenAICache says so
+	}
+	var s string
+	if json.Unmarshal(o.ID, &s) != nil {
+		return groundhog.Errorf(groundhog.EINVALID, "Invalid type for 'prompt_cache_options.comparison_response_id': expected a string.")
+	}
+	return nil
 }
 
 // onlyComparison reports whether prompt_cache_options holds nothing but

@@ -151,6 +151,10 @@ func TestOpenAICacheDiagnostics(t *testing.T) {
 	if a := send(body(nil, q1), "resp_unknown"); string(a.Diag) != `{"type":"comparison_response_not_found"}` {
 		t.Errorf("unknown comparison id: %s", a.Diag)
 	}
+	bad, _ := json.Marshal(body(func(b map[string]any) { b["prompt_cache_options"] = map[string]any{"comparison_response_id": 42} }, q1))
+	if status, _, out := post(t, base, "/v1/responses", string(bad)); status != 400 || !strings.Contains(string(out), "comparison_response_id") {
+		t.Errorf("a numeric comparison id: %d %s", status, out)
+	}
 }
 
 // Asking for diagnostics leaves the caching mode alone: a request whose
