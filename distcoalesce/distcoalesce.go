@@ -13,7 +13,10 @@
 //
 // The claim is a lease renewed while the call runs. A leader whose process
 // dies stops renewing: its claim expires after at most one lease, and one
-// waiter claims it in turn and runs the call. A leader that ends without
+// waiter claims it in turn and runs the call. That waiter — exactly one
+// across the replicas — also reports the dead leader's claim (Lead's lost),
+// so the attempt the dead replica may have paid for is booked: the provider
+// billed it, and its own ledger row may never be written. A leader that ends without
 // storing a result (an upstream error, an uncacheable response) releases
 // the claim; again one waiter takes over. No waiter waits past its own
 // context or Options.MaxWait: then it runs the call itself.
@@ -24,6 +27,8 @@ package distcoalesce
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -75,10 +80,10 @@ type Options struct {
 type Group struct {
 	o Options
 
-	led, waited, tookOver, errors atomic.Uint64
-	liveFollowed, abandoned       atomic.Uint64
-	waiting                       atomic.Int64
-	live                          chan struct{} // one slot per live reader; nil when live relay is off
+	led, waited, tookOver, lost, errors atomic.Uint64
+	liveFollowed, abandoned             atomic.Uint64
+	waiting                             atomic.Int64
+	live                                chan struct{} // one slot per live reader; nil when live relay is off
 }
 
 // Stats are the counters of a Group since New.
@@ -86,6 +91,7 @@ type Stats struct {
 	Led      uint64 // flights this replica claimed and ran
 	Shared   uint64 // calls answered by another replica's flight
 	TookOver uint64 // claims taken after another leader's claim ended without a result
+	Lost     uint64 // claims of other replicas found gone without a release and reported (Lead's lost)
 	Errors   uint64 // Redis failures (the call then ran uncoordinated)
 	Waiting  int64  // calls waiting for another replica's flight now
 	// LiveFollowed counts the Shared calls that received another replica's
@@ -116,7 +122,7 @@ func New(o Options) *Group {
 
 // Stats returns the counters.
 func (g *Group) Stats() Stats {
-	return Stats{Led: g.led.Load(), Shared: g.waited.Load(), TookOver: g.tookOver.Load(), Errors: g.errors.Load(), Waiting: g.waiting.Load(),
+	return Stats{Led: g.led.Load(), Shared: g.waited.Load(), TookOver: g.tookOver.Load(), Lost: g.lost.Load(), Errors: g.errors.Load(), Waiting: g.waiting.Load(),
 		LiveFollowed: g.liveFollowed.Load(), Abandoned: g.abandoned.Load()}
 }
 
@@ -128,12 +134,29 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-// releaseScript deletes the claim KEYS[1] if it still holds ARGV[1].
+// releaseScript deletes the claim KEYS[1] if it still holds ARGV[1], and
+// marks the claim ended (KEYS[2], for ARGV[2] ms) either way: a claim that
+// ended is never reported lost (reportLost).
 var releaseScript = goredis.NewScript(`
+redis.call('SET', KEYS[2], 'ended', 'PX', ARGV[2])
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0`)
+
+// endKey marks the end of the claim (claim key key, token token): "ended"
+// when its holder released it, "lost" when a waiter found it gone without
+// a release and reported it (SET NX: one waiter only).
+func (g *Group) endKey(key, token string) string {
+	return g.o.Prefix + "e:" + key[len(g.o.Prefix)+len("f:"):] + ":" + token
+}
+
+// endTTL is how long a claim's end mark lives: longer than any waiter can
+// go between reading a claim's holder and claiming the flight after it
+// (a lease plus a fallback poll), with a wide margin.
+func (g *Group) endTTL() time.Duration {
+	return max(time.Minute, 4*g.o.Lease)
+}
 
 func (g *Group) claimKey(tenant, hash string) string {
 	return g.o.Prefix + "f:" + strconv.Itoa(len(tenant)) + "." + tenant + ":" + hash
@@ -148,7 +171,8 @@ func (g *Group) claimKey(tenant, hash string) string {
 // lead.End exactly once with the result (nil on failure), which ends the
 // claim (if this replica held it) and wakes the waiters of every replica.
 // End must be called after the cache write, so that a woken waiter finds
-// the result. lead is also the Tap the caller's flight publishes its output
+// the result. A lead that holds the claim is a Claim: its token and claim
+// time name the flight's attempt. lead is also the Tap the caller's flight publishes its output
 // to: a streamed answer then goes live to the other replicas (live.go).
 //
 // relay, when not nil, is where a call that waits for another replica's
@@ -159,12 +183,20 @@ func (g *Group) claimKey(tenant, hash string) string {
 // run upstream itself: if the other replica's flight then fails or dies,
 // Lead returns ErrLeaderLost.
 //
+// lost, when not nil, is called (before Lead returns) with the token and
+// claim time of another replica's claim that this call found gone without
+// being released — its replica died, or lost Redis for a whole lease —
+// once this call held the claim after it. Of all the calls that saw that
+// claim, on every replica, exactly one reports it. The attempt it names may
+// have been billed by the provider; its replica's own ledger row, if it is
+// ever written, names the same attempt (the same Claim).
+//
 // followed is true when the entry came from a flight that was running on
 // another replica when this call found it claimed (the call shared it, as
 // a coalesced follower does in one process); false when the entry was
 // already stored once this call held the claim (a flight that ended just
 // before: a cache hit).
-func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap) (e *groundhog.CacheEntry, followed bool, lead coalesce.Sink, err error) {
+func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap, lost func(token string, claimed time.Time)) (e *groundhog.CacheEntry, followed bool, lead coalesce.Sink, err error) {
 	if g.o.Degraded != nil && g.o.Degraded() {
 		return nil, false, nopSink{}, nil
 	}
@@ -176,8 +208,9 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 	defer stop()
 	woken := g.o.Waker.Wake(wctx, topic)
 	deadline := time.Now().Add(g.o.MaxWait)
-	token := groundhog.NewID()
+	token := groundhog.NewTimeID(time.Now()) // its time is the claim time a waiter taking over reports
 	waited := false
+	seen := ""        // the last holder of the claim this call saw
 	var lv liveFollow // what this call relayed of another replica's stream
 	// run is the answer when this call must not wait any longer: run the
 	// call itself — unless it already relayed part of another's stream.
@@ -194,6 +227,9 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			return run()
 		}
 		if ok {
+			if seen != "" {
+				g.reportLost(key, seen, lost)
+			}
 			// A flight may have stored its result and ended its claim
 			// between the caller's last cache look-up and this claim:
 			// look once more before paying (one GET per miss).
@@ -231,6 +267,9 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			g.uncoordinated(ctx, err)
 			return run()
 		}
+		if h := holder.Val(); h != "" {
+			seen = h
+		}
 		if h := holder.Val(); relay != nil && g.live != nil && h != "" && h != lv.holder && !lv.started && g.renewed(pttl.Val()) && time.Until(deadline) > 0 {
 			switch g.follow(ctx, &lv, g.streamKey(tenant, hash, h), key, h, relay, woken, deadline) {
 			case liveComplete:
@@ -267,6 +306,39 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			return e, true, nopSink{}, nil
 		}
 	}
+}
+
+// reportLost reports the claim token, seen held before this call claimed
+// the flight, to lost if it was neither released nor already reported.
+func (g *Group) reportLost(key, token string, lost func(string, time.Time)) {
+	if lost == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	first, err := g.o.Client.SetNX(ctx, g.endKey(key, token), "lost", g.endTTL()).Result()
+	if err != nil {
+		g.o.Logger.Warn("distcoalesce: mark a lost claim", "err", err)
+		return
+	}
+	if first {
+		g.lost.Add(1)
+		lost(token, ClaimTime(token))
+	}
+}
+
+// ClaimTime is the time a claim's token was made (its first 64 bits, as
+// groundhog.NewTimeID writes them), or the zero time for a token of
+// another form.
+func ClaimTime(token string) time.Time {
+	if len(token) != 32 {
+		return time.Time{}
+	}
+	b, err := hex.DecodeString(token[:16])
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(b)))
 }
 
 // renewed reports whether a claim with ttl left was renewed on time (a
@@ -325,7 +397,7 @@ func (g *Group) hold(key, token, topic string) func() {
 func (g *Group) release(key, token, topic string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := releaseScript.Run(ctx, g.o.Client, []string{key}, token).Err(); err != nil {
+	if err := releaseScript.Run(ctx, g.o.Client, []string{key, g.endKey(key, token)}, token, g.endTTL().Milliseconds()).Err(); err != nil {
 		g.o.Logger.Warn("distcoalesce: release claim", "err", err)
 	}
 	g.o.Waker.Publish(topic)

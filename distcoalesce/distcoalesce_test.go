@@ -3,6 +3,7 @@ package distcoalesce_test
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,7 +82,7 @@ type led struct {
 
 // lead calls r's Lead without a relay; done ends the flight without a result.
 func lead(r replica, tenant, hash string) (*groundhog.CacheEntry, bool, func()) {
-	e, followed, s, err := r.g.Lead(ctx, tenant, hash, r.lookup(tenant, hash), nil)
+	e, followed, s, err := r.g.Lead(ctx, tenant, hash, r.lookup(tenant, hash), nil, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -91,7 +92,7 @@ func lead(r replica, tenant, hash string) (*groundhog.CacheEntry, bool, func()) 
 func leadAsync(r replica, c context.Context, tenant, hash string) <-chan led {
 	ch := make(chan led, 1)
 	go func() {
-		e, followed, lead, err := r.g.Lead(c, tenant, hash, r.lookup(tenant, hash), nil)
+		e, followed, lead, err := r.g.Lead(c, tenant, hash, r.lookup(tenant, hash), nil, nil)
 		ch <- led{e, followed, func() { lead.End(nil) }, err}
 	}()
 	return ch
@@ -208,5 +209,95 @@ func TestFlightEndedJustBeforeTheClaimIsNotRunAgain(t *testing.T) {
 	}
 	if st := b.g.Stats(); st.Led != 0 || st.Shared != 1 {
 		t.Errorf("stats = %+v, want Led 0, Shared 1", st)
+	}
+}
+
+// lostCalls records what Lead reports to lost.
+type lostCalls struct {
+	mu     sync.Mutex
+	tokens []string
+	times  []time.Time
+}
+
+func (l *lostCalls) lost(token string, claimed time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tokens = append(l.tokens, token)
+	l.times = append(l.times, claimed)
+}
+
+// A leader that dies holding its claim is reported lost once, by the one
+// call of all replicas that claims the flight after it, with its token and
+// claim time; the calls that claim it later report nothing.
+func TestDeadLeaderIsReportedLostOnce(t *testing.T) {
+	rs := replicas(t, 3, distcoalesce.Options{Lease: 300 * time.Millisecond})
+	claimed := time.Now().Add(-time.Second).Truncate(time.Microsecond)
+	dead := groundhog.NewTimeID(claimed)
+	if err := rs[0].db.Client().Set(ctx, rs[0].db.Prefix()+"f:4.acme:sha256:l", dead, 300*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var l lostCalls
+	var wg sync.WaitGroup
+	for _, r := range rs[1:] {
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, s, err := r.g.Lead(ctx, "acme", "sha256:l", r.lookup("acme", "sha256:l"), nil, l.lost)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				s.End(nil) // no result: the next waiter claims it in turn
+			}()
+		}
+	}
+	wg.Wait()
+	if len(l.tokens) != 1 || l.tokens[0] != dead || !l.times[0].Equal(claimed) {
+		t.Fatalf("lost reports = %v at %v; want one, of %s at %v", l.tokens, l.times, dead, claimed)
+	}
+	var n uint64
+	for _, r := range rs {
+		n += r.g.Stats().Lost
+	}
+	if n != 1 {
+		t.Errorf("Stats().Lost summed over the replicas = %d, want 1", n)
+	}
+}
+
+// A leader that ends without a result releases its claim: the waiter that
+// runs the call after it reports nothing lost; the claim a lead holds is
+// the one its token and time name.
+func TestReleasedClaimIsNotReportedLost(t *testing.T) {
+	rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute})
+	a, b := rs[0], rs[1]
+	_, _, s, err := a.g.Lead(ctx, "acme", "sha256:r", a.lookup("acme", "sha256:r"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, ok := s.(interface{ Claim() (string, time.Time) })
+	if !ok {
+		t.Fatalf("the lead %T of a claimed flight has no Claim", s)
+	}
+	token, at := fc.Claim()
+	if held, _ := a.db.Client().Get(ctx, a.db.Prefix()+"f:4.acme:sha256:r").Result(); held != token || time.Since(at) > time.Minute || at.After(time.Now()) {
+		t.Fatalf("Claim() = %s at %v; the claim holds %s", token, at, held)
+	}
+	var l lostCalls
+	follower := make(chan error, 1)
+	go func() {
+		_, _, s, err := b.g.Lead(ctx, "acme", "sha256:r", b.lookup("acme", "sha256:r"), nil, l.lost)
+		if err == nil {
+			s.End(nil)
+		}
+		follower <- err
+	}()
+	b.waitingOn()
+	s.End(nil)
+	if err := <-follower; err != nil {
+		t.Fatal(err)
+	}
+	if len(l.tokens) != 0 || b.g.Stats().TookOver != 1 {
+		t.Errorf("lost reports %v, took over %d; want none after a release, and the takeover", l.tokens, b.g.Stats().TookOver)
 	}
 }

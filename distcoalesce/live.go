@@ -135,6 +135,7 @@ func (nopSink) End(*groundhog.Response) {}
 // leaderSink is the Sink of a flight this replica claimed.
 type leaderSink struct {
 	g       *Group
+	token   string // the claim's
 	skey    string
 	release func() // stops renewing the claim, releases it, wakes the waiters
 	live    bool   // the caller's waiters may relay a stream: write one if the answer streams
@@ -151,7 +152,13 @@ type leaderSink struct {
 }
 
 func (g *Group) leaderSink(tenant, hash, key, token, topic string, relay bool) *leaderSink {
-	return &leaderSink{g: g, skey: g.streamKey(tenant, hash, token), release: g.hold(key, token, topic), live: relay && g.live != nil}
+	return &leaderSink{g: g, token: token, skey: g.streamKey(tenant, hash, token), release: g.hold(key, token, topic), live: relay && g.live != nil}
+}
+
+// Claim returns the token and claim time of the flight's claim: what a
+// waiter that finds the claim gone reports to its lost (Lead).
+func (s *leaderSink) Claim() (token string, claimed time.Time) {
+	return s.token, ClaimTime(s.token)
 }
 
 func (s *leaderSink) Head(status int, contentType string, streamed bool) {

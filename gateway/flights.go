@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/coalesce"
@@ -27,8 +28,23 @@ import (
 // then accounted as coalesced (outcome coalesced, Groundhog-Cache:
 // coalesced, InFlight set, saved = the flight's cost), like a follower in
 // one process; otherwise (a flight that had just ended) as a cache hit.
+//
+// A replica that dies while it leads a flight may have been billed for its
+// attempt, and its ledger row is written only once its response is —
+// perhaps never. Lead calls lost (before it returns) on the one call, of
+// all replicas, that claimed the flight after such a claim and found it
+// neither released nor reported: the call books that attempt
+// (recordLostFlight). A lead that holds a claim is a FlightClaim, whose
+// token and time key the leader's own row the same way, so the ledger holds
+// at most one row for the attempt.
 type Flights interface {
-	Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap) (e *groundhog.CacheEntry, followed bool, lead coalesce.Sink, err error)
+	Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap, lost func(token string, claimed time.Time)) (e *groundhog.CacheEntry, followed bool, lead coalesce.Sink, err error)
+}
+
+// FlightClaim is the claim a lead returned by Flights.Lead holds: the token
+// and time that name the flight's attempt across replicas.
+type FlightClaim interface {
+	Claim() (token string, claimed time.Time)
 }
 
 // leadAcross runs the cross-replica stage of c's flight. It returns the
@@ -45,11 +61,16 @@ func (s *Server) leadAcross(ctx context.Context, c *call, pub *coalesce.Publishe
 			return nil
 		}
 		return e
-	}, relayTap{c, pub})
+	}, relayTap{c, pub}, func(token string, claimed time.Time) { s.recordLostFlight(c, token, claimed) })
 	if err != nil {
 		return nil, noSink{}, err
 	}
 	if e == nil {
+		if fc, ok := lead.(FlightClaim); ok {
+			// Set before the flight publishes anything: the handler reads
+			// it once the flight's head or outcome is delivered.
+			c.flightToken, c.flightClaimed = fc.Claim()
+		}
 		pub.SetTap(lead)
 		return nil, &endOnce{Sink: lead}, nil
 	}
@@ -104,6 +125,34 @@ type noSink struct{}
 func (noSink) Head(int, string, bool)  {}
 func (noSink) Event(groundhog.Event)   {}
 func (noSink) End(*groundhog.Response) {}
+
+// recordLostFlight books the attempt of another replica's flight that c
+// found lost (Flights.Lead): that replica claimed the flight at claimed and
+// vanished without releasing it. Like an idempotent attempt lost to a
+// takeover (recordLostAttempt): outcome upstream, status 0 (no answer was
+// seen), cost unknown (never a guessed $0), keyed as the dead leader's own
+// row would be (flightAttemptKey), so the ledger holds at most one of the
+// two. The row carries c's tenant, operation and request; it is not c's
+// own row.
+func (s *Server) recordLostFlight(c *call, token string, claimed time.Time) {
+	if claimed.IsZero() {
+		claimed = c.start
+	}
+	row := s.row(c, groundhog.OutcomeUpstream, 0)
+	row.Time, row.ID = flightAttemptKey(token, claimed)
+	row.InFlight = false // the leader's attempt
+	row.Cost, row.FullCost = groundhog.CostUnknown, groundhog.CostUnknown
+	// A failure is logged by record; c's own call goes on either way.
+	_ = s.record(c, row)
+}
+
+// flightAttemptKey is the ledger key (time, ID) of the attempt of the
+// cross-replica flight whose claim has token and time claimed: the
+// leader's own row and the row a takeover books for it (recordLostFlight)
+// have the same.
+func flightAttemptKey(token string, claimed time.Time) (time.Time, string) {
+	return attemptKey("flight:"+token, 1, claimed)
+}
 
 // isPrefix reports whether sent is a prefix of all.
 func isPrefix(sent, all []groundhog.Event) bool {

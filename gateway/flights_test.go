@@ -29,7 +29,7 @@ type otherReplicas struct {
 	store     func(ctx context.Context, tenant, hash string) bool
 }
 
-func (o *otherReplicas) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
+func (o *otherReplicas) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap, _ func(string, time.Time)) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.calls++
@@ -175,7 +175,7 @@ type relayingReplica struct {
 	err     error
 }
 
-func (o *relayingReplica) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
+func (o *relayingReplica) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap, _ func(string, time.Time)) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
 	relay.Head(200, "text/event-stream", true)
 	for _, ev := range o.relayed {
 		relay.Event(ev)
@@ -235,5 +235,68 @@ func TestFlightsRelayedStreamIsNeverSpliced(t *testing.T) {
 				t.Errorf("the sim billed %d calls, want 0", b.Calls)
 			}
 		})
+	}
+}
+
+// claimingReplica lets every call lead, holding a claim named by the next
+// of tokens, and reports to lost the claims listed for that call.
+type claimingReplica struct {
+	mu     sync.Mutex
+	tokens []string
+	lost   [][]string // per call: the claims it finds lost
+	at     map[string]time.Time
+}
+
+type claimSink struct {
+	endFunc
+	token string
+	at    time.Time
+}
+
+func (s claimSink) Claim() (string, time.Time) { return s.token, s.at }
+
+func (o *claimingReplica) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap, lost func(string, time.Time)) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
+	o.mu.Lock()
+	token, gone := o.tokens[0], o.lost[0]
+	o.tokens, o.lost = o.tokens[1:], o.lost[1:]
+	o.mu.Unlock()
+	for _, g := range gone {
+		lost(g, o.at[g])
+	}
+	return nil, false, claimSink{token: token, at: o.at[token]}, nil
+}
+
+// The attempt of a flight whose claim another replica found lost is booked
+// once: at an unknown cost when its replica wrote no row for it, and not
+// again when it did (its own row, priced, has the same key).
+func TestFlightsLostClaimIsBookedOnce(t *testing.T) {
+	t0 := time.Now().Add(-time.Minute)
+	o := &claimingReplica{
+		tokens: []string{"claim-a", "claim-b", "claim-c"},
+		lost:   [][]string{nil, {"claim-a"}, {"claim-dead"}},
+		at:     map[string]time.Time{"claim-a": t0, "claim-b": t0.Add(time.Second), "claim-c": t0.Add(2 * time.Second), "claim-dead": t0.Add(3 * time.Second)},
+	}
+	h := newHarness(t, withFlights(o))
+	for i := range 3 {
+		body := strings.Replace(flightBody, "flights", "flights "+string(rune('a'+i)), 1)
+		if res, _ := h.post("/v1/chat/completions", body, map[string]string{"Groundhog-Cache": "use"}); res.StatusCode != 200 {
+			t.Fatalf("call %d: status %d", i, res.StatusCode)
+		}
+	}
+	var priced, unknown int
+	for _, r := range h.ledgerRows() {
+		switch {
+		case r.Outcome != groundhog.OutcomeUpstream:
+			t.Errorf("row with outcome %s", r.Outcome)
+		case r.Status == 200 && r.Cost.Known() && r.Cost > 0:
+			priced++
+		case r.Status == 0 && r.Cost == groundhog.CostUnknown && r.FullCost == groundhog.CostUnknown && !r.InFlight:
+			unknown++
+		default:
+			t.Errorf("row %+v", r)
+		}
+	}
+	if b := h.bill(); priced != 3 || unknown != 1 || b.Calls != 3 {
+		t.Errorf("ledger: %d priced attempts and %d at an unknown cost, the sim billed %d; want 3, 1 (the dead claim's only) and 3", priced, unknown, b.Calls)
 	}
 }

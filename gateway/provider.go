@@ -70,13 +70,17 @@ type call struct {
 	recheckHit   atomic.Bool        // the leader's flight found the entry on its second cache look-up
 	peerFollowed atomic.Bool        // the leader's flight followed another replica's running flight (flights.go)
 	spent        groundhog.Money    // what a failed upstream attempt cost the provider (see attempt.go)
-	upHeader     http.Header        // the upstream response headers that pass to the leader's client (headers.go)
-	header       http.Header        // the client's request headers
-	stages       *stageLog          // timed pipeline stages, for traces (nil when not timed: stages.go)
-	start        time.Time
-	inFlight     bool
-	pc           pcState    // prompt-cache stage (gateway/promptcache.go)
-	hv           headerVals // the response head's values (hdrfast.go)
+	// The claim of the cross-replica flight this call leads (flights.go):
+	// its row is keyed by it. Written by the flight before it publishes.
+	flightToken   string
+	flightClaimed time.Time
+	upHeader      http.Header // the upstream response headers that pass to the leader's client (headers.go)
+	header        http.Header // the client's request headers
+	stages        *stageLog   // timed pipeline stages, for traces (nil when not timed: stages.go)
+	start         time.Time
+	inFlight      bool
+	pc            pcState    // prompt-cache stage (gateway/promptcache.go)
+	hv            headerVals // the response head's values (hdrfast.go)
 }
 
 // provider returns the handler of one provider route.
@@ -726,6 +730,10 @@ func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Resp
 		// takes over after a crash books this attempt under the same key
 		// (recordLostAttempt) and the ledger never holds it twice.
 		row.Time, row.ID = attemptKey(op.ID, op.Attempts, op.UpdatedAt)
+	} else if c.flightToken != "" && !c.flightClaimed.IsZero() {
+		// A replica taking over after this one died books this attempt
+		// under the same key (recordLostFlight).
+		row.Time, row.ID = flightAttemptKey(c.flightToken, c.flightClaimed)
 	}
 	rerr := s.record(c, row)
 	return s.settle(c, resp, err), rerr
