@@ -71,10 +71,28 @@ func parseMessage(body []byte) (*message, error) {
 	if m.JSONRPC != "2.0" {
 		return &m, &rpcError{codeInvalidRequest, `not a JSON-RPC 2.0 message: "jsonrpc" must be "2.0"`}
 	}
+	if !validID(m.ID) {
+		// Never forwarded: the server could not answer it in kind, and a
+		// tools/call whose answer cannot be matched to it would look lost.
+		return nil, &rpcError{codeInvalidRequest, "a JSON-RPC id must be a string, a number or null"} // answered with id null
+	}
 	if m.Method == "" && len(m.Result) == 0 && len(m.Error) == 0 {
 		return &m, &rpcError{codeInvalidRequest, "a JSON-RPC message needs a method, a result or an error"}
 	}
 	return &m, nil
+}
+
+// validID reports whether id, as it was sent, is absent or a JSON string,
+// number or null (JSON-RPC 2.0): not an object, an array or a boolean.
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return true
+	}
+	switch id[0] {
+	case '{', '[', 't', 'f':
+		return false
+	}
+	return true
 }
 
 // writeError answers with a JSON-RPC error response for id (null when

@@ -209,6 +209,9 @@ func TestBadInput(t *testing.T) {
 		{"unknown server", "nope", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_email"}}`, http.StatusNotFound, `unknown MCP server \"nope\"`},
 		{"oversized", "sim", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_email","arguments":{"body":"` + strings.Repeat("x", 70<<10) + `"}}}`, http.StatusRequestEntityTooLarge, "max_message_bytes"},
 		{"no tool name", "sim", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, http.StatusBadRequest, "need a tool name"},
+		{"object id", "sim", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`, http.StatusBadRequest, "id must be a string, a number or null"},
+		{"array id", "sim", `{"jsonrpc":"2.0","id":[1],"method":"tools/list"}`, http.StatusBadRequest, "id must be a string, a number or null"},
+		{"boolean id", "sim", `{"jsonrpc":"2.0","id":true,"method":"tools/list"}`, http.StatusBadRequest, "id must be a string, a number or null"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
