@@ -32,6 +32,7 @@ import (
 type env struct {
 	t       *testing.T
 	URL     string // the gateway
+	GW      http.Handler
 	SimURL  string
 	Sim     *sim.Server
 	DB      *sqlite.DB
@@ -142,7 +143,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 			mux.Handle(mcp.PathPrefix, mg.Handler(auth))
 		}})
 	srv := httptest.NewServer(gw)
-	e.URL = srv.URL
+	e.URL, e.GW = srv.URL, gw
 	t.Cleanup(func() {
 		srv.Close()
 		_ = lw.Close(context.Background())

@@ -39,6 +39,7 @@ import (
 	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/idempotency"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 )
 
 // PathPrefix is where the gateway mounts the MCP servers: PathPrefix+NAME.
@@ -157,7 +158,10 @@ func (g *Gateway) Handler(auth func(*http.Request) (string, error)) http.Handler
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, g.o.Config.MaxMessageBytes+1))
 		if err != nil {
-			writeError(w, http.StatusBadRequest, nil, codeParse, "reading the message: "+err.Error())
+			// A stalled client (the slow-client guard cut it off) is 408,
+			// as on the provider routes; the read error's detail stays out.
+			err = httpguard.BodyError(err)
+			writeError(w, statusFor(err), nil, codeInvalidRequest, groundhog.ErrorMessage(err))
 			return
 		}
 		if int64(len(body)) > g.o.Config.MaxMessageBytes {
@@ -287,6 +291,8 @@ func statusFor(err error) int {
 		return http.StatusServiceUnavailable
 	case groundhog.EINVALID:
 		return http.StatusBadRequest
+	case groundhog.ESLOWREQUEST:
+		return http.StatusRequestTimeout
 	}
 	return http.StatusInternalServerError
 }
