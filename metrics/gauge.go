@@ -9,6 +9,12 @@ func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 }
 
+// CounterFunc registers a counter read from f at every scrape, for a count
+// owned by another package. Registering the same name twice panics.
+func (m *Metrics) CounterFunc(name, help string, f func() float64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
+}
+
 // CounterFuncs registers a counter with one label, its values read from f
 // at every scrape (label value → count since start), for counts owned by
 // other packages. Registering the same name twice panics.

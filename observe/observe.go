@@ -31,6 +31,9 @@ type Recorder struct {
 	Metrics *metrics.Metrics
 	Log     *slog.Logger // one line per call at Info ("call"); nil = none
 	Tracer  trace.Tracer // one span per call; nil = none
+	// Access, when set, writes the call line instead of Log: the same
+	// line, encoded by hand and written off the request's path.
+	Access *AccessLog
 }
 
 // Record observes e and records it in Next. The row reaches Next first: its
@@ -50,7 +53,9 @@ func (o *Recorder) RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stag
 	if o.Metrics != nil {
 		o.Metrics.Observe(&e)
 	}
-	if o.Log != nil && o.Log.Enabled(context.Background(), slog.LevelInfo) {
+	if o.Access != nil {
+		o.Access.Record(&e)
+	} else if o.Log != nil && o.Log.Enabled(context.Background(), slog.LevelInfo) {
 		// Checked first: Attrs formats two amounts and builds 18
 		// attributes, wasted when the level drops the line anyway.
 		o.Log.LogAttrs(context.Background(), slog.LevelInfo, "call", Attrs(&e)...)

@@ -171,6 +171,15 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		m.DeclareOperations(r.Operation)
 	}
 	rec := &observe.Recorder{Metrics: m, Log: log}
+	if log.Enabled(ctx, slog.LevelInfo) {
+		// The call lines, off the request's path; Close (after the
+		// drain below, and on every return) writes the queued ones.
+		access := observe.NewAccessLog(os.Stderr, cfg.LogFormat == "json", accessLogQueue, log)
+		defer access.Close()
+		rec.Access = access
+		m.CounterFunc("groundhog_access_log_dropped_total", "Access-log lines dropped because the log writer could not keep up.",
+			func() float64 { return float64(access.Dropped()) })
+	}
 	st.register(m)
 	if cfg.Ledger.Disabled {
 		fmt.Fprintln(out, "groundhog: ledger disabled by configuration: no rows, no report")
@@ -250,6 +259,9 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if err := gw.Drain(dctx); err != nil {
 		log.Error("shutdown: work still running", "err", err)
 	}
+	if rec.Access != nil {
+		rec.Access.Close()
+	}
 	if err := savePromptCache(pct, cfg, journal); err != nil {
 		log.Error("shutdown: prompt-cache diagnosis not saved", "err", err)
 	}
@@ -324,3 +336,7 @@ func addConfigKeys(ctx context.Context, db groundhog.KeyStore, keys []config.Key
 // within the last-level cache keeps allocations cache-warm
 // (docs/design/0008-gc-heap-floor.md).
 const gcHeapFloor = 24 << 20
+
+// accessLogQueue is how many access lines may wait for the log writer
+// before new ones are dropped (and counted) rather than delay a call.
+const accessLogQueue = 8192

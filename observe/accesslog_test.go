@@ -1,0 +1,108 @@
+package observe_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/groundhog-ai/groundhog/observe"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Every recorded line is written, in order, once Close returns: a graceful
+// stop loses no line.
+func TestAccessLogCloseWritesEveryLine(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		var out lockedBuffer
+		a := observe.NewAccessLog(&out, asJSON, 100000, nil)
+		const n = 5000
+		for i := range n {
+			e := benchEntry()
+			e.Tenant = fmt.Sprintf("t%d", i)
+			a.Record(&e)
+		}
+		a.Close()
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if len(lines) != n {
+			t.Fatalf("json=%v: %d lines written, want %d (dropped %d)", asJSON, len(lines), n, a.Dropped())
+		}
+		for i, l := range lines {
+			want := fmt.Sprintf(`tenant=t%d `, i)
+			if asJSON {
+				want = fmt.Sprintf(`"tenant":"t%d",`, i)
+			}
+			if !strings.Contains(l, want) {
+				t.Fatalf("json=%v line %d = %q, want it to contain %q", asJSON, i, l, want)
+			}
+		}
+		e := benchEntry()
+		a.Record(&e) // after Close: dropped, no panic
+		if a.Dropped() != 1 {
+			t.Errorf("dropped after Close = %d, want 1", a.Dropped())
+		}
+	}
+}
+
+// stuckWriter blocks every write until released: a log destination that
+// cannot keep up (a full pipe, a stalled terminal).
+type stuckWriter struct {
+	release chan struct{}
+	out     lockedBuffer
+}
+
+func (s *stuckWriter) Write(p []byte) (int, error) {
+	<-s.release
+	return s.out.Write(p)
+}
+
+// A writer that blocks never blocks a call: Record returns, the lines that
+// do not fit in the queue are counted as dropped, and the rest are written
+// once the writer moves again.
+func TestAccessLogFullQueueDropsWithoutBlocking(t *testing.T) {
+	w := &stuckWriter{release: make(chan struct{})}
+	a := observe.NewAccessLog(w, false, 8, nil)
+	const n = 1000
+	for range n {
+		e := benchEntry()
+		a.Record(&e) // would hang here if a full queue blocked the caller
+	}
+	dropped := a.Dropped()
+	if dropped == 0 || dropped >= n {
+		t.Fatalf("dropped %d of %d with a queue of 8 and a stuck writer", dropped, n)
+	}
+	close(w.release)
+	a.Close()
+	written := uint64(strings.Count(w.out.String(), "\n"))
+	if written+dropped != n {
+		t.Errorf("written %d + dropped %d != %d recorded", written, dropped, n)
+	}
+}
+
+func BenchmarkAccessLogRecord(b *testing.B) {
+	a := observe.NewAccessLog(discard{}, false, 4096, nil)
+	defer a.Close()
+	e := benchEntry()
+	b.ReportAllocs()
+	for b.Loop() {
+		a.Record(&e)
+	}
+	b.ReportMetric(float64(a.Dropped()), "dropped")
+}
