@@ -488,6 +488,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer gwNL.stop()
+	// The same gateway as gw with --log-level warn: no access line, so the
+	// line's cost is the difference between the two hits.
+	var gwWarn *server
+	if o.wanted("gateway-hit-log-warn/") {
+		if gwWarn, err = o.start(ctx, "gateway-log-warn", "serve", "--db", filepath.Join(o.Dir, "warn.db"), "--upstream", simSrv.url+"/v1", "--log-level", "warn"); err != nil {
+			return nil, err
+		}
+		defer gwWarn.stop()
+	}
 
 	hdr := func(kv ...string) func(int64) http.Header {
 		return func(int64) http.Header {
@@ -517,6 +526,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if _, err := capture(ctx, gwNL, hit); err != nil {
 			return nil, err
 		}
+		if gwWarn != nil {
+			if _, err := capture(ctx, gwWarn, hit); err != nil {
+				return nil, err
+			}
+		}
 		resp := filepath.Join(o.Dir, "floor-"+info.Label+".body")
 		if err := os.WriteFile(resp, st.body, 0o600); err != nil {
 			return nil, err
@@ -535,6 +549,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			{name: "gateway-miss", target: gw, req: request{path: path, body: b, unique: true}},
 			{name: "gateway-hit", target: gw, req: hit},
 			{name: "gateway-hit-no-ledger", target: gwNL, req: hit},
+			{name: "gateway-hit-log-warn", target: gwWarn, req: hit},
 			{name: "gateway-idempotent-new-keys", target: gw, req: request{path: path, body: b, unique: true, header: func(int64) http.Header {
 				// A counter of the whole run: keys stay new across rounds.
 				return http.Header{"Idempotency-Key": {fmt.Sprintf("bench-%d-%s-%d", run0, info.Label, keySeq.Add(1))}}
