@@ -30,6 +30,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, shape ground
 	if shape == "" {
 		shape = groundhog.ShapeChat
 	}
+	if isInvoke(r, shape) {
+		shape = groundhog.ShapeConverse // Bedrock's exceptions, whatever the body's shape
+	}
 	body := wire.ErrorBody(shape, code, msg)
 	h := w.Header()
 	if shape == groundhog.ShapeConverse {

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/groundhog-ai/groundhog"
-	"github.com/groundhog-ai/groundhog/wire"
 )
 
 // eventBufs holds the buffers stored SSE answers are encoded into. A buffer
@@ -30,7 +29,7 @@ func writeEvents(w http.ResponseWriter, c *call, events []groundhog.Event) {
 	}
 	for _, ev := range events {
 		if !hiddenUsageChunk(c, ev) {
-			buf = wire.AppendEventFor(c.shape, buf, ev)
+			buf = appendEvent(c, buf, ev)
 		}
 	}
 	_, _ = w.Write(buf)

@@ -127,6 +127,9 @@ func askProvider(opCfg bool, header string) bool {
 // pcUpstreamHeaders adds what the stage's rewrites need on the upstream
 // request: the cache-diagnosis beta when it asked Anthropic.
 func pcUpstreamHeaders(h http.Header, c *call) {
+	if c.invoke {
+		return // Bedrock takes Anthropic's betas in the body, not as headers
+	}
 	if p := c.pc.pending; p != nil && p.AskedProvider && c.shape == groundhog.ShapeMessages && !strings.Contains(strings.Join(h.Values("Anthropic-Beta"), ","), promptcache.CacheDiagnosisBeta) {
 		h.Add("Anthropic-Beta", promptcache.CacheDiagnosisBeta)
 	}

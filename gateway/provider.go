@@ -51,6 +51,7 @@ func (p cachePolicy) on() bool { return p == policyUse || p == policyRefresh }
 // call is one provider request as it moves through the pipeline.
 type call struct {
 	shape        groundhog.Shape
+	invoke       bool // a native Anthropic body on Bedrock's InvokeModel routes (converse.go)
 	route        string
 	tenant       string
 	op           string
@@ -120,7 +121,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if err != nil {
 		return nil, err
 	}
-	c := &call{shape: shape, route: r.URL.Path, tenant: tenant, body: body, pooled: pooled, header: r.Header, start: s.clock.Now()}
+	c := &call{shape: shape, invoke: isInvoke(r, shape), route: r.URL.Path, tenant: tenant, body: body, pooled: pooled, header: r.Header, start: s.clock.Now()}
 	if s.stagesOn {
 		c.stages = new(stageLog)
 	}
@@ -452,7 +453,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 	}
 	if !resp.OK() {
 		// Upstream errors pass through with their status and body.
-		if c.shape == groundhog.ShapeConverse && h.Get(bedrock.ErrorTypeHeader) == "" {
+		if c.bedrockFramed() && h.Get(bedrock.ErrorTypeHeader) == "" {
 			// A stored or shared error lost the provider's header: the
 			// AWS SDK reads the exception's name from it.
 			h.Set(bedrock.ErrorTypeHeader, bedrock.ExceptionForStatus(resp.Status))
@@ -474,7 +475,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 				return
 			}
 		}
-		h.Set("Content-Type", wire.StreamContentType(c.shape))
+		h.Set("Content-Type", streamContentType(c))
 		h.Set("Cache-Control", "no-cache")
 		w.WriteHeader(resp.Status)
 		writeEvents(w, c, events) // hitwrite.go: one write
@@ -503,7 +504,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 	h := w.Header()
 	s.setHeaders(h, c, state)
 	h.Set("Content-Type", firstNonEmpty(ct, "text/event-stream"))
-	if c.shape == groundhog.ShapeConverse {
+	if c.bedrockFramed() {
 		h.Set("Content-Type", bedrock.ContentType)
 	}
 	h.Set("Cache-Control", "no-cache")
@@ -545,7 +546,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 			continue
 		}
 		ev = echo.Event(ev)
-		buf = wire.AppendEventFor(c.shape, buf[:0], ev)
+		buf = appendEvent(c, buf[:0], ev)
 		if _, err := w.Write(buf); err != nil {
 			if !wire.IsTerminal(c.shape, ev) { // the terminal event's row is already recorded
 				s.abandon(c, leader, err)
@@ -589,7 +590,7 @@ func (s *Server) breakStream(w http.ResponseWriter, r *http.Request, c *call, er
 	}
 	code := groundhog.ErrorCode(err)
 	_, _ = s.finish(c, s.failedRow(c, leader, statusFor(code)), nil, err)
-	buf = wire.AppendEventFor(c.shape, buf[:0], wire.ErrorEvent(c.shape, code, groundhog.ErrorMessage(err)))
+	buf = appendEvent(c, buf[:0], wire.ErrorEvent(c.shape, code, groundhog.ErrorMessage(err)))
 	_, _ = w.Write(buf)
 	_ = http.NewResponseController(w).Flush()
 	panic(http.ErrAbortHandler)
@@ -700,7 +701,7 @@ func (s *Server) row(c *call, outcome groundhog.Outcome, status int) groundhog.L
 		RequestHash: c.fp.Hash,
 		Shape:       c.shape,
 		Model:       c.fp.Model,
-		Provider:    s.upstreamFor(c.shape).Provider,
+		Provider:    s.upstreamOf(c).Provider,
 		Outcome:     outcome,
 		Status:      status,
 		InFlight:    c.inFlight || c.peerFollowed.Load(),

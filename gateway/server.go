@@ -209,6 +209,10 @@ func (s *Server) routes() {
 	// Amazon Bedrock Converse: the model id is one (escaped) path segment.
 	m.HandleFunc("/model/{modelId}/converse", s.provider(groundhog.ShapeConverse))
 	m.HandleFunc("/model/{modelId}/converse-stream", s.provider(groundhog.ShapeConverse))
+	// InvokeModel: a native Anthropic body through the pipeline, any
+	// other body passed through.
+	m.HandleFunc("/model/{modelId}/invoke", s.invoke)
+	m.HandleFunc("/model/{modelId}/invoke-with-response-stream", s.invoke)
 	// The other Bedrock runtime routes pass through, authenticated.
 	m.HandleFunc("/model/", s.passthrough)
 	m.HandleFunc("/guardrail/", s.passthrough)

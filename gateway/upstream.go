@@ -59,6 +59,15 @@ func (s *Server) upstreamFor(shape groundhog.Shape) *Upstream {
 	return &s.opts.OpenAI
 }
 
+// upstreamOf returns the provider endpoint that serves c: Bedrock's for a
+// native body on its InvokeModel routes, else the shape's.
+func (s *Server) upstreamOf(c *call) *Upstream {
+	if c.invoke {
+		return &s.opts.Bedrock
+	}
+	return s.upstreamFor(c.shape)
+}
+
 // hopHeaders are never forwarded upstream: hop-by-hop headers, the client's
 // gateway credentials, and groundhog's own headers.
 var dropHeaders = map[string]bool{
@@ -114,8 +123,8 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	defer lead.End(nil)
 	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold (before the upstream deadline starts)
 	defer c.pc.pending.Done()
-	up := s.upstreamFor(c.shape)
-	if up.BaseURL == "" && c.shape == groundhog.ShapeConverse {
+	up := s.upstreamOf(c)
+	if up.BaseURL == "" && c.bedrockFramed() {
 		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "no %s upstream is configured", c.shape.Provider())
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
@@ -123,6 +132,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
 	if c.shape == groundhog.ShapeConverse {
 		url = strings.TrimSuffix(up.BaseURL, "/") + bedrock.Path(c.fp.Model, c.fp.Stream) // the model id escaped again
+	}
+	if c.invoke {
+		url = strings.TrimSuffix(up.BaseURL, "/") + bedrock.InvokePath(c.fp.Model, c.fp.Stream)
 	}
 	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
 		// A chat stream reports usage only when asked: ask, so the call's
@@ -141,8 +153,8 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	req.Header.Set("Content-Type", "application/json")
 	pcUpstreamHeaders(req.Header, c) // prompt-cache hook: the cache-diagnosis beta when the stage asked the provider
-	up.authorize(req, c.header, c.shape == groundhog.ShapeMessages)
-	if c.shape == groundhog.ShapeMessages && req.Header.Get("Anthropic-Version") == "" {
+	up.authorize(req, c.header, c.shape == groundhog.ShapeMessages && !c.invoke)
+	if c.shape == groundhog.ShapeMessages && !c.invoke && req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", "2023-06-01")
 	}
 	if up.Sign != nil {
@@ -176,13 +188,16 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		parts          []groundhog.UsagePart // the iterations of a usage that ran in several
 		providerFailed bool                  // a stream the provider ended with its own error
 	)
-	if isEventStream(ct) || c.shape == groundhog.ShapeConverse && isAWSEventStream(ct) {
+	if isEventStream(ct) || c.bedrockFramed() && isAWSEventStream(ct) {
 		pub.Head(res.StatusCode, ct, true)
 		limit := s.maxUpstreamBytes()
 		var rd eventReader
-		if c.shape == groundhog.ShapeConverse {
+		switch {
+		case c.invoke:
+			rd = bedrock.NewChunkReader(&boundedReader{r: res.Body, left: limit})
+		case c.shape == groundhog.ShapeConverse:
 			rd = bedrock.NewReader(&boundedReader{r: res.Body, left: limit})
-		} else {
+		default:
 			rd = wire.NewSSEReader(&boundedReader{r: res.Body, left: limit})
 		}
 		for {
@@ -234,6 +249,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		pub.Head(res.StatusCode, ct, false)
 	}
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
+	if c.invoke {
+		resp.Model = c.fp.Model // Bedrock bills by the model id of the path, not the body's model name
+	}
 	resp.Cost = s.price(c, resp.Model, resp.Usage, parts)
 	if providerFailed {
 		resp.Cost = s.spentOnFailedStream(c, resp)

@@ -52,12 +52,22 @@ type exchange struct {
 	created time.Time
 	usage   groundhog.Usage
 	reset   bool // reset-mid-stream fault
+	invoke  bool // Bedrock InvokeModel: native events streamed as eventstream chunks
 }
 
 // modelCall runs one model call of shape: fault, parse, prefix cache,
 // latency, bill, respond. See the package doc for what is billed when.
 func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundhog.Shape) {
 	fam := familyOf(shape)
+	// Bedrock's InvokeModel with Anthropic's native body: a Messages call
+	// whose model and stream mode come from the path, answered in
+	// Bedrock's framing.
+	invokeID, invokeStream, invoke := "", false, false
+	if shape == groundhog.ShapeMessages {
+		if invokeID, invokeStream, invoke = bedrock.ParseInvokePath(r.URL.EscapedPath()); invoke {
+			fam = familyBedrock
+		}
+	}
 	if !allow(w, r, fam, http.MethodPost) {
 		return
 	}
@@ -78,6 +88,12 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 	case faultTimeout:
 		s.hang(r)
 		return
+	}
+	if invoke {
+		if body, err = bedrock.MessagesBody(invokeID, invokeStream, body); err != nil {
+			writeErr(w, fam, err)
+			return
+		}
 	}
 	seedBody := body
 	if shape == groundhog.ShapeConverse {
@@ -146,6 +162,7 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 		created: s.clock.Now(),
 		usage:   u,
 		reset:   f.kind == faultReset,
+		invoke:  invoke,
 	}
 	switch fam {
 	case familyBedrock:
@@ -243,8 +260,14 @@ func (x *exchange) newSSE(total int) *sse {
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
-	x.w.WriteHeader(http.StatusOK)
 	st := &sse{x: x, rc: http.NewResponseController(x.w)}
+	if x.invoke {
+		h.Set("Content-Type", bedrock.ContentType)
+		st.frame = func(dst []byte, name string, data []byte) []byte {
+			return bedrock.AppendChunk(dst, groundhog.Event{Name: name, Data: data})
+		}
+	}
+	x.w.WriteHeader(http.StatusOK)
 	if x.reset {
 		st.abortAt = max(1, total/2)
 	}

@@ -415,11 +415,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/v1/messages":
 		s.modelCall(w, r, groundhog.ShapeMessages)
 	case strings.HasPrefix(path, "/model/"):
-		if _, _, ok := bedrock.ParsePath(r.URL.EscapedPath()); !ok {
-			writeError(w, familyBedrock, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
+		if _, _, ok := bedrock.ParsePath(r.URL.EscapedPath()); ok {
+			s.modelCall(w, r, groundhog.ShapeConverse)
 			return
 		}
-		s.modelCall(w, r, groundhog.ShapeConverse)
+		if _, _, ok := bedrock.ParseInvokePath(r.URL.EscapedPath()); ok {
+			s.modelCall(w, r, groundhog.ShapeMessages) // Anthropic's native body
+			return
+		}
+		writeError(w, familyBedrock, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 	case path == "/v1/messages/count_tokens":
 		if !allow(w, r, fam, http.MethodPost) {
 			return
