@@ -122,12 +122,14 @@ func Default() Table {
 		}
 		t[model] = pr
 	}
+	addBedrock(t) // bedrock.go
 	return t
 }
 
 // Lookup returns the price of model and whether it is known: the exact
 // name, else the family a dated snapshot belongs to (see Family), else the
-// longest "*" prefix entry. The family is found by removing the date only,
+// longest "*" prefix entry, else, for an Amazon Bedrock model id, its
+// foundation model family's entry (see BedrockFamily). The family is found by removing the date only,
 // never by prefix, so "gpt-4o-2024-08-06" can never take gpt-4o-mini's price
 // nor "gpt-4o-mini-2024-07-18" gpt-4o's.
 func (t Table) Lookup(model string) (groundhog.Price, bool) {
@@ -143,6 +145,11 @@ func (t Table) Lookup(model string) (groundhog.Price, bool) {
 	for name, p := range t {
 		if prefix, ok := strings.CutSuffix(name, "*"); ok && strings.HasPrefix(model, prefix) && len(prefix) > bestLen {
 			best, bestLen = p, len(prefix)
+		}
+	}
+	if bestLen < 0 {
+		if entry, ok := t.lookupBedrock(model); ok { // bedrock.go: a Bedrock id by its family
+			return t[entry], true
 		}
 	}
 	return best, bestLen >= 0

@@ -36,6 +36,9 @@ func (t Table) Resolve(model string) (entry string, how Match, p groundhog.Price
 		}
 	}
 	if bestLen < 0 {
+		if entry, ok := t.lookupBedrock(model); ok { // bedrock.go
+			return entry, MatchBedrock, t[entry], true
+		}
 		return "", "", groundhog.Price{}, false
 	}
 	return entry, MatchPrefix, p, true
