@@ -24,7 +24,7 @@ import (
 type Config struct {
 	Addr              string `yaml:"addr"`               // listen address; a non-loopback address requires gateway keys
 	DB                string `yaml:"db"`                 // SQLite file path, or a postgres:// URL shared by replicas
-	Upstream          string `yaml:"upstream"`           // OpenAI-compatible base URL ending in /v1, or "sim"
+	Upstream          string `yaml:"upstream"`           // OpenAI-compatible base URL ending in /v1, "sim", or "bedrock" (Bedrock's OpenAI-compatible endpoint: bedrock_upstream + /openai/v1, with the Bedrock API key or SigV4)
 	AnthropicUpstream string `yaml:"anthropic_upstream"` // Anthropic base URL; "" = same as Upstream when that is "sim", else https://api.anthropic.com/v1
 	OpenAIAPIKey      string `yaml:"openai_api_key"`     // provider key; never logged
 	AnthropicAPIKey   string `yaml:"anthropic_api_key"`  // provider key; never logged
@@ -37,9 +37,13 @@ type Config struct {
 	// BedrockRegion is the region of the default endpoint and of SigV4
 	// signing (used when no Bedrock API key is set); "" = the AWS
 	// configuration chain's (AWS_REGION, shared config).
-	BedrockRegion    string `yaml:"bedrock_region"`
-	MaxBodyBytes     int64  `yaml:"max_body_bytes"`     // bound on one request body after decompression (413 past it)
-	MaxUpstreamBytes int64  `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
+	BedrockRegion string `yaml:"bedrock_region"`
+	// OpenAIOnBedrock is set by Finish when upstream is "bedrock": the
+	// OpenAI routes then go to Upstream, Bedrock's OpenAI-compatible
+	// endpoint, with the Bedrock credentials.
+	OpenAIOnBedrock  bool  `yaml:"-"`
+	MaxBodyBytes     int64 `yaml:"max_body_bytes"`     // bound on one request body after decompression (413 past it)
+	MaxUpstreamBytes int64 `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
 	// PassthroughMaxBodyBytes bounds a request body relayed on a
 	// passthrough route (file and audio uploads): streamed, never held.
 	PassthroughMaxBodyBytes int64         `yaml:"passthrough_max_body_bytes"`
@@ -387,7 +391,8 @@ func (c *Config) Finish() error {
 	if c.Upstream == "" {
 		c.Upstream = "sim"
 	}
-	if c.Upstream != "sim" {
+	c.OpenAIOnBedrock = c.Upstream == "bedrock"
+	if c.Upstream != "sim" && !c.OpenAIOnBedrock {
 		if err := checkURL(c.Upstream); err != nil {
 			return fmt.Errorf("upstream: %w", err)
 		}
@@ -415,6 +420,12 @@ func (c *Config) Finish() error {
 		if err := checkURL(c.BedrockUpstream); err != nil {
 			return fmt.Errorf("bedrock upstream: %w", err)
 		}
+	}
+	if c.OpenAIOnBedrock {
+		if c.BedrockUpstream == "" || c.BedrockUpstream == "sim" {
+			return fmt.Errorf("upstream: bedrock needs bedrock_region (or a bedrock_upstream URL) for Bedrock's OpenAI-compatible endpoint")
+		}
+		c.Upstream = strings.TrimSuffix(c.BedrockUpstream, "/") + "/openai/v1"
 	}
 	for name := range c.Operations {
 		if !ValidOperationName(name) {

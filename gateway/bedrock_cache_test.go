@@ -86,18 +86,19 @@ func TestBedrockPromptCacheCostMatchesBill(t *testing.T) {
 	}
 }
 
-// TestBedrockPassthroughRoutes: InvokeModel and CountTokens through the
-// AWS SDK reach the provider through the gateway (the simulator does not
-// serve them: its ResourceNotFoundException comes back to the SDK) and are
-// ledgered as passthrough, with the path's model id.
+// TestBedrockPassthroughRoutes: InvokeModel with a body that is not
+// Anthropic's native one reaches the provider through the gateway as it is
+// (the simulator only models Anthropic bodies: its ValidationException
+// comes back to the SDK) and is ledgered as passthrough, with the path's
+// model id.
 func TestBedrockPassthroughRoutes(t *testing.T) {
 	h := newHarness(t, withBedrockPrices())
 	cl := bedrockClient(t, h, nil)
 	_, err := cl.InvokeModel(context.Background(), &bedrockruntime.InvokeModelInput{ModelId: aws.String(bedrockModel),
-		ContentType: aws.String("application/json"), Body: []byte(`{"anthropic_version":"bedrock-2023-05-31","max_tokens":10,"messages":[]}`)})
-	var nf *types.ResourceNotFoundException
-	if !errors.As(err, &nf) {
-		t.Fatalf("InvokeModel: %v, want the provider's ResourceNotFoundException", err)
+		ContentType: aws.String("application/json"), Body: []byte(`{"inputText":"hello","textGenerationConfig":{"maxTokenCount":10}}`)})
+	var invalid *types.ValidationException
+	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "anthropic_version") {
+		t.Fatalf("InvokeModel: %v, want the provider's ValidationException", err)
 	}
 	rows := h.ledgerRows()
 	if len(rows) != 1 || rows[0].Outcome != groundhog.OutcomePassthrough || rows[0].Model != bedrockModel || rows[0].Provider != "sim" {

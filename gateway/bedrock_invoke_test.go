@@ -129,7 +129,7 @@ func TestBedrockSDKInvokeModelCachesAcrossStreamModes(t *testing.T) {
 	if streamed := invokeStreamText(t, st); streamed != text {
 		t.Fatalf("stream from the cache: %q, want %q", streamed, text)
 	}
-	bill := h.bill()
+	bill := h.Sim.Bill() // exact
 	if bill.Calls != 1 {
 		t.Fatalf("upstream calls = %d, want 1", bill.Calls)
 	}

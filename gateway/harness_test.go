@@ -59,6 +59,7 @@ type setup struct {
 	fanOut    *fanout.Group                                  // nil: the gateway builds one from the config
 	tap       func(path string, body []byte)                 // sees every body the gateway sends upstream
 	bedrock   *gateway.Upstream                              // the Converse upstream instead of the sim
+	onBedrock bool                                           // the OpenAI routes go to the sim's Bedrock OpenAI-compatible endpoint
 	onRow     func(groundhog.LedgerEntry, []groundhog.Stage) // sees every row and its stages, as the ledger's observers do
 }
 
@@ -193,6 +194,10 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if st.upstream != "" {
 		up = gateway.Upstream{BaseURL: st.upstream, APIKey: st.apiKey, Provider: "openai"}
 	}
+	openaiUp := up
+	if st.onBedrock {
+		openaiUp = gateway.Upstream{BaseURL: upURL + "/openai/v1", APIKey: "bedrock-api-key", Provider: "bedrock"}
+	}
 	bedrockUp := gateway.Upstream{BaseURL: upURL, Provider: "sim"}
 	if st.bedrock != nil {
 		bedrockUp = *st.bedrock
@@ -205,7 +210,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rec = teeRecorder{rec, st.onRow}
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: up, Anthropic: up, Bedrock: bedrockUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
+		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
 	running := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		running.Add(1)

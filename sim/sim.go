@@ -402,6 +402,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fam = familyAnthropic
 	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	if rest, ok := strings.CutPrefix(path, "/openai/v1/"); ok {
+		// Bedrock's OpenAI-compatible endpoint (bedrock-runtime's
+		// /openai/v1): the same chat and Responses routes.
+		path = "/v1/" + rest
+	}
 	switch {
 	case path == "/healthz":
 		w.Header().Set("Content-Type", "application/json")

@@ -116,6 +116,12 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 			fmt.Fprintf(out, "groundhog: Bedrock calls to %s are signed with SigV4 for %s (AWS configuration chain)\n", redact(cfg.BedrockUpstream), region)
 		}
 	}
+	if cfg.OpenAIOnBedrock {
+		// Bedrock's OpenAI-compatible endpoint: the Bedrock API key, else
+		// the same SigV4 signing as the Bedrock routes.
+		openai = gateway.Upstream{BaseURL: cfg.Upstream, APIKey: cfg.BedrockAPIKey, Provider: "bedrock", Sign: bedrockUp.Sign}
+		fmt.Fprintf(out, "groundhog: the OpenAI routes go to Bedrock's OpenAI-compatible endpoint %s\n", redact(cfg.Upstream))
+	}
 	if cfg.Upstream == "sim" || cfg.AnthropicUpstream == "sim" || cfg.BedrockUpstream == "sim" {
 		if err := sim.CheckFault(cfg.Sim.Fault); err != nil {
 			return fmt.Errorf("sim.fault: %w", err)
