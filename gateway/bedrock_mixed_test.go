@@ -13,6 +13,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // invokeCachedBody is a native Anthropic body whose long system prompt
@@ -108,5 +109,47 @@ func TestBedrockMixedWorkloadCostMatchesBill(t *testing.T) {
 	if u.InputTokens != bill.InputTokens || u.CachedInputTokens != bill.CachedInputTokens ||
 		u.CacheWriteTokens != bill.CacheWriteTokens || u.OutputTokens != bill.OutputTokens {
 		t.Fatalf("ledger usage %+v, bill %+v", u, bill)
+	}
+}
+
+// TestBedrockInvokeBreakpointInjection: with breakpoint injection on, an
+// InvokeModel agent loop over a long system prompt without cache_control
+// gets its breakpoints placed by the gateway: the second turn reads the
+// prefix from the prompt cache, and the request hash is the client's body's.
+func TestBedrockInvokeBreakpointInjection(t *testing.T) {
+	h := newHarness(t, withBedrockPrices())
+	cl := bedrockClient(t, h, map[string]string{"Groundhog-Prompt-Cache-Breakpoints": "auto"})
+	body := func(q string) []byte {
+		b, _ := json.Marshal(map[string]any{"anthropic_version": "bedrock-2023-05-31", "max_tokens": 32,
+			"system": longSystem, "messages": []any{map[string]any{"role": "user", "content": q}}})
+		return b
+	}
+	var read int64
+	for i, q := range []string{"turn 1", "turn 2"} {
+		b := body(q)
+		out, err := cl.InvokeModel(context.Background(), &bedrockruntime.InvokeModelInput{ModelId: aws.String(bedrockModel),
+			ContentType: aws.String("application/json"), Body: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp, err := bedrock.InvokeFingerprintBody(bedrockModel, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := responseHeader(out.ResultMetadata, "Groundhog-Request-Hash"), hashOf(t, "messages", string(fp)); got != want {
+			t.Fatalf("turn %d: request hash %s, want the client body's %s", i+1, got, want)
+		}
+		var m struct {
+			Usage struct {
+				CacheRead int64 `json:"cache_read_input_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal(out.Body, &m); err != nil {
+			t.Fatal(err)
+		}
+		read = m.Usage.CacheRead
+	}
+	if read < 1024 {
+		t.Fatalf("turn 2 read %d tokens from the prompt cache, want the system prompt", read)
 	}
 }
