@@ -24,16 +24,22 @@ const (
 	// /converse-stream (one shape: the stream is the route's choice, not
 	// the body's).
 	ShapeConverse Shape = "converse"
+	// ShapeGemini is Google's Gemini API POST
+	// /v1beta/models/{model}:generateContent and :streamGenerateContent
+	// (one shape: the stream is the route's choice, not the body's).
+	ShapeGemini Shape = "gemini"
 )
 
 // Provider returns the provider family whose wire format the shape uses:
-// "openai", "anthropic" or "bedrock".
+// "openai", "anthropic", "bedrock" or "gemini".
 func (s Shape) Provider() string {
 	switch s {
 	case ShapeMessages:
 		return "anthropic"
 	case ShapeConverse:
 		return "bedrock"
+	case ShapeGemini:
+		return "gemini"
 	}
 	return "openai"
 }
@@ -41,7 +47,7 @@ func (s Shape) Provider() string {
 // Valid reports whether s is one of the known shapes.
 func (s Shape) Valid() bool {
 	switch s {
-	case ShapeChat, ShapeResponses, ShapeEmbeddings, ShapeMessages, ShapeConverse:
+	case ShapeChat, ShapeResponses, ShapeEmbeddings, ShapeMessages, ShapeConverse, ShapeGemini:
 		return true
 	}
 	return false

@@ -94,6 +94,13 @@ var excluded = map[groundhog.Shape][]field{
 		exRequestID, exIdempotencyKey,
 		{"requestMetadata", "key-value pairs for filtering invocation logs; the model never sees them"},
 	},
+	// Gemini bodies reach the fingerprint as wire/gemini.FingerprintBody
+	// makes them: the path's model as "model" (the stream mode is the
+	// route's, never in the body).
+	groundhog.ShapeGemini: {
+		exRequestID, exIdempotencyKey,
+		{"labels", "billing labels (Vertex AI); the model never sees them"},
+	},
 }
 
 // included documents, per shape, the known fields that change the output
@@ -176,6 +183,16 @@ var included = map[groundhog.Shape][]field{
 		{"context_management", "which earlier content the model sees"},
 		{"diagnostics", "adds cache-miss diagnostics to the body"},
 		{"service_tier", "kept on purpose: the tier is reported in the body"},
+	},
+	groundhog.ShapeGemini: {
+		{"model", "the path's model: a different model answers differently"},
+		{"contents", "the conversation: the input itself"},
+		{"systemInstruction", "the system prompt"},
+		{"tools", "what the model may call (order kept)"},
+		{"toolConfig", "whether and which function must be called"},
+		{"generationConfig", "sampling, output length, stop sequences, response schema, thinking"},
+		{"safetySettings", "which answers are blocked"},
+		{"cachedContent", "an explicit cache's contents are part of the input (the tenant scopes the name)"},
 	},
 }
 

@@ -6,6 +6,7 @@ import (
 
 	groundhog "github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // StreamComplete reports whether events form a complete, successful stream
@@ -35,6 +36,8 @@ func StreamComplete(shape groundhog.Shape, events []groundhog.Event) bool {
 		return messagesComplete(events)
 	case groundhog.ShapeConverse:
 		return bedrock.StreamComplete(events)
+	case groundhog.ShapeGemini:
+		return gemini.StreamComplete(events)
 	}
 	return false
 }
@@ -201,6 +204,8 @@ func IsTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
 		return eventType(ev, "message_stop") || eventType(ev, "error")
 	case groundhog.ShapeConverse:
 		return bedrock.IsTerminal(ev)
+	case groundhog.ShapeGemini:
+		return gemini.IsTerminal(ev)
 	}
 	return false
 }
@@ -245,6 +250,8 @@ func StreamEndedWithError(shape groundhog.Shape, events []groundhog.Event) bool 
 		return eventType(last, "response.failed") || eventType(last, "error")
 	case groundhog.ShapeMessages:
 		return eventType(last, "error")
+	case groundhog.ShapeGemini:
+		return gemini.IsError(last)
 	case groundhog.ShapeChat:
 		if !bytes.Contains(last.Data, []byte(`"error"`)) {
 			return false

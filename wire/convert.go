@@ -5,6 +5,7 @@ import (
 
 	groundhog "github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // BodyFromEvents assembles the non-stream JSON body equivalent to a complete
@@ -47,6 +48,8 @@ func BodyFromEvents(shape groundhog.Shape, events []groundhog.Event) ([]byte, er
 		return messagesBodyFromEvents(events)
 	case groundhog.ShapeConverse:
 		return bedrock.BodyFromEvents(events)
+	case groundhog.ShapeGemini:
+		return gemini.BodyFromEvents(events)
 	case groundhog.ShapeEmbeddings:
 		return nil, fmt.Errorf("wire: %s: %w", shape, ErrNotStreamable)
 	}
@@ -102,6 +105,8 @@ func EventsFromBody(shape groundhog.Shape, body []byte, includeUsage bool) ([]gr
 		return messagesEventsFromBody(body)
 	case groundhog.ShapeConverse:
 		return bedrock.EventsFromBody(body)
+	case groundhog.ShapeGemini:
+		return gemini.EventsFromBody(body)
 	case groundhog.ShapeEmbeddings:
 		return nil, fmt.Errorf("wire: %s: %w", shape, ErrNotStreamable)
 	}

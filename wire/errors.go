@@ -5,6 +5,7 @@ import (
 
 	groundhog "github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // ErrorType returns the provider's error "type" string for a groundhog
@@ -67,6 +68,10 @@ func ErrorType(shape groundhog.Shape, code string) string {
 func ErrorBody(shape groundhog.Shape, code, message string) []byte {
 	if shape == groundhog.ShapeConverse {
 		return bedrock.ErrorBody(message)
+	}
+	if shape == groundhog.ShapeGemini {
+		// Google's shape: {"error":{"code":<HTTP status>,"message","status"}}.
+		return gemini.ErrorBody(Status(code), message)
 	}
 	return errorBody(shape, code, message).bytes()
 }

@@ -6,6 +6,7 @@ import (
 
 	groundhog "github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // Storable reports whether a complete, successful response body of shape
@@ -25,6 +26,9 @@ import (
 func Storable(shape groundhog.Shape, body []byte) bool {
 	if shape == groundhog.ShapeConverse {
 		return bedrock.Storable(body)
+	}
+	if shape == groundhog.ShapeGemini {
+		return gemini.Storable(body)
 	}
 	if shape != groundhog.ShapeEmbeddings && json.Valid(body) && !mayRefuse(body) {
 		return true // the common case, without parsing: no refusal marker at all
@@ -54,6 +58,9 @@ func Storable(shape groundhog.Shape, body []byte) bool {
 func StorableEvents(shape groundhog.Shape, events []groundhog.Event) bool {
 	if shape == groundhog.ShapeConverse {
 		return bedrock.StorableEvents(events)
+	}
+	if shape == groundhog.ShapeGemini {
+		return gemini.StorableEvents(events)
 	}
 	for _, ev := range events {
 		if isDone(ev.Data) || !mayRefuse(ev.Data) {

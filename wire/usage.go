@@ -7,6 +7,7 @@ import (
 
 	groundhog "github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // UsageFromBody reads the model and the token usage of a non-stream success
@@ -45,6 +46,13 @@ func UsageFromBody(shape groundhog.Shape, body []byte) (model string, u groundho
 			return "", groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
 		}
 		return "", u, nil
+	}
+	if shape == groundhog.ShapeGemini {
+		model, u, err := gemini.UsageFromBody(body)
+		if err != nil {
+			return "", groundhog.Usage{}, fmt.Errorf("wire: %s body: %w", shape, err)
+		}
+		return model, u, nil
 	}
 	b, err := bodyModelUsage(shape, body)
 	if err != nil {
@@ -120,6 +128,11 @@ func UsagePartsFromEvents(shape groundhog.Shape, events []groundhog.Event) (mode
 			return "", groundhog.Usage{}, nil, fmt.Errorf("wire: %s stream: %w", shape, err)
 		}
 		return "", u, nil, nil
+	case groundhog.ShapeGemini:
+		if model, u, err = gemini.UsageFromEvents(events); err != nil {
+			return "", groundhog.Usage{}, nil, fmt.Errorf("wire: %s stream: %w", shape, err)
+		}
+		return model, u, nil, nil
 	default:
 		return "", u, nil, fmt.Errorf("wire: %q: %w", shape, ErrUnknownShape)
 	}

@@ -37,7 +37,7 @@ func UsagePartsFromValidBody(shape groundhog.Shape, body []byte) (model string, 
 		}
 		return model.model, u, parts, nil
 	}
-	if shape == groundhog.ShapeConverse {
+	if shape == groundhog.ShapeConverse || shape == groundhog.ShapeGemini {
 		model, u, err := UsageFromBody(shape, body)
 		return model, u, nil, err
 	}
