@@ -41,9 +41,14 @@ type Config struct {
 	// OpenAIOnBedrock is set by Finish when upstream is "bedrock": the
 	// OpenAI routes then go to Upstream, Bedrock's OpenAI-compatible
 	// endpoint, with the Bedrock credentials.
-	OpenAIOnBedrock  bool  `yaml:"-"`
-	MaxBodyBytes     int64 `yaml:"max_body_bytes"`     // bound on one request body after decompression (413 past it)
-	MaxUpstreamBytes int64 `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
+	OpenAIOnBedrock bool `yaml:"-"`
+	// GeminiUpstream is the Gemini API endpoint serving the generateContent
+	// routes; "" = "sim" when Upstream is "sim", else
+	// https://generativelanguage.googleapis.com.
+	GeminiUpstream   string `yaml:"gemini_upstream"`
+	GeminiAPIKey     string `yaml:"gemini_api_key"`     // Gemini API key (sent as x-goog-api-key); never logged
+	MaxBodyBytes     int64  `yaml:"max_body_bytes"`     // bound on one request body after decompression (413 past it)
+	MaxUpstreamBytes int64  `yaml:"max_upstream_bytes"` // bound on one upstream response, streamed or not; 0 = DefaultMaxUpstreamBytes
 	// PassthroughMaxBodyBytes bounds a request body relayed on a
 	// passthrough route (file and audio uploads): streamed, never held.
 	PassthroughMaxBodyBytes int64         `yaml:"passthrough_max_body_bytes"`
@@ -271,6 +276,8 @@ var envVars = map[string]func(c *Config, v string) error{
 	"GROUNDHOG_BEDROCK_UPSTREAM":   func(c *Config, v string) error { c.BedrockUpstream = v; return nil },
 	"GROUNDHOG_BEDROCK_API_KEY":    func(c *Config, v string) error { c.BedrockAPIKey = v; return nil },
 	"GROUNDHOG_BEDROCK_REGION":     func(c *Config, v string) error { c.BedrockRegion = v; return nil },
+	"GROUNDHOG_GEMINI_UPSTREAM":    func(c *Config, v string) error { c.GeminiUpstream = v; return nil },
+	"GROUNDHOG_GEMINI_API_KEY":     func(c *Config, v string) error { c.GeminiAPIKey = v; return nil },
 	"GROUNDHOG_LOG_LEVEL":          func(c *Config, v string) error { c.LogLevel = v; return nil },
 	"GROUNDHOG_LOG_FORMAT":         func(c *Config, v string) error { c.LogFormat = v; return nil },
 	"GROUNDHOG_OTLP_ENDPOINT":      func(c *Config, v string) error { c.OTLPEndpoint = v; return nil },
@@ -426,6 +433,18 @@ func (c *Config) Finish() error {
 			return fmt.Errorf("upstream: bedrock needs bedrock_region (or a bedrock_upstream URL) for Bedrock's OpenAI-compatible endpoint")
 		}
 		c.Upstream = strings.TrimSuffix(c.BedrockUpstream, "/") + "/openai/v1"
+	}
+	if c.GeminiUpstream == "" {
+		if c.Upstream == "sim" {
+			c.GeminiUpstream = "sim"
+		} else {
+			c.GeminiUpstream = "https://generativelanguage.googleapis.com"
+		}
+	}
+	if c.GeminiUpstream != "sim" {
+		if err := checkURL(c.GeminiUpstream); err != nil {
+			return fmt.Errorf("gemini upstream: %w", err)
+		}
 	}
 	for name := range c.Operations {
 		if !ValidOperationName(name) {

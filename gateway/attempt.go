@@ -12,6 +12,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // An upstream attempt that fails may still have been billed by the
@@ -88,9 +89,15 @@ func (s *Server) price(c *call, model string, u groundhog.Usage, parts []groundh
 	if u == (groundhog.Usage{}) {
 		return groundhog.CostUnknown // no usage reported: unknown, never a silent 0
 	}
-	cost := s.cfg.PriceTable.CostParts(firstNonEmpty(model, c.fp.Model), u, parts)
+	at := func(m string) []groundhog.UsagePart {
+		if c.shape == groundhog.ShapeGemini {
+			return gemini.UsageParts(m, u) // the model's entry, or its long-context one (">200k")
+		}
+		return parts
+	}
+	cost := s.cfg.PriceTable.CostParts(firstNonEmpty(model, c.fp.Model), u, at(firstNonEmpty(model, c.fp.Model)))
 	if !cost.Known() && model != c.fp.Model {
-		cost = s.cfg.PriceTable.CostParts(c.fp.Model, u, parts)
+		cost = s.cfg.PriceTable.CostParts(c.fp.Model, u, at(c.fp.Model))
 	}
 	return cost
 }

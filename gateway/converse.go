@@ -84,6 +84,9 @@ func fingerprintBody(r *http.Request, shape groundhog.Shape, body []byte) ([]byt
 		fp, err := bedrock.InvokeFingerprintBody(modelID, body)
 		return fp, stream, err
 	}
+	if shape == groundhog.ShapeGemini {
+		return geminiFingerprintBody(r, body) // gemini.go
+	}
 	if shape != groundhog.ShapeConverse {
 		return body, false, nil
 	}

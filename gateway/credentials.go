@@ -22,14 +22,16 @@ func CredentialTenant(h http.Header) string {
 
 // authorize sets the provider credentials on an upstream request: the
 // gateway's provider key when it has one (Authorization: Bearer for OpenAI,
-// x-api-key for Anthropic); else, when the upstream forwards the client's
+// x-api-key for Anthropic, x-goog-api-key for Gemini); else, when the upstream forwards the client's
 // own key (the embedded transport, where the program calling is the key's
 // owner), the client's Authorization or x-api-key as it sent them. The
 // client's gateway key is never forwarded otherwise.
-func (u *Upstream) authorize(req *http.Request, client http.Header, anthropic bool) {
+func (u *Upstream) authorize(req *http.Request, client http.Header, shape groundhog.Shape) {
 	switch {
-	case u.APIKey != "" && anthropic:
+	case u.APIKey != "" && shape == groundhog.ShapeMessages:
 		req.Header.Set("X-Api-Key", u.APIKey)
+	case u.APIKey != "" && shape == groundhog.ShapeGemini:
+		req.Header.Set("X-Goog-Api-Key", u.APIKey)
 	case u.APIKey != "":
 		req.Header.Set("Authorization", "Bearer "+u.APIKey)
 	case u.ForwardClientKey:

@@ -210,7 +210,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rec = teeRecorder{rec, st.onRow}
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
+		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Gemini: gateway.Upstream{BaseURL: upURL, Provider: "sim"}, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
 	running := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		running.Add(1)

@@ -18,6 +18,7 @@ import (
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // Passthrough: every /v1/* route groundhog does not model (count_tokens,
@@ -84,18 +85,26 @@ func connectionNominated(h http.Header) map[string]bool {
 // shape whose error format and usage fields it uses.
 func (s *Server) passthroughUpstream(r *http.Request) (*Upstream, groundhog.Shape) {
 	p := r.URL.Path
+	if gemini.IsPath(p) {
+		return &s.opts.Gemini, groundhog.ShapeGemini
+	}
 	if strings.HasPrefix(p, "/v1/messages/") || p == "/v1/complete" || r.Header.Get("Anthropic-Version") != "" {
 		return &s.opts.Anthropic, groundhog.ShapeMessages
 	}
 	return &s.opts.OpenAI, groundhog.ShapeResponses
 }
 
-// safePassthroughPath reports whether the escaped path stays inside /v1/: no
+// safePassthroughPath reports whether the escaped path stays inside /v1/
+// (/v1beta/ for the Gemini routes): no
 // empty, "." or ".." segments, no encoded slash or backslash, no control
 // characters. Anything else could make the provider URL climb out of its
 // base and carry the provider key elsewhere.
-func safePassthroughPath(escaped string) bool {
-	if !strings.HasPrefix(escaped, "/v1/") || strings.ContainsAny(escaped, "\\") || strings.ContainsFunc(escaped, unicode.IsControl) {
+func safePassthroughPath(escaped string, geminiRoute bool) bool {
+	prefix := "/v1/"
+	if geminiRoute && strings.HasPrefix(escaped, geminiPrefix) {
+		prefix = geminiPrefix
+	}
+	if !strings.HasPrefix(escaped, prefix) || strings.ContainsAny(escaped, "\\") || strings.ContainsFunc(escaped, unicode.IsControl) {
 		return false
 	}
 	low := strings.ToLower(escaped)
@@ -130,7 +139,8 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, shape, groundhog.Errorf(codeMethod, "method %s is not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
-	if !isBedrock && !safePassthroughPath(escaped) {
+	isGemini := shape == groundhog.ShapeGemini
+	if !isBedrock && !safePassthroughPath(escaped, isGemini) {
 		s.writeError(w, r, shape, groundhog.Errorf(groundhog.ENOTFOUND, "unknown route %s %s", r.Method, r.URL.Path))
 		return
 	}
@@ -149,13 +159,20 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	}
 	start := s.clock.Now()
 	h := sha256.New()
-	_, _ = io.WriteString(h, r.Method+"\n"+escaped+"?"+r.URL.RawQuery+"\n")
+	query := r.URL.RawQuery
+	if isGemini {
+		query = withoutKey(query) // a gateway key in ?key= never goes upstream nor into the hash
+	}
+	_, _ = io.WriteString(h, r.Method+"\n"+escaped+"?"+query+"\n")
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(escaped, "/v1")
+	if isGemini {
+		url = strings.TrimSuffix(up.BaseURL, "/") + escaped // the Gemini endpoint is the host: the version is in the path
+	}
 	if isBedrock {
 		url = strings.TrimSuffix(up.BaseURL, "/") + brp.Path // rebuilt from checked segments
 	}
-	if r.URL.RawQuery != "" {
-		url += "?" + r.URL.RawQuery
+	if query != "" {
+		url += "?" + query
 	}
 	var body io.Reader = http.NoBody
 	if r.Body != nil && r.Body != http.NoBody {
@@ -174,7 +191,7 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Header[k] = vs
 	}
-	up.authorize(req, r.Header, shape == groundhog.ShapeMessages)
+	up.authorize(req, r.Header, shape)
 	row := groundhog.LedgerEntry{
 		ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant, Operation: op,
 		Provider: up.Provider, Outcome: groundhog.OutcomePassthrough,
@@ -219,9 +236,12 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 			row.Status = http.StatusBadGateway
 		}
 	}
-	if isBedrock {
+	switch {
+	case isBedrock:
 		row.Model, row.Usage, row.Cost = s.bedrockPassthroughCost(brp, res.StatusCode, usage)
-	} else {
+	case isGemini:
+		row.Model, row.Cost = geminiPassthroughCost(r, res.StatusCode) // gemini.go
+	default:
 		row.Model, row.Usage, row.Cost = s.passthroughCost(r.URL.Path, shape, usage)
 	}
 	row.FullCost = row.Cost

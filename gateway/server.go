@@ -84,8 +84,13 @@ type Options struct {
 	// endpoint (https://bedrock-runtime.<region>.amazonaws.com) and APIKey
 	// a Bedrock API key, sent as a bearer token.
 	Bedrock Upstream
-	Clock   groundhog.Clock
-	Logger  *slog.Logger
+	// Gemini serves the gemini shape and the other /v1beta/ routes: BaseURL
+	// is the Gemini API endpoint (https://generativelanguage.googleapis.com,
+	// without the version) and APIKey a Gemini API key, sent as
+	// x-goog-api-key.
+	Gemini Upstream
+	Clock  groundhog.Clock
+	Logger *slog.Logger
 	// Ready reports whether the stores answer (for /readyz); nil means ready.
 	Ready func(ctx context.Context) error
 	// Degraded lists the degraded modes in force (for /readyz: still 200,
@@ -218,8 +223,14 @@ func (s *Server) routes() {
 	m.HandleFunc("/guardrail/", s.passthrough)
 	m.HandleFunc("/async-invoke", s.passthrough)
 	m.HandleFunc("/async-invoke/", s.passthrough)
+	// Google Gemini API: generateContent and streamGenerateContent run the
+	// pipeline, every other /v1beta/ route passes through (gemini.go).
+	gemini := s.gemini(s.provider(groundhog.ShapeGemini))
+	m.HandleFunc(geminiPrefix, gemini)
 	m.HandleFunc("/v1/models", s.models)
-	m.HandleFunc("/v1/models/{id}", s.models)
+	m.HandleFunc("/v1/models/{id}", s.geminiOr(gemini, s.models)) // /v1/models/{model}:generateContent is Gemini's stable API
+	m.HandleFunc("/v1/cachedContents", gemini)
+	m.HandleFunc("/v1/cachedContents/", gemini)
 	m.HandleFunc("/v1/", s.passthrough) // every other provider route
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -281,8 +292,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // (nor ever seen by this Server) the gateway serves the single tenant
 // "local" whatever key is sent (SDKs insist on sending one); `serve` sets
 // Keyless only on a loopback address that starts with no keys. Keys are
-// read from "Authorization: Bearer <key>" or, as the Anthropic SDK sends
-// them, "x-api-key".
+// read from "Authorization: Bearer <key>", "x-api-key" (the Anthropic
+// SDK's) or "x-goog-api-key" (the Gemini SDKs'; on /v1beta/ routes also
+// the key query parameter).
 func (s *Server) authenticate(r *http.Request) (string, error) {
 	if s.opts.TenantPerCredential {
 		return CredentialTenant(r.Header), nil
@@ -299,6 +311,8 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 		secret = strings.TrimSpace(tok)
 	} else if k := hget(r.Header, "X-Api-Key"); k != "" {
 		secret = strings.TrimSpace(k)
+	} else if k := geminiKey(r); k != "" {
+		secret = k // x-goog-api-key, or ?key= on the Gemini routes
 	}
 	ctx := r.Context()
 	if secret != "" {

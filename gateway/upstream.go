@@ -14,6 +14,7 @@ import (
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // maxUpstreamBytes bounds one upstream response held in memory: a body, or
@@ -55,6 +56,8 @@ func (s *Server) upstreamFor(shape groundhog.Shape) *Upstream {
 		return &s.opts.Anthropic
 	case groundhog.ShapeConverse:
 		return &s.opts.Bedrock
+	case groundhog.ShapeGemini:
+		return &s.opts.Gemini
 	}
 	return &s.opts.OpenAI
 }
@@ -75,7 +78,7 @@ var dropHeaders = map[string]bool{
 	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true, "Trailer": true,
 	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Host": true,
 	"Accept-Encoding": true, "Cookie": true, "Idempotency-Key": true, "Prefer": true,
-	"Cache-Control": true,
+	"Cache-Control": true, "X-Goog-Api-Key": true,
 }
 
 // upstreamCall is the work of a flight: one provider call. It publishes the
@@ -124,7 +127,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold (before the upstream deadline starts)
 	defer c.pc.pending.Done()
 	up := s.upstreamOf(c)
-	if up.BaseURL == "" && c.bedrockFramed() {
+	if up.BaseURL == "" && (c.bedrockFramed() || c.shape == groundhog.ShapeGemini) {
 		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "no %s upstream is configured", c.shape.Provider())
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
@@ -135,6 +138,8 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	if c.invoke {
 		url = strings.TrimSuffix(up.BaseURL, "/") + bedrock.InvokePath(c.fp.Model, c.fp.Stream)
+	} else if c.shape == groundhog.ShapeGemini {
+		url = strings.TrimSuffix(up.BaseURL, "/") + gemini.Path(gemini.Version(c.route), c.fp.Model, c.fp.Stream) // ?alt=sse for a stream; never the client's ?key=
 	}
 	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
 		// A chat stream reports usage only when asked: ask, so the call's
@@ -153,7 +158,11 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	req.Header.Set("Content-Type", "application/json")
 	pcUpstreamHeaders(req.Header, c) // prompt-cache hook: the cache-diagnosis beta when the stage asked the provider
-	up.authorize(req, c.header, c.shape == groundhog.ShapeMessages && !c.invoke)
+	authShape := c.shape
+	if c.invoke {
+		authShape = groundhog.ShapeConverse // Bedrock's credentials, not Anthropic's header
+	}
+	up.authorize(req, c.header, authShape)
 	if c.shape == groundhog.ShapeMessages && !c.invoke && req.Header.Get("Anthropic-Version") == "" {
 		req.Header.Set("Anthropic-Version", "2023-06-01")
 	}

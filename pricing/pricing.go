@@ -31,7 +31,8 @@ const PricesTaken = "2026-12-01"
 // current OpenAI and Anthropic model families, by their undated names (a
 // dated snapshot resolves to its family, see Lookup). Prices are USD per
 // million tokens, taken on PricesTaken from platform.claude.com's pricing
-// and model pages and developers.openai.com's model pages.
+// and model pages, developers.openai.com's model pages and
+// ai.google.dev's Gemini API pricing page.
 //
 // The four input rates: input (uncached), cached input (a prompt-cache
 // read), cache write (a short write: Anthropic's 5-minute write, OpenAI's
@@ -112,6 +113,17 @@ func Default() Table {
 		"claude-haiku-4-5":       {"1.00", "0.10", "1.25", "2.00", "5.00"},
 		"claude-3-5-haiku":       {"0.80", "0.08", "1.00", "1.60", "4.00"},
 		"claude-3-haiku":         {"0.25", "0.03", "0.30", "0.50", "1.25"},
+		// Gemini (text/image/video input rates): implicit caching reads at
+		// the cached rate and writes for free (write = input); the Pro
+		// models charge other rates for prompts over 200K tokens, under
+		// their ">200k" entry (wire/gemini.PriceModel).
+		"gemini-2.5-pro":            {"1.25", "0.125", "1.25", "1.25", "10.00"},
+		"gemini-2.5-pro>200k":       {"2.50", "0.25", "2.50", "2.50", "15.00"},
+		"gemini-2.5-flash":          {"0.30", "0.03", "0.30", "0.30", "2.50"},
+		"gemini-2.5-flash-lite":     {"0.10", "0.01", "0.10", "0.10", "0.40"},
+		"gemini-3-pro-preview":      {"2.00", "0.20", "2.00", "2.00", "12.00"},
+		"gemini-3-pro-preview>200k": {"4.00", "0.40", "4.00", "4.00", "18.00"},
+		"gemini-3-flash-preview":    {"0.50", "0.05", "0.50", "0.50", "3.00"},
 	} {
 		pr, err := parsePrice(p[0], p[1], p[2], p[4])
 		if err == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // job is a parsed, validated model call, its prompt accounting and its
@@ -37,6 +38,9 @@ type job struct {
 	// 0 when none is.
 	longWritesEnd int
 	output        int // output tokens
+	// priceModel names the price-table entry that bills usage u; nil is
+	// model (Gemini's Pro models price a long prompt under another entry).
+	priceModel func(u groundhog.Usage) string
 	// respond writes the answer. It is called after the time to first token
 	// and after billing.
 	respond func(x *exchange)
@@ -104,6 +108,14 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 			return
 		}
 	}
+	if shape == groundhog.ShapeGemini {
+		// The content depends on the path's model; the route picks the stream.
+		model, _, _ := gemini.ParsePath(r.URL.EscapedPath())
+		if seedBody, err = gemini.FingerprintBody(model, body); err != nil {
+			writeErr(w, fam, err)
+			return
+		}
+	}
 	sd, err := requestSeed(shape, seedBody)
 	if err != nil {
 		writeErr(w, fam, invalidJSON(err))
@@ -121,6 +133,8 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 		j, err = parseMessages(body, sd, s.anthropicMins)
 	case groundhog.ShapeConverse:
 		j, err = parseConverse(r, body, sd)
+	case groundhog.ShapeGemini:
+		j, err = parseGemini(r, body, sd)
 	}
 	if err != nil {
 		writeErr(w, fam, err)
@@ -151,7 +165,11 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 			u.CacheWrite1hTokens = int64(min(stored, j.longWritesEnd) - cached)
 		}
 	}
-	s.charge(j.model, u)
+	billed := j.model
+	if j.priceModel != nil {
+		billed = j.priceModel(u)
+	}
+	s.charge(billed, u)
 	if f.kind == faultDrop {
 		abort() // billed in full; the client sees the connection drop
 	}
@@ -167,6 +185,8 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 	switch fam {
 	case familyBedrock:
 		w.Header().Set("x-amzn-RequestId", x.id.id("req_"))
+	case familyGemini:
+		w.Header().Set("x-goog-request-id", x.id.id("req_"))
 	case familyAnthropic:
 		w.Header().Set("request-id", x.id.id("req_"))
 	default:

@@ -6,6 +6,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // family is a provider wire format: it decides the shape of error bodies.
@@ -15,6 +16,7 @@ const (
 	familyOpenAI family = iota
 	familyAnthropic
 	familyBedrock
+	familyGemini
 )
 
 func familyOf(shape groundhog.Shape) family {
@@ -23,6 +25,8 @@ func familyOf(shape groundhog.Shape) family {
 		return familyAnthropic
 	case "bedrock":
 		return familyBedrock
+	case "gemini":
+		return familyGemini
 	}
 	return familyOpenAI
 }
@@ -42,6 +46,11 @@ func writeErr(w http.ResponseWriter, fam family, err error) {
 func writeError(w http.ResponseWriter, fam family, status int, msg string) {
 	if status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
+	}
+	if fam == familyGemini {
+		// Google: {"error":{"code","message","status"}}.
+		writeBody(w, status, gemini.ErrorBody(status, msg))
+		return
 	}
 	if fam == familyBedrock {
 		// Bedrock: the exception's name in X-Amzn-Errortype (where the AWS

@@ -18,6 +18,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/pricing"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // Config configures a simulated provider. The zero value is a fast, fault-free
@@ -411,6 +412,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/healthz":
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte("{\"status\":\"ok\"}\n"))
+	case gemini.IsPath(path):
+		s.serveGemini(w, r)
 	case path == "/v1/chat/completions":
 		s.modelCall(w, r, groundhog.ShapeChat)
 	case path == "/v1/responses":
@@ -503,10 +506,13 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 }
 
 // scopeOf returns the prefix-cache scope of r: a digest of its API key
-// (Authorization bearer token or x-api-key), so one key never reads another
+// (Authorization bearer token, x-api-key or x-goog-api-key), so one key never reads another
 // key's cached prefixes and no key is kept in memory in the clear.
 func scopeOf(r *http.Request) string {
 	key := r.Header.Get("x-api-key")
+	if key == "" {
+		key = r.Header.Get("x-goog-api-key")
+	}
 	if key == "" {
 		key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	}

@@ -122,7 +122,8 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		openai = gateway.Upstream{BaseURL: cfg.Upstream, APIKey: cfg.BedrockAPIKey, Provider: "bedrock", Sign: bedrockUp.Sign}
 		fmt.Fprintf(out, "groundhog: the OpenAI routes go to Bedrock's OpenAI-compatible endpoint %s\n", redact(cfg.Upstream))
 	}
-	if cfg.Upstream == "sim" || cfg.AnthropicUpstream == "sim" || cfg.BedrockUpstream == "sim" {
+	geminiUp := gateway.Upstream{BaseURL: cfg.GeminiUpstream, APIKey: cfg.GeminiAPIKey, Provider: "gemini"}
+	if cfg.Upstream == "sim" || cfg.AnthropicUpstream == "sim" || cfg.BedrockUpstream == "sim" || cfg.GeminiUpstream == "sim" {
 		if err := sim.CheckFault(cfg.Sim.Fault); err != nil {
 			return fmt.Errorf("sim.fault: %w", err)
 		}
@@ -139,6 +140,9 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		}
 		if cfg.AnthropicUpstream == "sim" {
 			anthropic = simUp
+		}
+		if cfg.GeminiUpstream == "sim" {
+			geminiUp = gateway.Upstream{BaseURL: base, Provider: "sim"} // the sim serves /v1beta/models/{model}:generateContent at its root
 		}
 		if cfg.BedrockUpstream == "sim" {
 			bedrockUp = gateway.Upstream{BaseURL: base, Provider: "sim"} // the sim serves /model/{modelId}/converse at its root
@@ -210,7 +214,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	pct := openPromptCache(cfg, journal, log) // restored from the snapshot beside the database or the journal
 	gw = gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(), OpenAI: openai, Anthropic: anthropic, Bedrock: bedrockUp,
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(), OpenAI: openai, Anthropic: anthropic, Bedrock: bedrockUp, Gemini: geminiUp,
 		Logger: log, Ready: st.Ready, Degraded: st.degraded, PromptCache: pct,
 		Extra: withContextRoutes(withStateRoutes(withMCPRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), mcpGW), db, cfg, log), db, cfg, log,
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),

@@ -131,14 +131,15 @@ func TestPath(t *testing.T) {
 		{"/v1beta/models/gemini-2.5-flash", "", "", false},
 		{"/v1beta/models/a%2Fb:generateContent", "", "", false},
 		{"/v1beta/models/../x:generateContent", "", "", false},
-		{"/v1/models/gemini-2.5-flash:generateContent", "", "", false},
+		{"/v1/models/gemini-2.5-flash:generateContent", "gemini-2.5-flash", "generateContent", true},
+		{"/v2/models/gemini-2.5-flash:generateContent", "", "", false},
 	} {
 		m, meth, ok := gemini.ParsePath(c.path)
 		if m != c.model || meth != c.method || ok != c.ok {
 			t.Errorf("%s: %q %q %v", c.path, m, meth, ok)
 		}
 	}
-	if p := gemini.Path("gemini-2.5-pro", true); p != "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse" {
+	if p := gemini.Path(gemini.Version("/v1beta/models/x:y"), "gemini-2.5-pro", true); p != "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse" {
 		t.Fatal(p)
 	}
 }

@@ -14,9 +14,13 @@ import (
 	groundhog "github.com/groundhog-ai/groundhog"
 )
 
-// APIVersion is the API version of the routes groundhog models: the one the
-// official SDKs use by default.
-const APIVersion = "v1beta"
+// APIVersion is the beta API version of the routes groundhog models (the
+// one REST examples and the JS SDK use); StableVersion the stable one (the
+// Go SDK's default). Both serve the same generateContent shape.
+const (
+	APIVersion    = "v1beta"
+	StableVersion = "v1"
+)
 
 // MaxModel bounds the model name of a route.
 const MaxModel = 256
@@ -30,20 +34,46 @@ const (
 	MethodBatchEmbed     = "batchEmbedContents"
 )
 
-// Path returns the upstream path of a generate call on model: the
-// streaming one asks for SSE (alt=sse), as the SDKs do.
-func Path(model string, stream bool) string {
+// Path returns the upstream path of a generate call on model in API
+// version (APIVersion or StableVersion): the streaming one asks for SSE
+// (alt=sse), as the SDKs do.
+func Path(version, model string, stream bool) string {
 	if stream {
-		return "/" + APIVersion + "/models/" + url.PathEscape(model) + ":" + MethodStreamGenerate + "?alt=sse"
+		return "/" + version + "/models/" + url.PathEscape(model) + ":" + MethodStreamGenerate + "?alt=sse"
 	}
-	return "/" + APIVersion + "/models/" + url.PathEscape(model) + ":" + MethodGenerate
+	return "/" + version + "/models/" + url.PathEscape(model) + ":" + MethodGenerate
 }
 
-// ParsePath reads an escaped request path /v1beta/models/{model}:{method}.
-// model is the name without its "models/" prefix (the path's own), checked
-// with CheckModel; ok is false for any other path.
+// Version returns the API version of a Gemini path: StableVersion for a
+// /v1/ path, APIVersion otherwise.
+func Version(path string) string {
+	if strings.HasPrefix(path, "/"+StableVersion+"/") {
+		return StableVersion
+	}
+	return APIVersion
+}
+
+// IsPath reports whether path is a Gemini API route: anything under
+// /v1beta/, and under /v1/ the cachedContents routes and the
+// models/{model}:{method} ones (a colon in the last segment: OpenAI's
+// /v1/models/{id} has none).
+func IsPath(path string) bool {
+	if strings.HasPrefix(path, "/"+APIVersion+"/") || strings.HasPrefix(path, "/"+StableVersion+"/cachedContents") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "/"+StableVersion+"/models/")
+	return ok && strings.Contains(rest, ":")
+}
+
+// ParsePath reads an escaped request path /v1beta/models/{model}:{method}
+// (or /v1/models/{model}:{method}). model is the name without its
+// "models/" prefix (the path's own), checked with CheckModel; ok is false
+// for any other path.
 func ParsePath(escapedPath string) (model, method string, ok bool) {
 	rest, found := strings.CutPrefix(escapedPath, "/"+APIVersion+"/models/")
+	if !found {
+		rest, found = strings.CutPrefix(escapedPath, "/"+StableVersion+"/models/")
+	}
 	if !found || strings.Contains(rest, "/") {
 		return "", "", false
 	}
