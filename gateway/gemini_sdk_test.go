@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
@@ -391,4 +395,61 @@ func createGatewayKey(t *testing.T, h *harness, tenant string) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestGeminiProviderKeyAndPassthrough: whichever way the client sends its
+// gateway key (x-goog-api-key through the SDK, ?key= in the URL), the
+// provider sees only the gateway's Gemini key in x-goog-api-key and no key
+// parameter; countTokens passes through authenticated, is answered by the
+// provider and ledgered as a free passthrough call.
+func TestGeminiProviderKeyAndPassthrough(t *testing.T) {
+	var mu sync.Mutex
+	var seen []*http.Request
+	var simURL string
+	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Clone(context.Background()))
+		mu.Unlock()
+		target, _ := url.Parse(simURL)
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(rec.Close)
+	h := newHarness(t, func(s *setup) { s.gemini = &gateway.Upstream{BaseURL: rec.URL, APIKey: "provider-secret", Provider: "gemini"} })
+	simURL = h.SimURL
+	secret := createGatewayKey(t, h, "acme")
+	cl := geminiClient(t, h, secret, nil)
+	if _, err := cl.Models.GenerateContent(context.Background(), geminiModel, genai.Text("keys"), nil); err != nil {
+		t.Fatal(err)
+	}
+	res, body := h.post("/v1beta/models/"+geminiModel+":streamGenerateContent?alt=sse&key="+secret, `{"contents":[{"parts":[{"text":"keys in the url"}]}]}`, nil)
+	if res.StatusCode != 200 || !strings.Contains(string(body), "data: ") {
+		t.Fatalf("?key= stream: %d %s", res.StatusCode, body)
+	}
+	ct, err := cl.Models.CountTokens(context.Background(), geminiModel, genai.Text("count these four words"), nil)
+	if err != nil || ct.TotalTokens == 0 {
+		t.Fatalf("countTokens: %+v %v", ct, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 3 {
+		t.Fatalf("the provider saw %d requests, want 3", len(seen))
+	}
+	for _, r := range seen {
+		if r.Header.Get("X-Goog-Api-Key") != "provider-secret" || r.URL.Query().Has("key") ||
+			strings.Contains(r.URL.RawQuery+fmt.Sprint(r.Header), secret) {
+			t.Errorf("upstream %s %s got key %q, headers %v", r.Method, r.URL, r.Header.Get("X-Goog-Api-Key"), r.Header)
+		}
+	}
+	var pass int
+	for _, row := range h.ledgerRows() {
+		if row.Outcome == groundhog.OutcomePassthrough {
+			pass++
+			if row.Cost != 0 || row.Tenant != "acme" || row.Model != geminiModel {
+				t.Errorf("countTokens row: %+v", row)
+			}
+		}
+	}
+	if pass != 1 {
+		t.Fatalf("%d passthrough rows, want 1", pass)
+	}
 }

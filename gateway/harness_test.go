@@ -60,6 +60,7 @@ type setup struct {
 	tap       func(path string, body []byte)                 // sees every body the gateway sends upstream
 	bedrock   *gateway.Upstream                              // the Converse upstream instead of the sim
 	onBedrock bool                                           // the OpenAI routes go to the sim's Bedrock OpenAI-compatible endpoint
+	gemini    *gateway.Upstream                              // the Gemini upstream instead of the sim
 	onRow     func(groundhog.LedgerEntry, []groundhog.Stage) // sees every row and its stages, as the ledger's observers do
 }
 
@@ -202,6 +203,10 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if st.bedrock != nil {
 		bedrockUp = *st.bedrock
 	}
+	geminiUp := gateway.Upstream{BaseURL: upURL, Provider: "sim"}
+	if st.gemini != nil {
+		geminiUp = *st.gemini
+	}
 	var rec gateway.Recorder = lw
 	if cfg.Ledger.Disabled {
 		rec = nil
@@ -210,7 +215,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		rec = teeRecorder{rec, st.onRow}
 	}
 	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
-		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Gemini: gateway.Upstream{BaseURL: upURL, Provider: "sim"}, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
+		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Gemini: geminiUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
 	running := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		running.Add(1)
