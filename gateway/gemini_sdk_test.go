@@ -414,7 +414,9 @@ func TestGeminiProviderKeyAndPassthrough(t *testing.T) {
 		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
 	}))
 	t.Cleanup(rec.Close)
-	h := newHarness(t, func(s *setup) { s.gemini = &gateway.Upstream{BaseURL: rec.URL, APIKey: "provider-secret", Provider: "gemini"} })
+	h := newHarness(t, func(s *setup) {
+		s.gemini = &gateway.Upstream{BaseURL: rec.URL, APIKey: "provider-secret", Provider: "gemini"}
+	})
 	simURL = h.SimURL
 	secret := createGatewayKey(t, h, "acme")
 	cl := geminiClient(t, h, secret, nil)
