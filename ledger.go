@@ -81,6 +81,13 @@ type LedgerEntry struct {
 	// (Anthropic system_changed, OpenAI input_changed, …), "none" or
 	// "cache_hit" when it found no divergence, "" when it was not asked.
 	ProviderCacheReason string
+
+	// Session is the agent run the call belongs to (the client's
+	// Groundhog-Session header), ParentSession the run that started it
+	// (Groundhog-Parent-Session, from a subagent); "" when not sent. See
+	// ValidSessionID.
+	Session       string
+	ParentSession string
 }
 
 // Stage is one timed stage of a call's pipeline, for observers such as

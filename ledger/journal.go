@@ -33,10 +33,11 @@ import (
 // nanoseconds and the four booleans as one flag byte. Version 2 follows the
 // flag byte with the prompt-cache fields (Usage.CacheWrite1hTokens,
 // PromptCacheSaved, PromptCacheBreak, PromptCacheLostTokens, and FanOutHeld
-// as a byte); version 3 adds ProviderCacheReason after them. Version 2
-// records replay with no provider verdict, and version 1 records, written
-// before the prompt-cache fields existed, with an unknown PromptCacheSaved
-// when they had cache tokens.
+// as a byte); version 3 adds ProviderCacheReason after them and version 4
+// Session and ParentSession after that. Version 3 records replay with no
+// agent run, version 2 records with no provider verdict either, and version 1
+// records, written before the prompt-cache fields existed, with an unknown
+// PromptCacheSaved when they had cache tokens.
 //
 // Each Record appends its record with one copy into the segment's shared
 // mapping (journal_map.go) or, unmapped, one pwrite(2); concurrent calls may
@@ -51,7 +52,8 @@ const (
 	segMagic      = "GHLEDGR1"
 	segSuffix     = ".seg"
 	recHeaderSize = 8
-	recVersion    = 3
+	recVersion    = 4
+	recVersion3   = 3 // before Session and ParentSession
 	recVersion2   = 2 // before ProviderCacheReason
 	recVersion1   = 1 // before the prompt-cache fields
 	// maxRecordSize bounds one record when reading, so a corrupt length
@@ -110,6 +112,8 @@ func appendRecord(b []byte, e *groundhog.LedgerEntry) []byte {
 	}
 	b = append(b, held)
 	b = appendString(b, e.ProviderCacheReason)
+	b = appendString(b, e.Session)
+	b = appendString(b, e.ParentSession)
 	payload := b[start+recHeaderSize:]
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, crcTable))
@@ -146,7 +150,7 @@ func (r *payloadReader) str() string {
 
 // decodePayload decodes a payload written by appendRecord.
 func decodePayload(p []byte, e *groundhog.LedgerEntry) error {
-	if len(p) < 2 || (p[0] != recVersion && p[0] != recVersion2 && p[0] != recVersion1) {
+	if len(p) < 2 || (p[0] != recVersion && p[0] != recVersion3 && p[0] != recVersion2 && p[0] != recVersion1) {
 		return fmt.Errorf("%w: unknown record version", errCorrupt)
 	}
 	version := p[0]
@@ -203,6 +207,14 @@ func decodePayload(p []byte, e *groundhog.LedgerEntry) error {
 		return nil
 	}
 	e.ProviderCacheReason = r.str()
+	if version == recVersion3 {
+		if r.bad || len(r.b) != 0 {
+			return fmt.Errorf("%w: malformed payload", errCorrupt)
+		}
+		return nil
+	}
+	e.Session = r.str()
+	e.ParentSession = r.str()
 	if r.bad || len(r.b) != 0 {
 		return fmt.Errorf("%w: malformed payload", errCorrupt)
 	}

@@ -8,15 +8,14 @@ import (
 	"github.com/groundhog-ai/groundhog/ledger"
 )
 
-// insertBefore0006 is qAppendLedger without its ON CONFLICT and without
-// provider_cache_reason, with its arguments for rows: an insert into a
-// ledger of a schema before migration 0006.
+// insertBefore0006 is qAppendLedger without its ON CONFLICT, without
+// provider_cache_reason and the agent-run columns, with its arguments for
+// rows: an insert into a ledger of a schema before migration 0006.
 func insertBefore0006(rows []groundhog.LedgerEntry) (string, []any) {
-	q := strings.Replace(qAppendLedger, "ON CONFLICT (time, id) DO NOTHING", "", 1)
+	q, args := preSessionInsert(rows)
 	q = strings.Replace(q, ",\n\tprovider_cache_reason", "", 1)
 	q = strings.Replace(q, ", $29::text[])", ")", 1)
-	args := ledgerArrays(rows)
-	return q, args[:len(args)-1]
+	return q, args[:28]
 }
 
 // The provider's verdict round-trips through the ledger and its daily

@@ -18,7 +18,8 @@ const ledgerColumns = `id, time, tenant, operation, request_hash, shape, model, 
 	input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, cost, saved, full_cost,
 	latency, attempt, in_flight, cache_on, idempotent, stream,
 	cache_write_1h_tokens, prompt_cache_saved, prompt_cache_break, prompt_cache_lost_tokens, fan_out_held,
-	provider_cache_reason`
+	provider_cache_reason,
+	session, parent_session`
 
 // qAppendLedger inserts a whole chunk of rows as one statement: each column
 // arrives as one array parameter and unnest turns them back into rows, so
@@ -31,7 +32,8 @@ const qAppendLedger = `INSERT INTO ledger (` + ledgerColumns + `)
 		$8::text[], $9::text[], $10::integer[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
 		$15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::integer[], $20::boolean[],
 		$21::boolean[], $22::boolean[], $23::boolean[],
-		$24::bigint[], $25::bigint[], $26::text[], $27::bigint[], $28::boolean[], $29::text[])
+		$24::bigint[], $25::bigint[], $26::text[], $27::bigint[], $28::boolean[], $29::text[],
+		$30::text[], $31::text[])
 	ON CONFLICT (time, id) DO NOTHING`
 
 // ledgerChunk bounds the rows of one statement (and the memory of its
@@ -98,7 +100,7 @@ func (db *DB) appendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	return nil
 }
 
-// ledgerArrays turns rows into the 29 column arrays of qAppendLedger.
+// ledgerArrays turns rows into the 31 column arrays of qAppendLedger.
 func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 	n := len(rows)
 	strs := func() []string { return make([]string, n) }
@@ -110,6 +112,7 @@ func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 	status, attempt := i32s(), i32s()
 	inFlight, cacheOn, idem, stream := bools(), bools(), bools(), bools()
 	write1h, pcSaved, pcBreak, pcLost, held, reason := ints(), ints(), strs(), ints(), bools(), strs()
+	session, parent := strs(), strs()
 	for i := range rows {
 		e := &rows[i]
 		id[i], t[i], tenant[i], op[i], hash[i] = e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, e.RequestHash
@@ -120,10 +123,11 @@ func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 		inFlight[i], cacheOn[i], idem[i], stream[i] = e.InFlight, e.CacheOn, e.Idempotent, e.Stream
 		write1h[i], pcSaved[i], pcBreak[i] = e.Usage.CacheWrite1hTokens, int64(e.PromptCacheSaved), e.PromptCacheBreak
 		pcLost[i], held[i], reason[i] = e.PromptCacheLostTokens, e.FanOutHeld, e.ProviderCacheReason
+		session[i], parent[i] = e.Session, e.ParentSession
 	}
 	return []any{id, t, tenant, op, hash, shape, model, provider, outcome, status,
 		in, cached, write, out, cost, saved, full, lat, attempt, inFlight, cacheOn, idem, stream,
-		write1h, pcSaved, pcBreak, pcLost, held, reason}
+		write1h, pcSaved, pcBreak, pcLost, held, reason, session, parent}
 }
 
 // ScanLedger calls fn for every row matching f in (Time, ID) order and
@@ -155,7 +159,7 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 			&e.Usage.InputTokens, &e.Usage.CachedInputTokens, &e.Usage.CacheWriteTokens, &e.Usage.OutputTokens,
 			&cost, &saved, &full, &latency, &attempt, &e.InFlight, &e.CacheOn, &e.Idempotent, &e.Stream,
 			&e.Usage.CacheWrite1hTokens, &pcSaved, &e.PromptCacheBreak, &e.PromptCacheLostTokens, &e.FanOutHeld,
-			&e.ProviderCacheReason); err != nil {
+			&e.ProviderCacheReason, &e.Session, &e.ParentSession); err != nil {
 			return mapErr(fmt.Errorf("postgres: scan ledger: %w", err))
 		}
 		e.Time = time.Unix(0, t).UTC()

@@ -118,6 +118,15 @@ func (w *blockEncoder) add(e *groundhog.LedgerEntry) {
 	num(e.PromptCacheLostTokens, p.PromptCacheLostTokens)
 	num(int64(boolInt(e.FanOutHeld)), int64(boolInt(p.FanOutHeld)))
 	text(e.ProviderCacheReason, p.ProviderCacheReason)
+	if e.Session != "" || e.ParentSession != "" { // as appendPackedLedger: absent when both are empty
+		pHas := p.Session != "" || p.ParentSession != ""
+		if pHas {
+			text(e.Session, p.Session)
+			text(e.ParentSession, p.ParentSession)
+		} else {
+			r = packText(packText(r, e.Session), e.ParentSession)
+		}
+	}
 	if n := len(r) - start - 1; n < 0x80 {
 		r[start] = byte(n)
 	} else {

@@ -50,6 +50,13 @@ func TestBlockCodecRoundTrip(t *testing.T) {
 		e.ProviderCacheReason = "system_changed"
 	})
 	add(func(e *groundhog.LedgerEntry) { e.ID = "04" }) // everything else the same
+	// Agent-run fields: present after absent, the same again, one changed,
+	// absent again, then present once more.
+	add(func(e *groundhog.LedgerEntry) { e.ID, e.Session = "05", "run-1" })
+	add(func(e *groundhog.LedgerEntry) { e.ID = "06" })
+	add(func(e *groundhog.LedgerEntry) { e.ID, e.Session, e.ParentSession = "07", "run-1.a", "run-1" })
+	add(func(e *groundhog.LedgerEntry) { e.ID, e.Session, e.ParentSession = "08", "", "" })
+	add(func(e *groundhog.LedgerEntry) { e.ID, e.ParentSession = "09", "run-1" })
 	add(func(e *groundhog.LedgerEntry) {
 		e.ID, e.RequestHash = strings.Repeat("ab", 40), "sha256:"+strings.Repeat("cd", 40)
 	})

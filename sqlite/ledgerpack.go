@@ -162,6 +162,7 @@ func (u *ledgerUnpacker) unpack(row []byte, e *groundhog.LedgerEntry) error {
 		// (never a silent 0).
 		e.Usage.CacheWrite1hTokens, e.PromptCacheSaved, e.PromptCacheBreak = 0, 0, ""
 		e.PromptCacheLostTokens, e.FanOutHeld, e.ProviderCacheReason = 0, false, ""
+		e.Session, e.ParentSession = "", ""
 		if e.Usage.CachedInputTokens != 0 || e.Usage.CacheWriteTokens != 0 {
 			e.PromptCacheSaved = groundhog.CostUnknown
 		}
@@ -172,11 +173,16 @@ func (u *ledgerUnpacker) unpack(row []byte, e *groundhog.LedgerEntry) error {
 	e.PromptCacheBreak = u.common()
 	e.PromptCacheLostTokens = u.int()
 	e.FanOutHeld = u.int() != 0
+	e.Session, e.ParentSession = "", ""
 	if u.err == nil && len(u.b) == 0 {
 		e.ProviderCacheReason = "" // packed before the provider's verdict was booked
 		return nil
 	}
 	e.ProviderCacheReason = u.common()
+	if u.err == nil && len(u.b) != 0 {
+		e.Session = u.common()
+		e.ParentSession = u.common()
+	}
 	if u.err == nil && len(u.b) != 0 {
 		u.err = errBadPack
 	}

@@ -42,13 +42,20 @@ func appendPackedLedger(b []byte, e *groundhog.LedgerEntry) []byte {
 	b = packInt(b, int64(boolInt(e.FanOutHeld)))
 	// The provider's cache verdict, after them (a row packed before it
 	// ends at FanOutHeld).
-	return packText(b, e.ProviderCacheReason)
+	b = packText(b, e.ProviderCacheReason)
+	// Agent-run fields, after the verdict; a row with neither stops here
+	// (rows packed before they existed read the same).
+	if e.Session == "" && e.ParentSession == "" {
+		return b
+	}
+	b = packText(b, e.Session)
+	return packText(b, e.ParentSession)
 }
 
 // packedLedgerSize bounds the packed size of e, to size a buffer once.
 func packedLedgerSize(e *groundhog.LedgerEntry) int {
 	return len(e.ID) + len(e.Tenant) + len(e.Operation) + len(e.RequestHash) + len(e.Shape) + len(e.Model) +
-		len(e.Provider) + len(e.Outcome) + len(e.PromptCacheBreak) + len(e.ProviderCacheReason) + 29*(1+binary.MaxVarintLen64)
+		len(e.Provider) + len(e.Outcome) + len(e.PromptCacheBreak) + len(e.ProviderCacheReason) + len(e.Session) + len(e.ParentSession) + 31*(1+binary.MaxVarintLen64)
 }
 
 func packInt(b []byte, v int64) []byte {

@@ -109,19 +109,9 @@ func (h *Handler) Register(mux *http.ServeMux, auth func(*http.Request) (string,
 	}))
 }
 
-// ValidSession reports whether id is a valid session id.
-func ValidSession(id string) bool {
-	if len(id) == 0 || len(id) > 128 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// ValidSession reports whether id is a valid session id
+// (groundhog.ValidSessionID: the same ids name agent runs in the ledger).
+func ValidSession(id string) bool { return groundhog.ValidSessionID(id) }
 
 func allow(w http.ResponseWriter, r *http.Request, h *Handler, methods ...string) bool {
 	for _, m := range methods {

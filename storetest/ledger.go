@@ -51,6 +51,8 @@ func ledgerRow(id string, when time.Time) groundhog.LedgerEntry {
 		PromptCacheLostTokens: 2_047,
 		FanOutHeld:            true,
 		ProviderCacheReason:   "input_changed",
+		Session:               "run-42.sub:1",
+		ParentSession:         "run-42",
 	}
 }
 
