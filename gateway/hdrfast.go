@@ -1,6 +1,10 @@
 package gateway
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/groundhog-ai/groundhog"
+)
 
 // Header work on the hit path without net/http's per-call key
 // canonicalization (docs/design/0009-hit-path.md). http.Header.Get(k) looks up
@@ -34,6 +38,7 @@ var fastHeaderKeys = []string{
 	"Anthropic-Version", "Anthropic-Beta", "Content-Length", keyCacheTTL,
 	hdrOperation, hdrCache, hdrCoalesce, hdrCacheVersion, hdrIdemKey,
 	hdrPromptCacheBreakpoints, hdrPromptCacheKey, hdrFanOut, hdrPromptCacheDiagnostics,
+	groundhog.HeaderSession, groundhog.HeaderParentSession,
 }
 
 // headerVals hands out the one-value slices of a response head from an

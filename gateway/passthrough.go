@@ -152,6 +152,11 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		}
 		op = v
 	}
+	session, parent, err := groundhog.SessionHeaders(r.Header.Values(groundhog.HeaderSession), r.Header.Values(groundhog.HeaderParentSession))
+	if err != nil {
+		s.writeError(w, r, shape, err)
+		return
+	}
 	limit := s.cfg.PassthroughMaxBodyBytes
 	if r.ContentLength > limit {
 		s.writeError(w, r, shape, groundhog.Errorf(groundhog.ETOOLARGE, "request body is %d bytes; the limit is %d", r.ContentLength, limit))
@@ -194,7 +199,7 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	up.authorize(req, r.Header, shape)
 	row := groundhog.LedgerEntry{
 		ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant, Operation: op,
-		Provider: up.Provider, Outcome: groundhog.OutcomePassthrough,
+		Provider: up.Provider, Outcome: groundhog.OutcomePassthrough, Session: session, ParentSession: parent,
 	}
 	res, err := s.client.Do(req)
 	if err != nil {

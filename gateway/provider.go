@@ -66,6 +66,8 @@ type call struct {
 	noStore      bool // Cache-Control: no-store: never write the cache
 	includeUsage bool // chat stream_options.include_usage (for synthesized streams)
 	idemKey      string
+	session      string             // Groundhog-Session: the agent run (session.go)
+	parent       string             // Groundhog-Parent-Session
 	claim        *idempotency.Claim // held while this call runs an idempotent operation
 	orphan       orphanState        // the leader's row when its client leaves before the flight ends
 	recheckHit   atomic.Bool        // the leader's flight found the entry on its second cache look-up
@@ -250,6 +252,10 @@ func (s *Server) readHeaders(c *call, h http.Header) error {
 				c.noStore = true
 			}
 		}
+	}
+	var err error
+	if c.session, c.parent, err = groundhog.SessionHeaders(hvalues(h, groundhog.HeaderSession), hvalues(h, groundhog.HeaderParentSession)); err != nil {
+		return err
 	}
 	if err := checkPromptCacheHeaders(h); err != nil { // prompt-cache hook
 		return err
@@ -694,21 +700,23 @@ func boundModel(m string) string {
 // row starts the ledger row of c.
 func (s *Server) row(c *call, outcome groundhog.Outcome, status int) groundhog.LedgerEntry {
 	return groundhog.LedgerEntry{
-		ID:          groundhog.NewTimeID(c.start),
-		Time:        c.start.UTC(),
-		Tenant:      c.tenant,
-		Operation:   c.op,
-		RequestHash: c.fp.Hash,
-		Shape:       c.shape,
-		Model:       c.fp.Model,
-		Provider:    s.upstreamOf(c).Provider,
-		Outcome:     outcome,
-		Status:      status,
-		InFlight:    c.inFlight || c.peerFollowed.Load(),
-		CacheOn:     c.policy.on(),
-		Idempotent:  c.idemKey != "",
-		Stream:      c.fp.Stream,
-		Attempt:     attemptFor(outcome),
+		ID:            groundhog.NewTimeID(c.start),
+		Time:          c.start.UTC(),
+		Tenant:        c.tenant,
+		Operation:     c.op,
+		RequestHash:   c.fp.Hash,
+		Shape:         c.shape,
+		Model:         c.fp.Model,
+		Provider:      s.upstreamOf(c).Provider,
+		Outcome:       outcome,
+		Status:        status,
+		InFlight:      c.inFlight || c.peerFollowed.Load(),
+		CacheOn:       c.policy.on(),
+		Idempotent:    c.idemKey != "",
+		Stream:        c.fp.Stream,
+		Attempt:       attemptFor(outcome),
+		Session:       c.session,
+		ParentSession: c.parent,
 	}
 }
 

@@ -129,6 +129,10 @@ func (g *Gateway) Handler(auth func(*http.Request) (string, error)) http.Handler
 			writeError(w, statusFor(err), nil, codeFor(err), groundhog.ErrorMessage(err))
 			return
 		}
+		if _, _, err := groundhog.SessionHeaders(r.Header.Values(groundhog.HeaderSession), r.Header.Values(groundhog.HeaderParentSession)); err != nil {
+			writeError(w, http.StatusBadRequest, nil, codeInvalidRequest, groundhog.ErrorMessage(err))
+			return
+		}
 		name := strings.TrimPrefix(r.URL.Path, PathPrefix)
 		srv, ok := g.o.Config.Servers[name]
 		if !ok || name == "" {

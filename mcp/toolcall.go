@@ -102,7 +102,8 @@ func (g *Gateway) toolCall(w http.ResponseWriter, r *http.Request, tenant string
 		id: msg.ID, hdr: r.Header.Clone(), body: body, out: &clientStream{w: w}}
 	c.row = groundhog.LedgerEntry{ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant,
 		Operation: "mcp:" + up.name + "/" + p.Name, RequestHash: c.hash, Shape: Shape, Model: p.Name,
-		Provider: "mcp:" + up.name, Idempotent: key != "", Status: http.StatusOK}
+		Provider: "mcp:" + up.name, Idempotent: key != "", Status: http.StatusOK,
+		Session: r.Header.Get(groundhog.HeaderSession), ParentSession: r.Header.Get(groundhog.HeaderParentSession)}
 	inflight, leave := g.tracker.Enter(tenant + "\x00" + c.hash)
 	c.row.InFlight = inflight
 	defer func() {

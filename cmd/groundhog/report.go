@@ -17,7 +17,7 @@ func init() {
 	var (
 		cf                  configFlags
 		day, tenant, op, tz string
-		format              string
+		format, by          string
 		rebuild             bool
 	)
 	cmd := &cobra.Command{
@@ -36,7 +36,13 @@ A second table shows what the provider's prompt cache did: cached-read, cache-wr
 (and 1-hour write) and uncached input tokens, the hit ratio, the net saving (what
 the reads saved minus what the writes cost above the input rate; negative when
 caching lost money), calls held by warm-then-fan-out, and the breaks in prefix
-reuse by cause with an example request hash each.`,
+reuse by cause with an example request hash each.
+
+With --by session, one row per agent run (the Groundhog-Session header of its
+calls), subagents under their parent (Groundhog-Parent-Session): model and tool
+calls, spend, saved, repeats and their spend, the waste ratio (repeat spend ÷
+spend), prompt-cache reads and breaks, duplicate tool calls avoided and suspected,
+own and for the whole subagent tree.`,
 		Example: `  groundhog report --day yesterday
   groundhog report --db /var/lib/groundhog.db --day 2025-03-14 --tz Europe/Paris --format json`,
 		Args: cobra.NoArgs,
@@ -55,6 +61,15 @@ reuse by cause with an example request hash each.`,
 			}
 			if err := checkFormat(format); err != nil {
 				return err
+			}
+			switch by {
+			case "", "operation":
+			case "session":
+				if format == "csv" {
+					return fmt.Errorf("--by session: use --format table or json")
+				}
+			default:
+				return fmt.Errorf("--by %q: use operation or session", by)
 			}
 			// sqlite.Open would create an empty database: a typo in --db
 			// must not print an empty report.
@@ -82,6 +97,16 @@ reuse by cause with an example request hash each.`,
 			if err != nil {
 				return err
 			}
+			if by == "session" {
+				sr, err := ledger.BuildSessionReport(cmd.Context(), ledger.WithPending(db, pending), ledger.ReportParams{Day: d, Location: loc, Tenant: tenant}, "")
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return sr.WriteJSON(cmd.OutOrStdout())
+				}
+				return sr.WriteTable(cmd.OutOrStdout())
+			}
 			rep, err := ledger.BuildReport(cmd.Context(), ledger.WithPending(db, pending), ledger.ReportParams{Day: d, Location: loc, Tenant: tenant, Operation: op})
 			if err != nil {
 				return err
@@ -96,6 +121,7 @@ reuse by cause with an example request hash each.`,
 	fs.StringVar(&op, "operation", "", "only this operation")
 	fs.StringVar(&tz, "tz", "UTC", `time zone of the day boundaries (IANA name such as Europe/Paris, or "Local")`)
 	fs.StringVar(&format, "format", "table", "output format: table, json or csv")
+	fs.StringVar(&by, "by", "operation", "rows per operation, or per agent run and subagent tree (session: the Groundhog-Session header; table or json)")
 	fs.BoolVar(&rebuild, "rebuild-rollups", false, "PostgreSQL: first recompute the day's rollups from its rows (after rows were loaded around the gateway, or appended by replicas older than migration 0005)")
 	rootCmd.AddCommand(cmd)
 }

@@ -24,6 +24,7 @@ func extraRoutes(reports groundhog.LedgerStore, idem *idempotency.Service, m *me
 	return func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
 		d := dashboard.New(dashboard.Options{Store: reports, Auth: auth, Logger: log})
 		mux.Handle(dashboard.ReportPath, d.ReportHandler())
+		mux.Handle(dashboard.SessionReportPattern, d.SessionReportHandler())
 		mux.Handle("/groundhog/{$}", d.Handler())
 		ops := idem.Handler(auth)
 		mux.Handle(idempotency.OperationsPath, ops)
