@@ -38,8 +38,9 @@ import (
 // method, the path with its query and the body bytes as they streamed by, so
 // repeated passthrough calls show up as repeats in the report. Its cost is
 // the provider's usage priced when the response carries one (JSON bodies up
-// to passthroughUsageBytes), 0 for routes that bill nothing by tokens, and
-// unknown for routes priced per item (images, audio, video) — never a silent
+// to passthroughUsageBytes, or a data event of a stream), 0 for routes that
+// bill nothing by tokens, and unknown for routes priced per item (images,
+// audio, video) and for streams whose usage was not read — never a silent
 // zero for work the provider charged.
 
 // passthroughUsageBytes bounds how much of a JSON response the gateway keeps
@@ -230,8 +231,10 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	if mt == "application/json" {
 		dst = io.MultiWriter(w, usage)
 	}
+	var events *sseUsage
 	if mt == "text/event-stream" {
-		dst = flushWriter{w: w, rc: http.NewResponseController(w)}
+		events = &sseUsage{shape: shape}
+		dst = io.MultiWriter(flushWriter{w: w, rc: http.NewResponseController(w)}, events)
 	}
 	_, cerr := io.CopyBuffer(dst, res.Body, make([]byte, 32<<10))
 	row.Status = res.StatusCode
@@ -246,6 +249,8 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		row.Model, row.Usage, row.Cost = s.bedrockPassthroughCost(brp, res.StatusCode, usage)
 	case isGemini:
 		row.Model, row.Cost = geminiPassthroughCost(r, res.StatusCode) // gemini.go
+	case events != nil:
+		row.Model, row.Usage, row.Cost = s.streamPassthroughCost(res.StatusCode, events)
 	default:
 		row.Model, row.Usage, row.Cost = s.passthroughCost(r.URL.Path, shape, usage)
 	}
@@ -271,10 +276,24 @@ func (s *Server) bedrockPassthroughCost(p bedrock.Passthrough, status int, usage
 	return p.ModelID, groundhog.Usage{}, groundhog.CostUnknown
 }
 
+// passthroughUsage reads the model and usage of a relayed body (or stream
+// event). The OpenAI routes answer with Responses-style usage
+// (input_tokens) or, the legacy completions and others, Chat-style usage
+// (prompt_tokens): the second is read when the first finds nothing.
+func passthroughUsage(shape groundhog.Shape, body []byte) (string, groundhog.Usage, error) {
+	model, u, err := wire.UsageFromBody(shape, body)
+	if shape == groundhog.ShapeResponses && u == (groundhog.Usage{}) {
+		if m, cu, cerr := wire.UsageFromBody(groundhog.ShapeChat, body); cerr == nil && cu != (groundhog.Usage{}) {
+			return m, cu, nil
+		}
+	}
+	return model, u, err
+}
+
 // passthroughCost prices a relayed response from its usage, if it had one.
 func (s *Server) passthroughCost(p string, shape groundhog.Shape, usage *capped) (string, groundhog.Usage, groundhog.Money) {
 	if !usage.over && usage.buf.Len() > 0 && bytes.Contains(usage.buf.Bytes(), []byte(`"usage"`)) {
-		model, u, _ := wire.UsageFromBody(shape, usage.buf.Bytes())
+		model, u, _ := passthroughUsage(shape, usage.buf.Bytes())
 		if u != (groundhog.Usage{}) {
 			return model, u, s.cfg.PriceTable.Cost(model, u)
 		}
@@ -285,6 +304,80 @@ func (s *Server) passthroughCost(p string, shape groundhog.Shape, usage *capped)
 		}
 	}
 	return "", groundhog.Usage{}, 0
+}
+
+// streamPassthroughCost prices a relayed event stream from the usage one
+// of its events carried (the final chunk of an OpenAI stream asked with
+// stream_options.include_usage). A stream whose usage was not read is
+// unknown: the provider billed the tokens it streamed, groundhog cannot say
+// how many. An error status bills nothing.
+func (s *Server) streamPassthroughCost(status int, ev *sseUsage) (string, groundhog.Usage, groundhog.Money) {
+	if status/100 != 2 {
+		return ev.model, groundhog.Usage{}, 0
+	}
+	if ev.usage == (groundhog.Usage{}) {
+		return ev.model, groundhog.Usage{}, groundhog.CostUnknown
+	}
+	return ev.model, ev.usage, s.cfg.PriceTable.Cost(ev.model, ev.usage)
+}
+
+// sseUsage reads a relayed event stream as it goes by, line by line, and
+// keeps the model and the last non-empty usage of its data events. A line
+// longer than passthroughUsageBytes is skipped, never held whole. Only the
+// first event naming a model and the events with a usage member are
+// decoded.
+type sseUsage struct {
+	shape groundhog.Shape
+	line  []byte
+	skip  bool // the current line is over the limit
+	model string
+	usage groundhog.Usage
+}
+
+func (e *sseUsage) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		part := p
+		if i >= 0 {
+			part = p[:i]
+		}
+		if !e.skip {
+			if len(e.line)+len(part) > passthroughUsageBytes {
+				e.skip, e.line = true, e.line[:0]
+			} else {
+				e.line = append(e.line, part...)
+			}
+		}
+		if i < 0 {
+			break
+		}
+		if !e.skip {
+			e.event(e.line)
+		}
+		e.line, e.skip = e.line[:0], false
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// event reads one line of the stream: a data line with a usage member.
+func (e *sseUsage) event(line []byte) {
+	data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:"))
+	if !ok {
+		return
+	}
+	hasUsage := bytes.Contains(data, []byte(`"usage"`))
+	if !hasUsage && (e.model != "" || !bytes.Contains(data, []byte(`"model"`))) {
+		return
+	}
+	model, u, err := passthroughUsage(e.shape, bytes.TrimSpace(data))
+	if model != "" {
+		e.model = model
+	}
+	if err == nil && u != (groundhog.Usage{}) {
+		e.usage = u
+	}
 }
 
 func (s *Server) recordPassthrough(row groundhog.LedgerEntry, h hash.Hash, start time.Time) {

@@ -51,7 +51,10 @@ func withClock(c groundhog.Clock) harnessOpt {
 // withFanOut gives the gateway a warm-then-fan-out group.
 func withFanOut(g *fanout.Group) harnessOpt { return func(s *setup) { s.fanOut = g } }
 
-type pcTool struct{ name, desc string }
+type pcTool struct {
+	name, desc string
+	deferred   bool // Messages: defer_loading (tool search loads it)
+}
 
 type pcTurn struct {
 	user, assistant string
@@ -75,9 +78,9 @@ func baseAgent(shape groundhog.Shape) pcConvo {
 	return pcConvo{
 		shape: shape, model: "sim-small",
 		tools: []pcTool{
-			{"search", "Search the knowledge base. " + words(150, "search")},
-			{"lookup", "Look up an order by id. " + words(150, "lookup")},
-			{"refund", "Refund an order. " + words(150, "refund")},
+			{name: "search", desc: "Search the knowledge base. " + words(150, "search")},
+			{name: "lookup", desc: "Look up an order by id. " + words(150, "lookup")},
+			{name: "refund", desc: "Refund an order. " + words(150, "refund")},
 		},
 		system: "You are a support agent. " + words(900, "system"),
 		turns:  []pcTurn{{user: "My order has not arrived. " + words(60, "u"), assistant: "Let me check. " + words(40, "a")}},
@@ -146,7 +149,11 @@ func (c pcConvo) body() []byte {
 	case groundhog.ShapeMessages:
 		var tools []any
 		for _, t := range c.tools {
-			tools = append(tools, map[string]any{"name": t.name, "description": t.desc, "input_schema": map[string]any{"type": "object"}})
+			tool := map[string]any{"name": t.name, "description": t.desc, "input_schema": map[string]any{"type": "object"}}
+			if t.deferred {
+				tool["defer_loading"] = true
+			}
+			tools = append(tools, tool)
 		}
 		if tools != nil {
 			m["tools"] = tools

@@ -415,6 +415,11 @@ func parseTTL(s string) time.Duration {
 	return d
 }
 
+// isTrue reports whether the value at v is the JSON literal true.
+func isTrue(b []byte, v span) bool {
+	return v.ok() && string(b[v.start:v.end]) == "true"
+}
+
 func seg(kind Kind, top string, i int, v span) Segment {
 	return Segment{Kind: kind, top: top, i: i, j: -1, k: -1, val: v, Message: -1}
 }
@@ -425,7 +430,15 @@ func (bd *builder) tools(top string, markable bool) error {
 	if isNull(bd.p.body, v) {
 		return nil
 	}
+	b := bd.p.body
 	return bd.elems(v, func(i int, e span) error {
+		if bd.p.Shape == groundhog.ShapeMessages && b[e.start] == '{' && isTrue(b, bd.field(e, "defer_loading")) {
+			// Not in Anthropic's prompt: tool search loads a deferred
+			// tool into the conversation when it finds it, so adding or
+			// removing one keeps the cached prefix (and it can hold no
+			// breakpoint).
+			return nil
+		}
 		s := seg(KindTool, top, i, e)
 		s.markable = markable && bd.p.body[e.start] == '{'
 		bd.add(s, nil, sim.MessageOverhead)
