@@ -183,11 +183,12 @@ func Overhead(e *groundhog.LedgerEntry) time.Duration {
 }
 
 // Route is the route label of e's overhead: its API shape (chat,
-// messages, responses, embeddings, converse, gemini), "" for a call
-// outside the pipeline (a passthrough route, whose overhead is not
-// measured).
+// messages, responses, embeddings, converse, gemini). It is "" (the
+// overhead is not measured) for a call outside the pipeline (a passthrough
+// route) and for a row without an answer (status 0: the attempt of a
+// vanished worker, booked by the one that took over).
 func Route(e *groundhog.LedgerEntry) string {
-	if e.Shape.Valid() {
+	if e.Shape.Valid() && e.Status != 0 {
 		return string(e.Shape)
 	}
 	return ""
