@@ -22,7 +22,7 @@ import (
 
 // overheadRig is a harness whose rows also go through the observers a
 // deployment runs (metrics and spans), with the simulated provider taking
-// firstToken to answer.
+// firstToken to answer and perOutputToken between output tokens.
 type overheadRig struct {
 	h       *harness
 	metrics *metrics.Metrics
@@ -31,12 +31,12 @@ type overheadRig struct {
 	rows    []groundhog.LedgerEntry // with UpstreamWait, which no store keeps
 }
 
-func newOverheadRig(t *testing.T, firstToken time.Duration) *overheadRig {
+func newOverheadRig(t *testing.T, firstToken, perOutputToken time.Duration) *overheadRig {
 	r := &overheadRig{metrics: metrics.New(nil), spans: tracetest.NewInMemoryExporter()}
 	tp := observe.NewProvider(sdktrace.WithSyncer(r.spans), "test")
 	obs := &observe.Recorder{Metrics: r.metrics, Tracer: tp.Tracer("test")}
 	r.h = newHarness(t, func(s *setup) {
-		s.sim.FirstToken = firstToken
+		s.sim.FirstToken, s.sim.PerOutputToken = firstToken, perOutputToken
 		s.onRow = func(e groundhog.LedgerEntry, st []groundhog.Stage) {
 			_ = obs.RecordStages(e, st)
 			r.mu.Lock()
@@ -77,7 +77,7 @@ func (r *overheadRig) scrape(t *testing.T) string {
 // /metrics under their route and outcome, and their spans carry the figure.
 func TestOverheadMissAndHit(t *testing.T) {
 	const upstream = 80 * time.Millisecond
-	r := newOverheadRig(t, upstream)
+	r := newOverheadRig(t, upstream, 0)
 	ctx := context.Background()
 	client := r.client()
 	params := openai.ChatCompletionNewParams{Model: "sim-small", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("overhead please")}}
@@ -142,7 +142,7 @@ func TestOverheadMissAndHit(t *testing.T) {
 // own time the flight spent waiting, and its overhead stays small.
 func TestOverheadCoalescedFollower(t *testing.T) {
 	const upstream = 300 * time.Millisecond
-	r := newOverheadRig(t, upstream)
+	r := newOverheadRig(t, upstream, 0)
 	ctx := context.Background()
 	params := openai.ChatCompletionNewParams{Model: "sim-small", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("shared work")}}
 	var wg sync.WaitGroup
@@ -190,4 +190,36 @@ func grepLines(text, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A streamed miss relays the provider's events as they come: the time the
+// provider takes to its first event and between events is upstream wait,
+// not overhead.
+func TestOverheadStreamedMiss(t *testing.T) {
+	const first, perToken = 40 * time.Millisecond, 2 * time.Millisecond
+	r := newOverheadRig(t, first, perToken)
+	ctx := context.Background()
+	client := r.client()
+	params := openai.ChatCompletionNewParams{Model: "sim-small", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream it")}}
+	stream := client.Chat.Completions.NewStreaming(ctx, params)
+	chunks := 0
+	for stream.Next() {
+		chunks++
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows := r.rowsSoFar()
+	if len(rows) != 1 || rows[0].Outcome != groundhog.OutcomeUpstream || !rows[0].Stream {
+		t.Fatalf("rows %+v, want one streamed upstream call", rows)
+	}
+	row := rows[0]
+	// At least the first token's wait and one gap per further chunk.
+	minWait := first + time.Duration(max(chunks-3, 0))*perToken
+	if row.UpstreamWait < minWait {
+		t.Errorf("upstream wait %v over %d chunks, want at least %v", row.UpstreamWait, chunks, minWait)
+	}
+	if o := metrics.Overhead(&row); o <= 0 || o >= first/2 {
+		t.Errorf("streamed miss overhead %v (latency %v - wait %v), want > 0 and far below %v", o, row.Latency, row.UpstreamWait, minWait)
+	}
 }
