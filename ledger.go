@@ -53,13 +53,21 @@ type LedgerEntry struct {
 	// FullCost is what the call would have cost had it gone upstream: Cost for
 	// upstream calls, Saved for avoided ones. Repeat cost and shadow savings
 	// are sums of FullCost.
-	FullCost   Money
-	Latency    time.Duration
-	Attempt    int  // 1 for the first upstream attempt of an idempotent operation, n for the n-th
-	InFlight   bool // an identical call (same tenant and hash) was in flight when this one arrived
-	CacheOn    bool // the cache policy for this call was on (use/refresh)
-	Idempotent bool // the call carried an Idempotency-Key
-	Stream     bool
+	FullCost Money
+	Latency  time.Duration
+	// UpstreamWait is the part of Latency spent waiting for the upstream:
+	// from sending the request to the end of its body (read, or relayed as
+	// it streamed), or for a coalesced follower the part of its own time
+	// during which its leader's flight was so waiting. Latency minus
+	// UpstreamWait is groundhog's overhead on the call (0 wait for hits and
+	// replays: all their time is overhead). Observers use it; no store
+	// keeps it.
+	UpstreamWait time.Duration
+	Attempt      int  // 1 for the first upstream attempt of an idempotent operation, n for the n-th
+	InFlight     bool // an identical call (same tenant and hash) was in flight when this one arrived
+	CacheOn      bool // the cache policy for this call was on (use/refresh)
+	Idempotent   bool // the call carried an Idempotency-Key
+	Stream       bool
 
 	// Provider prompt caching (docs/prompt-caching.md). PromptCacheSaved is the net
 	// saving of the provider's prompt cache on this call: what the cached

@@ -53,9 +53,10 @@ type flight struct {
 	done      bool
 	resp      *groundhog.Response
 	err       error
-	subs      int  // open subscriptions
-	followers int  // subscriptions that joined beyond the leader
-	kept      bool // a subscription detached: fn runs to completion, never cancelled
+	subs      int          // open subscriptions
+	followers int          // subscriptions that joined beyond the leader
+	kept      bool         // a subscription detached: fn runs to completion, never cancelled
+	up        upstreamSpan // the upstream wait fn reported (upstream.go)
 }
 
 // Do joins the in-flight call for key, or starts fn as a new one. It returns

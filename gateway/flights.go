@@ -55,6 +55,7 @@ func (s *Server) leadAcross(ctx context.Context, c *call, pub *coalesce.Publishe
 	if s.opts.Flights == nil || c.policy != policyUse || c.noStore {
 		return nil, noSink{}, nil
 	}
+	t0 := s.clock.Now()
 	e, followed, lead, err := s.opts.Flights.Lead(ctx, c.tenant, c.fp.Hash, func(ctx context.Context) *groundhog.CacheEntry {
 		e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)
 		if err != nil {
@@ -78,6 +79,9 @@ func (s *Server) leadAcross(ctx context.Context, c *call, pub *coalesce.Publishe
 	// headers, echoed fields rewritten): recheckHit says so to the pipeline.
 	c.recheckHit.Store(true)
 	c.peerFollowed.Store(followed)
+	if followed { // the wait for the other replica's upstream is an upstream wait (overhead.go)
+		s.upstreamWaited(c, pub, t0)
+	}
 	resp := e.Response
 	pub.Head(resp.Status, resp.ContentType, resp.Streamed) // ignored when relayed live
 	sent := pub.Events()

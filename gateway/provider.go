@@ -77,9 +77,11 @@ type call struct {
 	// its row is keyed by it. Written by the flight before it publishes.
 	flightToken   string
 	flightClaimed time.Time
-	upHeader      http.Header // the upstream response headers that pass to the leader's client (headers.go)
-	header        http.Header // the client's request headers
-	stages        *stageLog   // timed pipeline stages, for traces (nil when not timed: stages.go)
+	upHeader      http.Header            // the upstream response headers that pass to the leader's client (headers.go)
+	header        http.Header            // the client's request headers
+	stages        *stageLog              // timed pipeline stages, for traces (nil when not timed: stages.go)
+	upWait        atomic.Int64           // nanoseconds this call's own flight waited for its upstream (overhead.go)
+	follows       *coalesce.Subscription // the flight a coalesced follower joined (overhead.go)
 	start         time.Time
 	inFlight      bool
 	pc            pcState    // prompt-cache stage (gateway/promptcache.go)
@@ -342,8 +344,11 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 		var solo coalesce.Group // a private flight: same delivery code, no sharing
 		sub, _ = solo.Do(ctx, key, fn)
 	}
-	if !leader && refs != nil {
-		refs.release() // fn never runs: the flight's reference is not needed
+	if !leader {
+		c.follows = sub
+		if refs != nil {
+			refs.release() // fn never runs: the flight's reference is not needed
+		}
 	}
 	defer leaveFlight(sub, keep)
 	state := "off"
@@ -751,7 +756,9 @@ func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Resp
 // record completes the row's latency and hands it to the ledger. An error
 // means the row is not durable: the caller must not complete the response.
 func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
-	row.Latency = s.clock.Now().Sub(c.start)
+	now := s.clock.Now()
+	row.Latency = now.Sub(c.start)
+	row.UpstreamWait = c.upstreamWait(now, row.Latency) // overhead.go
 	// Every row passes here: its prompt-cache saving is priced from its own
 	// usage and model, as the call's cost is (CostUnknown when unpriced).
 	row.PromptCacheSaved = s.cfg.PriceTable.PromptCacheSaving(row.Model, row.Usage)

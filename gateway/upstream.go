@@ -172,6 +172,15 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			return nil, groundhog.WrapError(groundhog.EUPSTREAM, "signing the upstream request failed", err)
 		}
 	}
+	sent := s.clock.Now()
+	waited := false
+	waitEnd := func() { // the upstream wait ends with its body (overhead.go)
+		if !waited {
+			waited = true
+			s.upstreamWaited(c, pub, sent)
+		}
+	}
+	defer waitEnd()              // the error returns
 	res, err := s.roundTrip(req) // s.client.Do without the client layer (roundtrip.go)
 	if err != nil {
 		c.spent = spentOnTransportError(err)
@@ -189,6 +198,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		if err != nil {
 			return nil, upstreamError(ctx, err)
 		}
+		waitEnd()
 		pub.Head(res.StatusCode, ct, false)
 		return &groundhog.Response{Status: res.StatusCode, ContentType: ct, Body: body, Model: c.fp.Model}, nil
 	}
@@ -237,6 +247,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			// never cached.
 			providerFailed = true
 		}
+		waitEnd()
 		resp.Streamed = true
 		resp.Model, resp.Usage, parts, _ = wire.UsagePartsFromEvents(c.shape, resp.Events)
 	} else {
@@ -245,6 +256,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		if err != nil {
 			return nil, upstreamError(ctx, err)
 		}
+		waitEnd()
 		if int64(len(body)) > limit {
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response is over the limit of %d bytes (max_upstream_bytes)", limit)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -25,6 +26,7 @@ type Metrics struct {
 	saved     *prometheus.CounterVec
 	unknown   *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
+	overhead  *prometheus.HistogramVec
 	followers *prometheus.CounterVec
 	repeats   *prometheus.CounterVec
 
@@ -37,7 +39,7 @@ type Metrics struct {
 
 	// Children of the vectors by label values (children.go).
 	callsC, tokensC, costC, savedC, unknownC, followersC, repeatsC children[prometheus.Counter]
-	latencyC                                                       children[prometheus.Observer]
+	latencyC, overheadC                                            children[prometheus.Observer]
 	seriesC                                                        seriesCache // bundles of the above per row labels (series.go)
 }
 
@@ -77,6 +79,10 @@ func New(inFlight func() float64) *Metrics {
 			Name: "groundhog_request_duration_seconds", Help: "Time from arrival to the end of the response, by outcome.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}, []string{"operation", "outcome"}),
+		overhead: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "groundhog_overhead_seconds", Help: "Time spent in groundhog per call: the call's duration minus its wait for the upstream, by route and outcome.",
+			Buckets: OverheadBuckets,
+		}, []string{"route", "outcome"}),
 		followers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "groundhog_coalesced_followers_total", Help: "Calls that joined an identical call in flight.",
 		}, []string{"tenant", "operation"}),
@@ -85,7 +91,7 @@ func New(inFlight func() float64) *Metrics {
 		}, []string{"tenant", "operation"}),
 	}
 	m.declared, m.observed = map[string]bool{"": true}, map[string]bool{}
-	reg.MustRegister(m.calls, m.tokens, m.cost, m.saved, m.unknown, m.latency, m.followers, m.repeats,
+	reg.MustRegister(m.calls, m.tokens, m.cost, m.saved, m.unknown, m.latency, m.overhead, m.followers, m.repeats,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if inFlight != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -161,6 +167,31 @@ func (m *Metrics) Observe(e *groundhog.LedgerEntry) {
 		m.counter(s, lazyRepeats).Inc()
 	}
 	s.latency.Observe(e.Latency.Seconds())
+	if s.overhead != nil {
+		s.overhead.Observe(Overhead(e).Seconds())
+	}
+}
+
+// OverheadBuckets are the bounds of groundhog_overhead_seconds: from 10µs
+// to 1s, finest where a gateway's own work lies.
+var OverheadBuckets = []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+
+// Overhead is the time groundhog itself spent on the call of e: its
+// latency minus its wait for the upstream (never below 0).
+func Overhead(e *groundhog.LedgerEntry) time.Duration {
+	return max(e.Latency-e.UpstreamWait, 0)
+}
+
+// Route is the route label of e's overhead: its API shape (chat,
+// messages, responses, embeddings, converse, gemini). It is "" (the
+// overhead is not measured) for a call outside the pipeline (a passthrough
+// route) and for a row without an answer (status 0: the attempt of a
+// vanished worker, booked by the one that took over).
+func Route(e *groundhog.LedgerEntry) string {
+	if e.Shape.Valid() && e.Status != 0 {
+		return string(e.Shape)
+	}
+	return ""
 }
 
 // usd converts to float dollars for Prometheus, which only has floats; the

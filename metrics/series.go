@@ -19,8 +19,10 @@ import (
 type callSeries struct {
 	calls   prometheus.Counter
 	latency prometheus.Observer
-	to      labels // tenant, operation label
-	lazy    [nLazy]atomic.Pointer[prometheus.Counter]
+	// overhead is nil for rows outside the pipeline (no route).
+	overhead prometheus.Observer
+	to       labels // tenant, operation label
+	lazy     [nLazy]atomic.Pointer[prometheus.Counter]
 }
 
 const (
@@ -35,6 +37,7 @@ const (
 type seriesKey struct {
 	tenant, op string // op as the row has it, before opLabel
 	outcome    groundhog.Outcome
+	shape      groundhog.Shape
 }
 
 // seriesCache maps seriesKey to *callSeries, bounded like the children
@@ -49,7 +52,7 @@ type seriesCache struct {
 
 // series returns the bundle of e's labels.
 func (m *Metrics) series(e *groundhog.LedgerEntry) *callSeries {
-	k := seriesKey{e.Tenant, e.Operation, e.Outcome}
+	k := seriesKey{e.Tenant, e.Operation, e.Outcome, e.Shape}
 	if v, ok := m.seriesC.m.Load(k); ok {
 		return v.(*callSeries)
 	}
@@ -58,6 +61,9 @@ func (m *Metrics) series(e *groundhog.LedgerEntry) *callSeries {
 		calls:   counter3(&m.callsC, m.calls, labels{e.Tenant, op, string(e.Outcome)}),
 		latency: observer2(&m.latencyC, m.latency, labels{a: op, b: string(e.Outcome)}),
 		to:      labels{a: e.Tenant, b: op},
+	}
+	if r := Route(e); r != "" {
+		s.overhead = observer2(&m.overheadC, m.overhead, labels{a: r, b: string(e.Outcome)})
 	}
 	if m.seriesC.n.Load() < maxCachedChildren {
 		if v, loaded := m.seriesC.m.LoadOrStore(k, s); loaded {

@@ -156,6 +156,10 @@ func Span(t trace.Tracer, e *groundhog.LedgerEntry, stages []groundhog.Stage) {
 		attribute.String("groundhog.saved_usd", e.Saved.String()),
 		attribute.Int("groundhog.attempt", e.Attempt),
 	}
+	if metrics.Route(e) != "" {
+		// What groundhog itself spent on the call: groundhog_overhead_seconds's figure.
+		attrs = append(attrs, attribute.Float64("groundhog.overhead_ms", float64(metrics.Overhead(e))/1e6))
+	}
 	if e.Usage.CachedInputTokens > 0 {
 		attrs = append(attrs, attribute.Int64("gen_ai.usage.cache_read_input_tokens", e.Usage.CachedInputTokens))
 	}

@@ -17,6 +17,7 @@ import (
 
 func init() {
 	o := bench.Options{Micro: true}
+	var rate int
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-test groundhog against same-run baselines (markdown table out)",
@@ -28,10 +29,30 @@ the goals beside them. The fingerprint and analyze figures are measured in
 this process first.
 
 Each scenario runs for --duration per body (default small and large): about
-20 scenarios, so the default run takes about a minute and a half.`,
+20 scenarios, so the default run takes about a minute and a half.
+
+With --rate N the load is open-loop instead: N requests a second at fixed
+intervals, each on its own connection slot whether or not the earlier ones
+were answered, and each request's latency counted from its scheduled start (a
+stall is charged to every request due during it). It prints p50 and p99 of a
+miss, a hit, an idempotent miss and a miss with prompt-cache diagnosis and
+breakpoint injection, and what each adds over the simulated provider called
+directly at the same rate (measured just before it), for the first --body.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Log = cmd.ErrOrStderr()
+			if rate > 0 {
+				ro := bench.RateOptions{Rate: rate, Duration: o.Duration, Log: o.Log}
+				if cmd.Flags().Changed("body") && len(o.Bodies) > 0 {
+					ro.Body = o.Bodies[0]
+				}
+				rep, err := bench.Rate(cmd.Context(), ro)
+				if err != nil {
+					return err
+				}
+				rep.WriteMarkdown(cmd.OutOrStdout())
+				return nil
+			}
 			rep, err := bench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -49,6 +70,7 @@ Each scenario runs for --duration per body (default small and large): about
 	fs.StringVar(&o.Profile, "profile", "", "write CPU and allocation profiles of the gateway process for each scenario to this directory")
 	fs.StringSliceVar(&o.Only, "only", nil, "run only scenarios whose name starts with one of these prefixes (e.g. gateway-hit/,floor/)")
 	fs.BoolVar(&o.Micro, "micro", true, "measure the in-process figures (fingerprint ÷ sha256, analyze ÷ line reading and ÷ its own floor: line reading + one fingerprint per line)")
+	fs.IntVar(&rate, "rate", 0, "open-loop load at this many requests a second (latency from each request's scheduled start) instead of the closed-loop throughput run; see above")
 	fs.IntVar(&o.AnalyzeLines, "analyze-lines", 200_000, "lines of the request log of the analyze figure")
 	rootCmd.AddCommand(cmd)
 

@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RateOptions configures an open-loop run (Rate).
+type RateOptions struct {
+	Exe      string        // the groundhog binary to start servers with (default: this executable)
+	Rate     int           // requests per second, sent at fixed intervals
+	Duration time.Duration // per scenario (default 3s)
+	Dir      string        // scratch directory for databases (default: a temp dir)
+	Log      io.Writer     // progress lines (default: discard)
+	Body     string        // "small" (about 1 KB, the default), "large" or a file holding a chat request
+}
+
+// schedule is an open-loop schedule: request i is due at start + i×interval,
+// whether or not the earlier ones have been answered.
+type schedule struct {
+	start    time.Time
+	interval time.Duration
+}
+
+func newSchedule(start time.Time, rate int) schedule {
+	return schedule{start: start, interval: time.Second / time.Duration(max(rate, 1))}
+}
+
+// due is when request i is scheduled to start.
+func (s schedule) due(i int) time.Time { return s.start.Add(time.Duration(i) * s.interval) }
+
+// latency is request i's latency: from its scheduled start, not from when
+// it was actually sent, to its end. A request sent late because the
+// sender or the machine stalled is charged the stall, so a stall is not
+// hidden by sending fewer requests during it (no coordinated omission).
+func (s schedule) latency(i int, done time.Time) time.Duration { return done.Sub(s.due(i)) }
+
+// Percentiles are a scenario's latency quantiles.
+type Percentiles struct {
+	P50, P99 time.Duration
+	N        int // requests answered 200
+	Errors   int
+}
+
+// quantiles returns p50 and p99 of ds (sorted in place), nearest rank.
+func quantiles(ds []time.Duration) (p50, p99 time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ds)
+	rank := func(q float64) time.Duration {
+		i := int(q*float64(len(ds))+0.999999) - 1
+		return ds[min(max(i, 0), len(ds)-1)]
+	}
+	return rank(0.50), rank(0.99)
+}
+
+// RateResult is one scenario of an open-loop run, with the upstream-alone
+// figures it is compared with.
+type RateResult struct {
+	Name     string
+	Latency  Percentiles
+	Baseline Percentiles // the simulated provider called directly, same rate and bodies
+}
+
+// RateReport is the result of Rate.
+type RateReport struct {
+	Rate     int
+	Duration time.Duration
+	Body     BodyInfo
+	Results  []RateResult
+}
+
+// openLoop sends req to url at o.Rate for d, each request on its own
+// goroutine at its scheduled time, and returns the latencies measured from
+// the scheduled starts.
+func openLoop(ctx context.Context, client *http.Client, url string, req request, rate int, d time.Duration) Percentiles {
+	n := int(d.Seconds() * float64(rate))
+	sch := newSchedule(time.Now().Add(10*time.Millisecond), rate)
+	lat := make([]time.Duration, n)
+	ok := make([]bool, n)
+	var wg sync.WaitGroup
+	var seq atomic.Int64
+	for i := range n {
+		if w := time.Until(sch.due(i)); w > 0 {
+			time.Sleep(w)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := req.do(ctx, client, url, seq.Add(1))
+			if err == nil {
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				ok[i] = res.StatusCode == 200
+			}
+			lat[i] = sch.latency(i, time.Now())
+		}()
+	}
+	wg.Wait()
+	var p Percentiles
+	good := lat[:0]
+	for i, l := range lat {
+		if ok[i] {
+			good = append(good, l)
+		} else {
+			p.Errors++
+		}
+	}
+	p.N = len(good)
+	p.P50, p.P99 = quantiles(good)
+	return p
+}
+
+// Rate measures the latency groundhog adds at a fixed request rate: for a
+// miss, a hit, an idempotent miss and a miss with prompt-cache diagnosis
+// and breakpoint injection, against the simulated provider called
+// directly with the same bodies at the same rate.
+func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
+	ro := Options{Exe: o.Exe, Dir: o.Dir, Log: o.Log}
+	if ro.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		ro.Exe = exe
+	}
+	if ro.Log == nil {
+		ro.Log = io.Discard
+	}
+	if ro.Dir == "" {
+		dir, err := os.MkdirTemp("", "groundhog-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		ro.Dir = dir
+	}
+	if o.Rate <= 0 {
+		return nil, fmt.Errorf("rate must be positive")
+	}
+	if o.Duration <= 0 {
+		o.Duration = 3 * time.Second
+	}
+	if o.Body == "" {
+		o.Body = "small"
+	}
+	b, info, err := body(o.Body, false)
+	if err != nil {
+		return nil, err
+	}
+	simSrv, err := ro.start(ctx, "sim", "sim")
+	if err != nil {
+		return nil, err
+	}
+	defer simSrv.stop()
+	gw, err := ro.start(ctx, "gateway", "serve", "--db", filepath.Join(ro.Dir, "rate.db"), "--upstream", simSrv.url+"/v1")
+	if err != nil {
+		return nil, err
+	}
+	defer gw.stop()
+	const path = "/v1/chat/completions"
+	run0 := time.Now().UnixNano()
+	var keySeq atomic.Int64
+	hit := request{path: path, body: b, header: func(int64) http.Header { return http.Header{"Groundhog-Cache": {"use"}} }}
+	if _, err := capture(ctx, gw, hit); err != nil { // the entry the hits are answered from
+		return nil, err
+	}
+	direct := request{path: path, body: b, unique: true}
+	scenarios := []struct {
+		name string
+		req  request
+	}{
+		{"miss", request{path: path, body: b, unique: true}},
+		{"hit", hit},
+		{"idempotent-miss", request{path: path, body: b, unique: true, header: func(int64) http.Header {
+			return http.Header{"Idempotency-Key": {fmt.Sprintf("rate-%d-%d", run0, keySeq.Add(1))}}
+		}}},
+		{"miss-prompt-cache", request{path: path, body: b, unique: true, header: func(int64) http.Header {
+			return http.Header{"Groundhog-Prompt-Cache-Diagnostics": {"provider"}, "Groundhog-Prompt-Cache-Breakpoints": {"auto"}}
+		}}},
+	}
+	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	// Warm up both servers' connections and code paths.
+	openLoop(ctx, client, simSrv.url, direct, o.Rate, time.Second/2)
+	openLoop(ctx, client, gw.url, scenarios[0].req, o.Rate, time.Second/2)
+	rep := &RateReport{Rate: o.Rate, Duration: o.Duration, Body: info}
+	for _, sc := range scenarios {
+		// The baseline is measured right before each scenario, so both see
+		// the same machine.
+		fmt.Fprintf(ro.Log, "bench: upstream alone, then %s, %d/s for %s\n", sc.name, o.Rate, o.Duration)
+		base := openLoop(ctx, client, simSrv.url, direct, o.Rate, o.Duration)
+		got := openLoop(ctx, client, gw.url, sc.req, o.Rate, o.Duration)
+		rep.Results = append(rep.Results, RateResult{Name: sc.name, Latency: got, Baseline: base})
+	}
+	return rep, ctx.Err()
+}
+
+// WriteMarkdown prints the added latency of each scenario over the
+// upstream alone.
+func (r *RateReport) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "Open loop: %d requests/s for %s per scenario, %s body (%d bytes); latency from each request's scheduled start.\n\n", r.Rate, r.Duration, r.Body.Label, r.Body.Bytes)
+	fmt.Fprintf(w, "| scenario | p50 | p99 | upstream alone p50 | p99 | added p50 | added p99 | errors |\n|---|---|---|---|---|---|---|---|\n")
+	for _, x := range r.Results {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", x.Name, ms(x.Latency.P50), ms(x.Latency.P99), ms(x.Baseline.P50), ms(x.Baseline.P99),
+			ms(x.Latency.P50-x.Baseline.P50), ms(x.Latency.P99-x.Baseline.P99), x.Latency.Errors)
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) }

@@ -1,0 +1,48 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+// A stall is charged to every request due during it: at 1000/s, request 0
+// answered after 10ms holds the sender, which sends requests 1..9 late, all
+// at once at 10ms, each answered 1ms after it was sent. Measured from when
+// they were sent they would all look like 1ms; from their scheduled starts
+// they took 10ms, 9ms, … 2ms.
+func TestScheduleChargesStallsToScheduledStart(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := newSchedule(t0, 1000)
+	if s.interval != time.Millisecond {
+		t.Fatalf("interval at 1000/s = %v, want 1ms", s.interval)
+	}
+	if got := s.due(7); !got.Equal(t0.Add(7 * time.Millisecond)) {
+		t.Fatalf("request 7 due at %v, want t0+7ms", got.Sub(t0))
+	}
+	if got := s.latency(0, t0.Add(10*time.Millisecond)); got != 10*time.Millisecond {
+		t.Errorf("request 0: %v, want 10ms", got)
+	}
+	sent := t0.Add(10 * time.Millisecond)
+	var lat []time.Duration
+	for i := 1; i <= 9; i++ {
+		got := s.latency(i, sent.Add(time.Millisecond))
+		if want := time.Duration(11-i) * time.Millisecond; got != want {
+			t.Errorf("request %d sent late: %v, want %v (from its scheduled start)", i, got, want)
+		}
+		lat = append(lat, got)
+	}
+	lat = append(lat, 10*time.Millisecond)
+	p50, p99 := quantiles(lat)
+	if p50 != 6*time.Millisecond || p99 != 10*time.Millisecond {
+		t.Errorf("p50 %v, p99 %v; want 6ms and 10ms", p50, p99)
+	}
+}
+
+func TestScheduleRates(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	for rate, want := range map[int]time.Duration{1: time.Second, 250: 4 * time.Millisecond, 3: 333333333} {
+		if got := newSchedule(t0, rate).due(3).Sub(t0); got != 3*want {
+			t.Errorf("rate %d: request 3 due at %v, want %v", rate, got, 3*want)
+		}
+	}
+}
