@@ -149,7 +149,7 @@ func TestBedrockAttackAuth(t *testing.T) {
 	}
 	// The SDK itself: a wrong key surfaces an API error with status 401.
 	for _, key := range []string{"gh_made_up_key", revoked} {
-		n++
+		n += 2
 		cl := bedrockClientKey(t, h, key, nil)
 		_, err := cl.Converse(context.Background(), &bedrockruntime.ConverseInput{ModelId: aws.String(bedrockModel), Messages: userMessage("attack")})
 		var api smithy.APIError
@@ -387,6 +387,42 @@ func TestBedrockAttackMalformedInput(t *testing.T) {
 			t.Fatalf("malformed input ledgered as %s, status %d, cost %s", r.Outcome, r.Status, r.Cost)
 		}
 	}
+}
+
+// TestBedrockInvokeLongOtherBodyPassesThrough: an InvokeModel body of
+// another provider longer than max_body_bytes is not refused: it streams
+// through to Bedrock whole (the gateway reads only max_body_bytes of it to
+// tell it from Anthropic's body), and an Anthropic body as long is a 413.
+func TestBedrockInvokeLongOtherBodyPassesThrough(t *testing.T) {
+	const limit = 4096
+	got := make(chan int, 1)
+	h := newHarness(t, withBedrockPrices(), func(s *setup) {
+		s.tap = func(path string, body []byte) {
+			if strings.HasSuffix(path, "/invoke") {
+				got <- len(body)
+			}
+		}
+	}, withConfig(func(c *config.Config) { c.MaxBodyBytes = limit }))
+	other := `{"inputText":"` + strings.Repeat("n", 3*limit) + `","textGenerationConfig":{"maxTokenCount":10}}`
+	res, body := rawPost(t, h, "POST", bedrock.InvokePath(bedrockModel, false), strings.NewReader(other), nil)
+	awsError(t, res, body) // the simulator models Anthropic bodies only: its ValidationException
+	if !strings.Contains(string(body), "anthropic_version") {
+		t.Fatalf("not the provider's answer: %d %s", res.StatusCode, body)
+	}
+	select {
+	case n := <-got:
+		if n != len(other) {
+			t.Fatalf("the provider got %d bytes, want %d", n, len(other))
+		}
+	default:
+		t.Fatal("the long body did not reach the provider")
+	}
+	anth := `{"anthropic_version":"bedrock-2023-05-31","max_tokens":5,"messages":[{"role":"user","content":"` + strings.Repeat("a", 3*limit) + `"}]}`
+	res, body = rawPost(t, h, "POST", bedrock.InvokePath(bedrockModel, false), strings.NewReader(anth), nil)
+	if res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("long Anthropic body: %d %s", res.StatusCode, body)
+	}
+	awsError(t, res, body)
 }
 
 // TestBedrockAttackSlowBody: a client that stalls while sending its body
