@@ -126,6 +126,9 @@ func TestAttackAuth(t *testing.T) {
 		}
 	}
 	t.Logf("%d unauthenticated requests", n)
+	if got := e.Sent.Load(); got != 0 {
+		t.Fatalf("unauthenticated requests reached the MCP server: %d requests", got)
+	}
 	if fx := e.effects(); fx.EmailsSent != 0 || len(fx.ToolCalls) != 0 {
 		t.Fatalf("unauthenticated requests executed tools: %+v", fx)
 	}
@@ -258,7 +261,11 @@ func TestAttackMalformedInput(t *testing.T) {
 			if c.name == "PUT" {
 				method = "PUT"
 			}
+			before := e.Sent.Load()
 			res, body := e.send(method, c.server, c.body, c.hdr)
+			if n := e.Sent.Load() - before; n != 0 {
+				t.Errorf("relayed to the MCP server %d times", n)
+			}
 			if res.StatusCode != c.status {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, c.status, body)
 			}
