@@ -566,3 +566,51 @@ func TestBedrockAttackCorruptUpstreamFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestBedrockAttackOpenAIEndpointCrossTenant: on Bedrock's
+// OpenAI-compatible endpoint too, tenant B never gets A's cached answer
+// nor A's idempotent replay, and A's idempotency key is no conflict for B.
+func TestBedrockAttackOpenAIEndpointCrossTenant(t *testing.T) {
+	var sent atomic.Int64
+	h := newHarness(t, withOpenAIOnBedrock(), withUpstreamCount(&sent))
+	keyA, keyB := createGatewayKey(t, h, "alpha"), createGatewayKey(t, h, "beta")
+	chat := `{"model":"` + gptOSS + `","messages":[{"role":"user","content":"alpha's question"}]}`
+	call := func(key, body string, hdr map[string]string) *http.Response {
+		t.Helper()
+		all := map[string]string{"Authorization": "Bearer " + key}
+		for k, v := range hdr {
+			all[k] = v
+		}
+		res, b := h.post("/v1/chat/completions", body, all)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", res.StatusCode, b)
+		}
+		return res
+	}
+	use := map[string]string{"Groundhog-Cache": "use"}
+	if got := call(keyA, chat, use).Header.Get("Groundhog-Cache"); got != "miss" {
+		t.Fatalf("A's first call: %q", got)
+	}
+	if got := call(keyA, chat, use).Header.Get("Groundhog-Cache"); got != "hit" {
+		t.Fatalf("A's repeat: %q", got)
+	}
+	if got := call(keyB, chat, use).Header.Get("Groundhog-Cache"); got != "miss" {
+		t.Fatalf("B's call: %q, want miss (A's entry)", got)
+	}
+	idem := map[string]string{"Idempotency-Key": "pay-9"}
+	call(keyA, chat, idem)
+	if got := call(keyA, chat, idem).Header.Get("Idempotent-Replayed"); got != "true" {
+		t.Fatalf("A's retry replayed %q", got)
+	}
+	if got := call(keyB, chat, idem).Header.Get("Idempotent-Replayed"); got != "" {
+		t.Fatal("B got A's replay")
+	}
+	other := `{"model":"` + gptOSS + `","messages":[{"role":"user","content":"beta's own question"}]}`
+	if got := call(keyB, other, map[string]string{"Idempotency-Key": "pay-10"}).Header.Get("Idempotent-Replayed"); got != "" {
+		t.Fatal("B's new key replayed")
+	}
+	call(keyA, chat, map[string]string{"Idempotency-Key": "pay-10"}) // A's use of B's key: no conflict
+	if got := sent.Load(); got != 6 {
+		t.Fatalf("%d upstream requests, want 6 (A miss, B miss, A and B once per key)", got)
+	}
+}
