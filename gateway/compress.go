@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"compress/gzip"
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -49,12 +50,12 @@ func (s *Server) compression(w http.ResponseWriter, r *http.Request, next http.H
 	}
 	if enc := strings.TrimSpace(strings.ToLower(hget(r.Header, "Content-Encoding"))); enc != "" && enc != "identity" {
 		if enc != "gzip" {
-			s.writeError(w, r, shapeOfPath(r.URL.Path), groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Encoding %q is not supported (use gzip or none)", enc))
+			s.encodingError(w, r, groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Encoding %q is not supported (use gzip or none)", enc))
 			return
 		}
 		zr, err := gzip.NewReader(r.Body)
 		if err != nil {
-			s.writeError(w, r, shapeOfPath(r.URL.Path), groundhog.Errorf(groundhog.EINVALID, "request body is not valid gzip"))
+			s.encodingError(w, r, groundhog.Errorf(groundhog.EINVALID, "request body is not valid gzip"))
 			return
 		}
 		defer zr.Close()
@@ -75,9 +76,32 @@ func (s *Server) compression(w http.ResponseWriter, r *http.Request, next http.H
 	next.ServeHTTP(gw, r)
 }
 
+// mcpPrefix is where the MCP gateway is mounted (mcp.PathPrefix): its
+// clients read JSON-RPC errors.
+const mcpPrefix = "/mcp/"
+
+// encodingError answers a request whose Content-Encoding cannot be read,
+// in the error shape of its route: a JSON-RPC error on the MCP endpoints,
+// else the provider's.
+func (s *Server) encodingError(w http.ResponseWriter, r *http.Request, err error) {
+	if !strings.HasPrefix(r.URL.Path, mcpPrefix) {
+		s.writeError(w, r, shapeOfPath(r.URL.Path), err)
+		return
+	}
+	msg, _ := json.Marshal(groundhog.ErrorMessage(err))
+	body := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":` + string(msg) + `}}`
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(statusFor(groundhog.ErrorCode(err)))
+	_, _ = io.WriteString(w, body)
+}
+
 func shapeOfPath(p string) groundhog.Shape {
 	if p == "/v1/messages" {
 		return groundhog.ShapeMessages
+	}
+	if strings.HasPrefix(p, "/model/") || strings.HasPrefix(p, "/guardrail/") || strings.HasPrefix(p, "/async-invoke") {
+		return groundhog.ShapeConverse // Bedrock's exceptions on every Bedrock route
 	}
 	return groundhog.ShapeChat
 }

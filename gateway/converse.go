@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
@@ -44,6 +46,13 @@ func streamContentType(c *call) string {
 // invoke serves /model/{modelId}/invoke and /invoke-with-response-stream:
 // a native Anthropic body (anthropic_version "bedrock-…") goes through the
 // pipeline as a Messages call; any other provider's body passes through.
+//
+// Only the first max_body_bytes are read to tell the two apart: a body
+// that fits and is not JSON is refused here (InvokeModel takes JSON), and
+// a native Anthropic body past the limit is a 413 as on /v1/messages (a
+// gzip bomb included: the limit counts decompressed bytes). A longer body
+// of another provider streams through, bounded by
+// passthrough_max_body_bytes, never held in memory whole.
 func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 		s.passthrough(w, r)
@@ -53,18 +62,46 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, groundhog.ShapeConverse, err)
 		return
 	}
-	limit := max(s.cfg.MaxBodyBytes, s.cfg.PassthroughMaxBodyBytes)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	limit := s.cfg.MaxBodyBytes
+	head, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		s.writeError(w, r, groundhog.ShapeConverse, groundhog.Errorf(groundhog.ETOOLARGE, "request body is over the limit of %d bytes", limit))
+		s.writeError(w, r, groundhog.ShapeConverse, httpguard.BodyError(err))
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if bedrock.IsAnthropicBody(body) {
+	if int64(len(head)) > limit {
+		if looksAnthropic(head) {
+			s.writeError(w, r, groundhog.ShapeConverse, groundhog.Errorf(groundhog.ETOOLARGE, "request body is over the limit of %d bytes", limit))
+			return
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		s.passthrough(w, r)
+		return
+	}
+	if !json.Valid(head) {
+		s.writeError(w, r, groundhog.ShapeConverse, groundhog.Errorf(groundhog.EINVALID, "request body is not valid JSON"))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(head))
+	if bedrock.IsAnthropicBody(head) {
 		s.provider(groundhog.ShapeMessages)(w, r)
 		return
 	}
 	s.passthrough(w, r)
+}
+
+// looksAnthropic reports whether the first bytes of a body too long to
+// parse carry a native Anthropic anthropic_version ("bedrock-…").
+func looksAnthropic(head []byte) bool {
+	i := bytes.Index(head, []byte(`"anthropic_version"`))
+	if i < 0 {
+		return false
+	}
+	rest := bytes.TrimLeft(head[i+len(`"anthropic_version"`):], " \t\r\n")
+	rest, ok := bytes.CutPrefix(rest, []byte(":"))
+	return ok && bytes.HasPrefix(bytes.TrimLeft(rest, " \t\r\n"), []byte(`"bedrock-`))
 }
 
 // fingerprintBody returns the bytes the fingerprint reads for a call of

@@ -89,6 +89,11 @@ func (s *Server) passthroughUpstream(r *http.Request) (*Upstream, groundhog.Shap
 	if gemini.IsPath(p) {
 		return &s.opts.Gemini, groundhog.ShapeGemini
 	}
+	if strings.HasPrefix(p, "/model/") || strings.HasPrefix(p, "/guardrail/") || strings.HasPrefix(p, "/async-invoke") {
+		// A Bedrock route the gateway does not relay still answers in
+		// Bedrock's exception shape, which the AWS SDK reads.
+		return &s.opts.Bedrock, groundhog.ShapeConverse
+	}
 	if strings.HasPrefix(p, "/v1/messages/") || p == "/v1/complete" || r.Header.Get("Anthropic-Version") != "" {
 		return &s.opts.Anthropic, groundhog.ShapeMessages
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,8 +39,9 @@ type env struct {
 	DB      *sqlite.DB
 	Ledger  *ledger.Writer
 	MCP     *mcp.Gateway
-	KeyA    string // tenant "alpha"
-	KeyB    string // tenant "beta"
+	KeyA    string        // tenant "alpha"
+	KeyB    string        // tenant "beta"
+	Sent    *atomic.Int64 // requests the gateway sent to the MCP server
 	gate    *gate
 	simHold bool
 }
@@ -125,8 +127,10 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	idem := idempotency.New(idempotency.Options{Store: db, Logger: log})
-	mg := mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: lw, Logger: log})
-	e := &env{t: t, SimURL: simURL, Sim: s, DB: db, Ledger: lw, MCP: mg, gate: g}
+	sent := new(atomic.Int64)
+	client := &http.Client{Transport: countingTransport{sent}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	mg := mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: lw, Logger: log, Client: client})
+	e := &env{t: t, SimURL: simURL, Sim: s, DB: db, Ledger: lw, MCP: mg, gate: g, Sent: sent}
 	for _, k := range []struct {
 		tenant string
 		dst    *string
@@ -152,6 +156,14 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	// Runs first: calls held by the gate must end before the servers close.
 	t.Cleanup(g.open)
 	return e
+}
+
+// countingTransport counts every request the gateway sends upstream.
+type countingTransport struct{ n *atomic.Int64 }
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // bearer sends a gateway key (and any extra headers) on every request.

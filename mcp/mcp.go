@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -160,6 +161,12 @@ func (g *Gateway) Handler(auth func(*http.Request) (string, error)) http.Handler
 			writeError(w, http.StatusMethodNotAllowed, nil, codeInvalidRequest, "method "+r.Method+" not allowed on an MCP endpoint")
 			return
 		}
+		if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+			// Streamable HTTP posts JSON; anything else is refused here,
+			// never relayed.
+			writeError(w, http.StatusUnsupportedMediaType, nil, codeInvalidRequest, "Content-Type must be application/json, not \""+ct+"\"")
+			return
+		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, g.o.Config.MaxMessageBytes+1))
 		if err != nil {
 			// A stalled client (the slow-client guard cut it off) is 408,
@@ -283,6 +290,13 @@ func flushCopy(w http.ResponseWriter, src io.Reader) {
 			return
 		}
 	}
+}
+
+// isJSON reports whether a Content-Type is application/json (parameters
+// such as charset allowed).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 // statusFor maps a groundhog error code to the HTTP status of an MCP

@@ -93,6 +93,10 @@ func (g *Gateway) toolCall(w http.ResponseWriter, r *http.Request, tenant string
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
+	if args[0] != '{' {
+		writeError(w, http.StatusBadRequest, msg.ID, codeInvalidParams, "tools/call arguments must be a JSON object")
+		return
+	}
 	canon, err := fingerprint.Canonicalize(args)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, msg.ID, codeInvalidParams, "tools/call arguments are not valid JSON")

@@ -27,3 +27,20 @@ func BenchmarkRelayEvent(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFingerprintBody: a Converse body of a few turns as the
+// fingerprint reads it (member types checked, cachePoints dropped).
+func BenchmarkFingerprintBody(b *testing.B) {
+	body := []byte(`{"system":[{"text":"You are a support agent for a bicycle shop. Answer briefly."},{"cachePoint":{"type":"default"}}],` +
+		`"messages":[{"role":"user","content":[{"text":"My chain keeps slipping when I climb. What should I check first?"}]},` +
+		`{"role":"assistant","content":[{"text":"Check chain wear with a gauge, then the cassette teeth, then the derailleur hanger alignment."}]},` +
+		`{"role":"user","content":[{"text":"The chain is new. Could it be the cassette?"},{"cachePoint":{"type":"default"}}]}],` +
+		`"inferenceConfig":{"maxTokens":512,"temperature":0.2,"topP":0.9,"stopSequences":["\n\nUser:"]}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bedrock.FingerprintBody("us.anthropic.claude-sonnet-4-5-v1:0", body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

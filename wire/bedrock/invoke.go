@@ -91,6 +91,9 @@ func InvokeFingerprintBody(modelID string, body []byte) ([]byte, error) {
 	if err := decodeStrict(body, &top); err != nil || top == nil {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "request body must be a JSON object")
 	}
+	if err := checkInvokeTypes(body); err != nil {
+		return nil, err
+	}
 	top["model"] = mustMarshal(modelID)
 	return mustMarshal(top), nil
 }

@@ -72,7 +72,9 @@ func ParsePath(escapedPath string) (modelID string, stream, ok bool) {
 // CheckModelID validates a model id taken from a path: a foundation model
 // id, with or without a cross-region inference profile prefix ("us.",
 // "eu.", "apac.", "global."), or an ARN. It must be 1–MaxModelID bytes of
-// visible ASCII.
+// visible ASCII, and no "/"-separated part of it may be "." or ".." (no
+// model id or ARN has one; a server that decodes %2F before routing would
+// read it as a path step).
 func CheckModelID(id string) error {
 	if id == "" {
 		return groundhog.Errorf(groundhog.EINVALID, "missing model id in the path (/model/{modelId}/converse)")
@@ -83,6 +85,11 @@ func CheckModelID(id string) error {
 	for i := 0; i < len(id); i++ {
 		if id[i] < 0x21 || id[i] > 0x7e {
 			return groundhog.Errorf(groundhog.EINVALID, "model id must be visible ASCII")
+		}
+	}
+	for part := range strings.SplitSeq(id, "/") {
+		if part == "." || part == ".." {
+			return groundhog.Errorf(groundhog.EINVALID, "model id must not contain a %q path step", part)
 		}
 	}
 	return nil
@@ -124,6 +131,9 @@ func FingerprintBody(modelID string, body []byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := decodeStrict(body, &top); err != nil || top == nil {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "request body must be a JSON object")
+	}
+	if err := checkConverseTypes(body); err != nil {
+		return nil, err
 	}
 	if raw, ok := top["system"]; ok {
 		top["system"] = dropCachePoints(raw)
