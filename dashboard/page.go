@@ -91,11 +91,17 @@ func (d *Dashboard) servePage(w http.ResponseWriter, r *http.Request) {
 		}
 		reports = append(reports, rep)
 	}
+	runs, err := ledger.BuildSessionReport(r.Context(), d.o.Store, ledger.ReportParams{Day: last, Location: loc, Tenant: tenant}, "")
+	if err != nil {
+		d.writeHTMLError(w, r, err)
+		return
+	}
 	_, selected := q["operation"]
 	v := buildPage(pageParams{
 		Tenant: tenant, Reports: reports, Operation: q.Get("operation"), Selected: selected,
 		TZ: q.Get("tz"), DayParam: q.Get("day"), DefaultTZ: d.o.Location.String(), Loc: loc,
 	})
+	v.Runs = buildRuns(runs, loc.String())
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, v); err != nil {
 		d.writeHTMLError(w, r, fmt.Errorf("dashboard: render: %w", err))
@@ -172,6 +178,8 @@ type pageView struct {
 
 	// PromptCache is the provider prompt-cache section (promptcache.go).
 	PromptCache promptCacheView
+	// Runs is the agent-runs section (runs.go).
+	Runs runsView
 }
 
 type navItem struct {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/ledger"
 )
 
 // callSeries holds the children one row of (tenant, operation, outcome)
@@ -19,7 +20,8 @@ import (
 type callSeries struct {
 	calls   prometheus.Counter
 	latency prometheus.Observer
-	to      labels // tenant, operation label
+	tool    prometheus.Counter // groundhog_tool_calls_total; nil unless an MCP tool call
+	to      labels             // tenant, operation label
 	lazy    [nLazy]atomic.Pointer[prometheus.Counter]
 }
 
@@ -58,6 +60,13 @@ func (m *Metrics) series(e *groundhog.LedgerEntry) *callSeries {
 		calls:   counter3(&m.callsC, m.calls, labels{e.Tenant, op, string(e.Outcome)}),
 		latency: observer2(&m.latencyC, m.latency, labels{a: op, b: string(e.Outcome)}),
 		to:      labels{a: e.Tenant, b: op},
+	}
+	if _, _, ok := ledger.SplitToolOperation(e.Operation); ok {
+		server, tool := OtherOperation, OtherOperation
+		if op != OtherOperation {
+			server, tool, _ = ledger.SplitToolOperation(op)
+		}
+		s.tool = counter3(&m.toolsC, m.tools, labels{server, tool, string(e.Outcome)})
 	}
 	if m.seriesC.n.Load() < maxCachedChildren {
 		if v, loaded := m.seriesC.m.LoadOrStore(k, s); loaded {
