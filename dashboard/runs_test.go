@@ -195,9 +195,9 @@ func checkRunsPage(t *testing.T, srv *httptest.Server, doc string) {
 			t.Errorf("total %s = %q, want the runs' sum %s", k, total[k], s.FloatString(6))
 		}
 	}
-	// Repeats spend $0.000700 of the tree's $0.008650.
-	if runs[0].fields["waste_ratio"] != "0.0809" || total["waste_ratio"] != "0.0689" {
-		t.Errorf("waste ratios: plan %s, total %s; want 0.0809 and 0.0689", runs[0].fields["waste_ratio"], total["waste_ratio"])
+	// Repeats spend $0.000700 of plan's $0.008650, and of the day's runs' $0.010150.
+	if runs[0].fields["waste_ratio"] != "0.0809" || total["waste_ratio"] != "0.0690" {
+		t.Errorf("waste ratios: plan %s, total %s; want 0.0809 and 0.0690", runs[0].fields["waste_ratio"], total["waste_ratio"])
 	}
 }
 
