@@ -66,6 +66,7 @@ func runsSample(t *testing.T) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle("GET /groundhog/{$}", d.Handler())
 	mux.Handle(SessionReportPattern, d.SessionReportHandler())
+	mux.Handle(ReportPath, d.ReportHandler())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
