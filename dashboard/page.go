@@ -45,7 +45,15 @@ func securityHeaders(h http.Header) {
 //     the terminal table, each in an element carrying data-field (the JSON
 //     key), data-value (the number exactly as the JSON writes it) and
 //     data-operation (the operation) or data-total (the total object);
-//   - the 30-day projection.
+//   - the 30-day projection;
+//   - the MCP tool calls of day per tool (executed, cache hits, coalesced,
+//     replayed, suspected duplicates) and their total, the report JSON's
+//     "tools" and "tool_total", each cell carrying data-tool-field and
+//     data-tool-value, its row data-tool (the operation) or data-tool-total;
+//   - the agent runs of day: top-level runs with their subagent trees
+//     folded in (ledger.BuildSessionReport), costliest tree first, at most
+//     RunsShown, and a total over every run of the day, each run linking to
+//     its session report.
 //
 // Each day is one ledger.BuildReport call. Errors are small HTML pages with
 // the status ReportHandler would use; a 401 asks the browser for HTTP Basic
@@ -91,11 +99,17 @@ func (d *Dashboard) servePage(w http.ResponseWriter, r *http.Request) {
 		}
 		reports = append(reports, rep)
 	}
+	runs, err := ledger.BuildSessionReport(r.Context(), d.o.Store, ledger.ReportParams{Day: last, Location: loc, Tenant: tenant}, "")
+	if err != nil {
+		d.writeHTMLError(w, r, err)
+		return
+	}
 	_, selected := q["operation"]
 	v := buildPage(pageParams{
 		Tenant: tenant, Reports: reports, Operation: q.Get("operation"), Selected: selected,
 		TZ: q.Get("tz"), DayParam: q.Get("day"), DefaultTZ: d.o.Location.String(), Loc: loc,
 	})
+	v.Runs = buildRuns(runs, loc.String())
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, v); err != nil {
 		d.writeHTMLError(w, r, fmt.Errorf("dashboard: render: %w", err))
@@ -172,6 +186,10 @@ type pageView struct {
 
 	// PromptCache is the provider prompt-cache section (promptcache.go).
 	PromptCache promptCacheView
+	// Runs is the agent-runs section (runs.go).
+	Runs runsView
+	// Tools is the day's MCP tool calls (tools.go).
+	Tools toolsView
 }
 
 type navItem struct {
@@ -430,6 +448,7 @@ func buildPage(p pageParams) pageView {
 		v.Rows = append(v.Rows, p.reportRow(r, false, columns, fieldValues))
 	}
 	v.Total = p.reportRow(today.Total, true, columns, fieldValues)
+	v.Tools = buildTools(today)
 
 	rq := url.Values{"day": {today.Day}, "tz": {p.Loc.String()}}
 	v.JSONHref = ReportPath + "?" + rq.Encode()

@@ -63,6 +63,9 @@ type jsonReport struct {
 	Operations *[]jsonRow `json:"operations,omitempty"`
 	Tenants    *[]jsonRow `json:"tenants,omitempty"`
 	Total      jsonRow    `json:"total"`
+	// The MCP tool calls (Report.Tools); absent when grouped by tenant.
+	Tools     *[]jsonToolRow `json:"tools,omitempty"`
+	ToolTotal *jsonToolRow   `json:"tool_total,omitempty"`
 }
 
 func toJSONRow(r Row, withOp, byTenant bool) jsonRow {
@@ -95,6 +98,13 @@ func (r *Report) toJSON() jsonReport {
 		j.Tenants = &rows
 	} else {
 		j.Operations = &rows
+		tools, total := r.Tools()
+		js := make([]jsonToolRow, 0, len(tools))
+		for _, t := range tools {
+			js = append(js, toJSONToolRow(t, true))
+		}
+		jt := toJSONToolRow(total, false)
+		j.Tools, j.ToolTotal = &js, &jt
 	}
 	return j
 }
@@ -123,6 +133,10 @@ func (r *Report) MarshalJSON() ([]byte, error) { return json.Marshal(r.toJSON())
 // unknown_cost_calls counts the calls left out of the USD figures because
 // their model has no price; retry_attempts and retry_cost_usd count the
 // upstream attempts that re-ran an idempotent operation (attempt > 1).
+// "tools" lists the MCP tool calls per tool ({"operation", "server",
+// "tool", "calls", "executed", "cache_hits", "coalesced", "replayed",
+// "suspected_duplicates"}, see ToolRow) and "tool_total" their sums (both
+// absent from a report grouped by tenant).
 func (r *Report) WriteJSON(w io.Writer) error {
 	b, err := json.MarshalIndent(r.toJSON(), "", "  ")
 	if err != nil {
@@ -151,7 +165,8 @@ func WriteJSONReports(w io.Writer, reports []*Report) error {
 // total line), the report keys, and unknown_cost_calls.
 var csvHeader = append([]string{"day", "operation", "calls", "distinct", "repeats", "repeat_share", "repeat_cost_usd",
 	"concurrent_identical", "cache_hits", "coalesced", "replayed", "upstream_calls", "spend_usd", "saved_usd",
-	"shadow_saved_usd", "projected_30d_usd", "unknown_cost_calls", "retry_attempts", "retry_cost_usd"}, promptCacheCSVHeader...)
+	"shadow_saved_usd", "projected_30d_usd", "unknown_cost_calls", "retry_attempts", "retry_cost_usd"},
+	append(promptCacheCSVHeader, "tool_executed", "tool_suspected_duplicates")...)
 
 // TotalLabel names the total line in the table and CSV outputs.
 const TotalLabel = "total"
@@ -160,16 +175,21 @@ func (r *Report) csvRecords(cw *csv.Writer) error {
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	m := func(v groundhog.Total) string { return v.Format(6) }
 	rows := append(append([]Row(nil), r.Operations...), r.Total)
+	_, toolTotal := r.Tools()
 	for n, row := range rows {
 		op := row.Operation
+		tool := ToolRow{}
 		if n == len(rows)-1 {
 			op = TotalLabel
+			tool = toolTotal
+		} else if _, _, ok := SplitToolOperation(op); ok && r.Group != GroupByTenant {
+			tool = toolRowOf(row)
 		}
 		if err := cw.Write(append([]string{r.Day, op, i(row.Calls), i(row.Distinct), i(row.Repeats),
 			strconv.FormatFloat(row.RepeatShare, 'f', 4, 64), m(row.RepeatCost), i(row.ConcurrentIdentical),
 			i(row.CacheHits), i(row.Coalesced), i(row.Replayed), i(row.UpstreamCalls), m(row.Spend), m(row.Saved),
 			m(row.ShadowSaved), m(row.Projected30d), i(row.UnknownCostCalls), i(row.Retries), m(row.RetryCost)},
-			promptCacheCSV(row.PromptCache)...)); err != nil {
+			append(promptCacheCSV(row.PromptCache), i(tool.Executed), i(tool.SuspectedDuplicates))...)); err != nil {
 			return err
 		}
 	}
@@ -179,7 +199,11 @@ func (r *Report) csvRecords(cw *csv.Writer) error {
 // WriteCSV writes a header line, one line per operation and a total line
 // (operation "total"). Columns: see csvHeader; money in dollars with six
 // decimals. The unknown_cost_calls column is the CSV form of the table's
-// note on calls whose cost is unknown.
+// note on calls whose cost is unknown. tool_executed and
+// tool_suspected_duplicates are an MCP tool operation's Executed and
+// SuspectedDuplicates (see ToolRow; 0 on other operations, the tools' sums
+// on the total line); its cache_hits, coalesced and replayed columns are
+// the tool's own.
 func (r *Report) WriteCSV(w io.Writer) error {
 	return WriteCSVReports(w, []*Report{r})
 }
@@ -258,6 +282,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&buf, "\nnote: %d upstream attempt(s) re-ran an idempotent operation after its first worker lost its lease (attempt > 1), costing %s.\n", n, tableMoney(r.Total.RetryCost))
 	}
 	if err := r.writePromptCacheTable(&buf); err != nil {
+		return err
+	}
+	if err := r.writeToolTable(&buf); err != nil {
 		return err
 	}
 	_, err := w.Write(buf.Bytes())

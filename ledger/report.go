@@ -44,6 +44,9 @@ type ReportParams struct {
 //     midnight, counted separately: only coalescing removes those).
 //   - CacheHits, Coalesced, Replayed, UpstreamCalls: rows with outcome
 //     cache_hit, coalesced, replayed and upstream.
+//   - SuspectedDuplicates: rows with outcome suspected_duplicate (an MCP
+//     side-effect tool call made again without an idempotency key; see
+//     ToolRow).
 //   - Spend: sum of Cost (known costs only).
 //   - Saved: sum of Saved (known amounts only).
 //   - ShadowSaved: sum of FullCost of the repeats whose CacheOn is false
@@ -79,6 +82,7 @@ type Row struct {
 	Coalesced           int64
 	Replayed            int64
 	UpstreamCalls       int64
+	SuspectedDuplicates int64
 	Spend               groundhog.Total
 	Saved               groundhog.Total
 	ShadowSaved         groundhog.Total
@@ -229,6 +233,8 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 		r.Coalesced++
 	case groundhog.OutcomeReplayed:
 		r.Replayed++
+	case groundhog.OutcomeSuspectedDuplicate:
+		r.SuspectedDuplicates++
 	case groundhog.OutcomeUpstream:
 		r.UpstreamCalls++
 		if e.Attempt > 1 {

@@ -297,7 +297,7 @@ func TestOutputs(t *testing.T) {
 		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 			t.Fatal(err)
 		}
-		if got := sortedKeys(doc); got != "day,operations,retry_attempts,retry_cost_usd,total,unknown_cost_calls" {
+		if got := sortedKeys(doc); got != "day,operations,retry_attempts,retry_cost_usd,tool_total,tools,total,unknown_cost_calls" {
 			t.Fatalf("top-level keys = %s", got)
 		}
 		rowKeys := "calls,concurrent_identical,distinct,projected_30d_usd,repeat_cost_usd,repeat_share,repeats,replayed,saved_usd,shadow_saved_usd,spend_usd,upstream_calls,cache_hits,coalesced" +

@@ -45,7 +45,7 @@ type Rollup struct {
 // request hash) in the day, whatever its operation):
 //
 //   - Calls, ConcurrentIdentical, CacheHits, Coalesced, Replayed,
-//     UpstreamCalls, Spend, Saved, UnknownCostCalls, Retries, RetryCost and
+//     UpstreamCalls, SuspectedDuplicates, Spend, Saved, UnknownCostCalls, Retries, RetryCost and
 //     the PromptCache sums: Row's figures themselves (they do not depend on
 //     the order of the rows).
 //   - Distinct: distinct request hashes among the rows (Row.Distinct).
@@ -66,6 +66,7 @@ type RollupCounts struct {
 	FullCost, FirstFullCost, Shadow, FirstShadow groundhog.Total
 
 	ConcurrentIdentical, CacheHits, Coalesced, Replayed, UpstreamCalls int64
+	SuspectedDuplicates                                                int64
 	Spend, Saved                                                       groundhog.Total
 	UnknownCostCalls, Retries                                          int64
 	RetryCost                                                          groundhog.Total
@@ -128,6 +129,7 @@ func (s *rollupSum) add(c *RollupCounts) {
 	r.Coalesced += c.Coalesced
 	r.Replayed += c.Replayed
 	r.UpstreamCalls += c.UpstreamCalls
+	r.SuspectedDuplicates += c.SuspectedDuplicates
 	r.Spend = r.Spend.Plus(c.Spend)
 	r.Saved = r.Saved.Plus(c.Saved)
 	r.UnknownCostCalls += c.UnknownCostCalls

@@ -24,6 +24,8 @@ import (
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/mcp"
+	"github.com/groundhog-ai/groundhog/metrics"
+	"github.com/groundhog-ai/groundhog/observe"
 	"github.com/groundhog-ai/groundhog/sim"
 	"github.com/groundhog-ai/groundhog/sqlite"
 )
@@ -38,6 +40,7 @@ type env struct {
 	Sim     *sim.Server
 	DB      *sqlite.DB
 	Ledger  *ledger.Writer
+	Metrics *metrics.Metrics // fed with every tool call's ledger row
 	MCP     *mcp.Gateway
 	KeyA    string        // tenant "alpha"
 	KeyB    string        // tenant "beta"
@@ -129,8 +132,10 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	idem := idempotency.New(idempotency.Options{Store: db, Logger: log})
 	sent := new(atomic.Int64)
 	client := &http.Client{Transport: countingTransport{sent}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	mg := mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: lw, Logger: log, Client: client})
-	e := &env{t: t, SimURL: simURL, Sim: s, DB: db, Ledger: lw, MCP: mg, gate: g, Sent: sent}
+	m := metrics.New(nil)
+	rec := &observe.Recorder{Next: lw, Metrics: m}
+	mg := mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: rec, Logger: log, Client: client})
+	e := &env{t: t, SimURL: simURL, Sim: s, DB: db, Ledger: lw, Metrics: m, MCP: mg, gate: g, Sent: sent}
 	for _, k := range []struct {
 		tenant string
 		dst    *string

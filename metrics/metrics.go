@@ -29,6 +29,7 @@ type Metrics struct {
 	overhead  *prometheus.HistogramVec
 	followers *prometheus.CounterVec
 	repeats   *prometheus.CounterVec
+	tools     *prometheus.CounterVec
 
 	// The operation label is client-chosen (Groundhog-Operation), so its
 	// values are bounded: declared operations, then the first
@@ -38,9 +39,9 @@ type Metrics struct {
 	observed map[string]bool
 
 	// Children of the vectors by label values (children.go).
-	callsC, tokensC, costC, savedC, unknownC, followersC, repeatsC children[prometheus.Counter]
-	latencyC, overheadC                                            children[prometheus.Observer]
-	seriesC                                                        seriesCache // bundles of the above per row labels (series.go)
+	callsC, tokensC, costC, savedC, unknownC, followersC, repeatsC, toolsC children[prometheus.Counter]
+	latencyC, overheadC                                                    children[prometheus.Observer]
+	seriesC                                                                seriesCache // bundles of the above per row labels (series.go)
 }
 
 // MaxObservedOperations is how many operation names not declared in the
@@ -89,9 +90,12 @@ func New(inFlight func() float64) *Metrics {
 		repeats: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "groundhog_concurrent_identical_total", Help: "Calls that arrived while an identical call was in flight.",
 		}, []string{"tenant", "operation"}),
+		tools: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "groundhog_tool_calls_total", Help: "MCP tool calls by server, tool and outcome (executed = upstream + suspected_duplicate).",
+		}, []string{"server", "tool", "outcome"}),
 	}
 	m.declared, m.observed = map[string]bool{"": true}, map[string]bool{}
-	reg.MustRegister(m.calls, m.tokens, m.cost, m.saved, m.unknown, m.latency, m.overhead, m.followers, m.repeats,
+	reg.MustRegister(m.calls, m.tokens, m.cost, m.saved, m.unknown, m.latency, m.overhead, m.followers, m.repeats, m.tools,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if inFlight != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -137,11 +141,17 @@ func (m *Metrics) opLabel(op string) string {
 }
 
 // Observe counts one call from its ledger row. Its operation label is
-// bounded: see MaxObservedOperations.
+// bounded: see MaxObservedOperations. An MCP tool call (operation
+// "mcp:SERVER/TOOL") is also counted in groundhog_tool_calls_total, whose
+// server and tool labels follow the same bound: a tool call whose operation
+// label is OtherOperation has server and tool OtherOperation.
 func (m *Metrics) Observe(e *groundhog.LedgerEntry) {
 	s := m.series(e)
 	op := s.to.b
 	s.calls.Inc()
+	if s.tool != nil {
+		s.tool.Inc()
+	}
 	if u := e.Usage; u != (groundhog.Usage{}) {
 		for _, t := range [...]struct {
 			kind string

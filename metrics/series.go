@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/ledger"
 )
 
 // callSeries holds the children one row of (tenant, operation, outcome)
@@ -21,7 +22,8 @@ type callSeries struct {
 	latency prometheus.Observer
 	// overhead is nil for rows outside the pipeline (no route).
 	overhead prometheus.Observer
-	to       labels // tenant, operation label
+	tool     prometheus.Counter // groundhog_tool_calls_total; nil unless an MCP tool call
+	to       labels             // tenant, operation label
 	lazy     [nLazy]atomic.Pointer[prometheus.Counter]
 }
 
@@ -64,6 +66,13 @@ func (m *Metrics) series(e *groundhog.LedgerEntry) *callSeries {
 	}
 	if r := Route(e); r != "" {
 		s.overhead = observer2(&m.overheadC, m.overhead, labels{a: r, b: string(e.Outcome)})
+	}
+	if _, _, ok := ledger.SplitToolOperation(e.Operation); ok {
+		server, tool := OtherOperation, OtherOperation
+		if op != OtherOperation {
+			server, tool, _ = ledger.SplitToolOperation(op)
+		}
+		s.tool = counter3(&m.toolsC, m.tools, labels{server, tool, string(e.Outcome)})
 	}
 	if m.seriesC.n.Load() < maxCachedChildren {
 		if v, loaded := m.seriesC.m.LoadOrStore(k, s); loaded {

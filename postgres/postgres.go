@@ -208,9 +208,9 @@ func (db *DB) migrate(ctx context.Context) (err error) {
 // its transaction.
 var migrationAfter = map[int]func(context.Context, pgx.Tx) error{
 	// The rollups of the existing days are built once the schema they
-	// read and fill is complete: after 0006 (a store opened at 0005 has
-	// them rebuilt, a one-time read of the ledger).
-	6: migrateRollups,
+	// read and fill is complete: after 0008 (a store opened at 0005, 0006
+	// or 0007 has them rebuilt once, a one-time read of the ledger).
+	8: migrateRollups,
 }
 
 func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {

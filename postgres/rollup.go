@@ -75,6 +75,7 @@ var rollupSums = []rollupSum{
 	{"coalesced", "count(*) FILTER (WHERE outcome = 'coalesced')"},
 	{"replayed", "count(*) FILTER (WHERE outcome = 'replayed')"},
 	{"upstream", "count(*) FILTER (WHERE outcome = 'upstream')"},
+	{"suspected_duplicates", "count(*) FILTER (WHERE outcome = 'suspected_duplicate')"},
 	{"spend", "sum(CASE WHEN cost >= 0 THEN cost ELSE 0 END)"},
 	{"saved", "sum(CASE WHEN saved >= 0 THEN saved ELSE 0 END)"},
 	{"unknown_cost_calls", "count(*) FILTER (WHERE cost < 0 OR saved < 0 OR full_cost < 0)"},
@@ -530,7 +531,7 @@ func fillCounts(c *ledger.RollupCounts, v map[string]string) error {
 	ints := map[string]*int64{
 		"calls": &c.Calls, "distinct_hashes": &c.Distinct, "firsts": &c.Firsts,
 		"in_flight": &c.ConcurrentIdentical, "cache_hits": &c.CacheHits, "coalesced": &c.Coalesced,
-		"replayed": &c.Replayed, "upstream": &c.UpstreamCalls, "unknown_cost_calls": &c.UnknownCostCalls,
+		"replayed": &c.Replayed, "upstream": &c.UpstreamCalls, "suspected_duplicates": &c.SuspectedDuplicates, "unknown_cost_calls": &c.UnknownCostCalls,
 		"retries": &c.Retries, "cached_read_tokens": &c.CachedReadTokens, "cache_write_tokens": &c.CacheWriteTokens,
 		"cache_write_1h_tokens": &c.CacheWrite1hTokens, "uncached_input_tokens": &c.UncachedInputTokens,
 		"input_tokens": &c.InputTokens, "pc_known_calls": &c.PromptCacheKnownCalls,
