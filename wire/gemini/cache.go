@@ -14,9 +14,9 @@ const CachePrefix = "cachedContents/"
 
 // CachePath reads a request path (unescaped) of the cachedContents
 // routes: /v1beta/cachedContents (or /v1/…) is the collection (create,
-// list); anything under it names one cache, whose name is the path after
-// the version ("cachedContents/{id}", with whatever follows it). ok is
-// false for any other path.
+// list); anything else that starts with it names one cache, whose name is
+// the path after the version ("cachedContents/{id}", with whatever follows
+// it). ok is false for any other path.
 func CachePath(path string) (name string, collection, ok bool) {
 	rest, found := strings.CutPrefix(path, "/"+APIVersion+"/")
 	if !found {
@@ -28,8 +28,8 @@ func CachePath(path string) (name string, collection, ok bool) {
 	if rest == "cachedContents" || rest == "cachedContents/" {
 		return "", true, true
 	}
-	if strings.HasPrefix(rest, CachePrefix) {
-		return rest, false, true
+	if strings.HasPrefix(rest, "cachedContents") {
+		return rest, false, true // cachedContents/{id}, or any other method on the collection: checked as a name
 	}
 	return "", false, false
 }
@@ -75,9 +75,11 @@ func cacheRefs(body []byte, nested bool) []string {
 		switch key {
 		case "cachedContent", "cached_content":
 			var ref string
-			if json.Unmarshal(v, &ref) == nil {
+			switch {
+			case string(v) == "null":
+			case json.Unmarshal(v, &ref) == nil:
 				out = append(out, CacheName(ref))
-			} else if string(v) != "null" {
+			default:
 				out = append(out, string(v))
 			}
 		case "generateContentRequest", "generate_content_request":
