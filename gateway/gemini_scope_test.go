@@ -18,6 +18,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/gateway"
 )
 
@@ -30,6 +31,7 @@ type fakeGemini struct {
 	caches map[string]bool // name → exists
 	next   int
 	seen   []string // "METHOD path body"
+	url    string   // where it listens
 }
 
 func (f *fakeGemini) requests() []string {
@@ -98,6 +100,7 @@ func newCacheHarness(t *testing.T) (*harness, *fakeGemini) {
 	var simURL string
 	up := httptest.NewServer(f.handler(&simURL))
 	t.Cleanup(up.Close)
+	f.url = up.URL
 	h := newHarness(t, func(s *setup) {
 		s.gemini = &gateway.Upstream{BaseURL: up.URL, APIKey: "provider-secret", Provider: "gemini"}
 	})
@@ -246,5 +249,32 @@ func TestGeminiCachesKeyless(t *testing.T) {
 	}
 	if _, err := cl.Caches.Get(ctx, "cachedContents/outside", nil); !isNotFound(err) {
 		t.Fatalf("a cache the gateway did not create: %v", err)
+	}
+}
+
+// TestGeminiCacheRecordSharedByReplicas: the record of who created a cache
+// is in the database, so a second gateway on the same database (another
+// replica, or the same one after a restart) serves the creator its cache
+// and refuses it to another tenant.
+func TestGeminiCacheRecordSharedByReplicas(t *testing.T) {
+	h, f := newCacheHarness(t)
+	ctx := context.Background()
+	acmeKey, globexKey := createGatewayKey(t, h, "acme"), createGatewayKey(t, h, "globex")
+	name := createCache(t, geminiClient(t, h, acmeKey, nil), "shared by replicas")
+
+	c, err := cache.New(cache.Options{Store: h.DB, MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw2 := gateway.New(gateway.Options{Config: h.Cfg, Keys: h.DB, Cache: c, Ledger: h.Ledger,
+		Gemini: gateway.Upstream{BaseURL: f.url, APIKey: "provider-secret", Provider: "gemini"}})
+	srv := httptest.NewServer(gw2)
+	t.Cleanup(srv.Close)
+	replica := &harness{t: t, URL: srv.URL}
+	if got, err := geminiClient(t, replica, acmeKey, nil).Caches.Get(ctx, name, nil); err != nil || got.Name != name {
+		t.Fatalf("the creator through the other replica: %+v %v", got, err)
+	}
+	if _, err := geminiClient(t, replica, globexKey, nil).Caches.Get(ctx, name, nil); !isNotFound(err) {
+		t.Fatalf("another tenant through the other replica: %v", err)
 	}
 }
