@@ -8,6 +8,8 @@ import (
 	"github.com/groundhog-ai/groundhog"
 )
 
+var _ groundhog.ResourceStore = (*DB)(nil)
+
 // PutResource records that r.Tenant owns the provider-side resource
 // r.Name of kind r.Kind; storing it again is not an error.
 func (db *DB) PutResource(ctx context.Context, r groundhog.Resource) error {
