@@ -63,10 +63,31 @@ func (s *Server) checkCacheRefs(ctx context.Context, tenant string, refs []strin
 // checkGeminiBodyCaches returns ENOTFOUND unless tenant owns every cache
 // a request body names.
 func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body []byte) error {
-	if !bytes.Contains(body, []byte("cached")) && !bytes.Contains(body, []byte(`\u`)) {
-		return nil // names no cache, under any spelling of the member
+	if !mayNameCache(body) {
+		return nil
 	}
 	return s.checkCacheRefs(ctx, tenant, gemini.CachedContentRefs(body))
+}
+
+// mayNameCache reports whether body may have a cachedContent member under
+// some spelling: it holds "cached", or an escaped letter or underscore
+// (\u0041–\u007f), with which a member name can spell it without those
+// bytes. Escapes of other characters (Go's encoder writes < > & as \u003c,
+// \u003e, \u0026) do not count, so most bodies are not read twice.
+func mayNameCache(body []byte) bool {
+	if bytes.Contains(body, []byte("cached")) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`\u00`))
+		if j < 0 {
+			return false
+		}
+		i += j + 4
+		if i < len(body) && body[i] >= '4' && body[i] <= '7' {
+			return true
+		}
+	}
 }
 
 // geminiCachedContents serves the cachedContents routes and the
