@@ -26,6 +26,9 @@ func (s *Server) gemini(generate http.Handler) http.HandlerFunc {
 				return
 			}
 		}
+		if s.geminiCachedContents(w, r) { // geminicache.go: the tenant's own caches only
+			return
+		}
 		s.passthrough(w, r)
 	}
 }

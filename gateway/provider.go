@@ -136,6 +136,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if err != nil {
 		return nil, err
 	}
+	if shape == groundhog.ShapeGemini {
+		// A cachedContent the tenant did not create is not found (geminicache.go).
+		if err := s.checkGeminiBodyCaches(r.Context(), tenant, body); err != nil {
+			return nil, err
+		}
+	}
 	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
 	c.fp, err = s.fpMemo.Compute(params, fpBody)
 	if err != nil {

@@ -124,6 +124,11 @@ type Options struct {
 	// Extra registers more routes (report, dashboard, operations, metrics)
 	// on the server's mux; called once by New.
 	Extra func(mux *http.ServeMux, auth func(*http.Request) (string, error))
+	// Resources records which tenant created which provider-side
+	// resource (Gemini explicit caches, geminicache.go); nil uses Keys when
+	// it is also a ResourceStore (the SQLite and PostgreSQL stores are),
+	// else a record in this process's memory.
+	Resources groundhog.ResourceStore
 	// FingerprintMemoBytes bounds the fingerprints remembered for
 	// bodies sent again (fingerprint.Memo): 0 is
 	// fingerprint.DefaultMemoBytes, negative turns the memo off.
@@ -170,6 +175,13 @@ func New(o Options) *Server {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Resources == nil {
+		if rs, ok := o.Keys.(groundhog.ResourceStore); ok {
+			o.Resources = rs
+		} else {
+			o.Resources = newMemResources()
+		}
 	}
 	tr := o.Transport
 	if tr == nil {

@@ -216,6 +216,8 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			rd = bedrock.NewChunkReader(&boundedReader{r: res.Body, left: limit})
 		case c.shape == groundhog.ShapeConverse:
 			rd = bedrock.NewReader(&boundedReader{r: res.Body, left: limit})
+		case c.shape == groundhog.ShapeGemini:
+			rd = wire.NewDataSSEReader(&boundedReader{r: res.Body, left: limit}) // data lines only
 		default:
 			rd = wire.NewSSEReader(&boundedReader{r: res.Body, left: limit})
 		}

@@ -16,3 +16,7 @@ func TestEvidenceConformance(t *testing.T) {
 	storetest.PostgresURL(t)
 	storetest.RunEvidence(t, func(t *testing.T) groundhog.EvidenceStore { return openTest(t) })
 }
+
+func TestResourceConformance(t *testing.T) {
+	storetest.RunResources(t, func(t *testing.T) groundhog.ResourceStore { return openTest(t) })
+}

@@ -102,3 +102,7 @@ func TestSweepOrphanEvidence(t *testing.T) {
 		t.Fatalf("stored blob damaged by the sweep: %d bytes back of %d", len(got), len(kept))
 	}
 }
+
+func TestResourceConformance(t *testing.T) {
+	storetest.RunResources(t, func(t *testing.T) groundhog.ResourceStore { return openTest(t) })
+}

@@ -20,6 +20,10 @@ const MaxEventSize = 16 << 20
 // data exceeds MaxEventSize.
 var ErrEventTooLarge = errors.New("wire: SSE line or event exceeds 16 MiB")
 
+// ErrNotData is returned by a data-only SSEReader (NewDataSSEReader) for a
+// line that is neither blank, a comment nor a data field.
+var ErrNotData = errors.New("wire: SSE line is not a data line")
+
 // emptyReadLimit is how many consecutive (0, nil) reads are tolerated before
 // giving up, as bufio does.
 const emptyReadLimit = 100
@@ -47,12 +51,23 @@ type SSEReader struct {
 	name     []byte
 	pending  bool   // a field line was seen since the last dispatch
 	lastName string // previous event name, reused to avoid an allocation
+	dataOnly bool   // any field but data is an error (NewDataSSEReader)
 }
 
 // NewSSEReader returns a reader of the event stream r. It reads from r in
 // chunks of its own; r need not be buffered.
 func NewSSEReader(r io.Reader) *SSEReader {
 	return &SSEReader{r: r, max: MaxEventSize, buf: make([]byte, 4096), first: true}
+}
+
+// NewDataSSEReader is NewSSEReader for a provider whose streams carry data
+// lines only (Gemini: its SDKs fail on any other line): a line that is
+// neither blank, a comment nor a data field is an error wrapping
+// ErrNotData, not an unknown field to ignore.
+func NewDataSSEReader(r io.Reader) *SSEReader {
+	rd := NewSSEReader(r)
+	rd.dataOnly = true
+	return rd
 }
 
 // Next returns the next event. Its Data is a fresh slice the caller may keep;
@@ -116,6 +131,10 @@ func (r *SSEReader) Next() (groundhog.Event, error) {
 			r.pending = true
 		case "id", "retry":
 			r.pending = true
+		}
+		if r.dataOnly && string(field) != "data" {
+			r.err = fmt.Errorf("%w: %.64q", ErrNotData, line)
+			return groundhog.Event{}, r.err
 		}
 	}
 }

@@ -272,3 +272,25 @@ func loadStream(t testing.TB, path string) []groundhog.Event {
 	}
 	return evs
 }
+
+// A data-only reader (Gemini's streams) fails on a line that is not a data
+// line, where the general reader ignores it as an unknown field; blank
+// lines and comments pass.
+func TestDataSSEReaderRefusesOtherLines(t *testing.T) {
+	in := ": keep-alive\n\ndata: {\"a\":1}\n\nthis is not an event\n\ndata: {\"a\":2}\n\n"
+	evs, err := readAll(NewSSEReader(strings.NewReader(in)))
+	if err != io.EOF || len(evs) != 2 {
+		t.Fatalf("general reader: %d events, %v", len(evs), err)
+	}
+	rd := NewDataSSEReader(strings.NewReader(in))
+	ev, err := rd.Next()
+	if err != nil || string(ev.Data) != `{"a":1}` {
+		t.Fatalf("first event: %q %v", ev.Data, err)
+	}
+	if _, err := rd.Next(); !errors.Is(err, ErrNotData) {
+		t.Fatalf("garbage line: %v, want ErrNotData", err)
+	}
+	if _, err := NewDataSSEReader(strings.NewReader("event: x\ndata: {}\n\n")).Next(); !errors.Is(err, ErrNotData) {
+		t.Fatalf("event field: %v, want ErrNotData", err)
+	}
+}

@@ -33,6 +33,7 @@ type database interface {
 	groundhog.KeyStore
 	groundhog.StateStore
 	groundhog.EvidenceStore
+	groundhog.ResourceStore // the gateway's record of Gemini explicit caches per tenant
 	Ping(ctx context.Context) error
 	Close() error
 }

@@ -76,3 +76,31 @@ func FuzzStreamUsage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCachedContentRefs: reading the caches a body names never panics, and
+// whatever cachedContent string encoding/json reads from a JSON object is
+// among the references, however the member name is escaped.
+func FuzzCachedContentRefs(f *testing.F) {
+	f.Add([]byte(`{"contents":[],"cachedContent":"cachedContents/a"}`))
+	f.Add([]byte(`{"cached\u0043ontent":"b","cachedContent":"cachedContents/a"}`))
+	f.Add([]byte(`{"generateContentRequest":{"cached_content":"x"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		refs := gemini.CachedContentRefs(body)
+		var top map[string]json.RawMessage
+		if json.Unmarshal(body, &top) != nil {
+			return
+		}
+		for k, v := range top {
+			var s string
+			if (k == "cachedContent" || k == "cached_content") && string(v) != "null" && json.Unmarshal(v, &s) == nil {
+				found := false
+				for _, r := range refs {
+					found = found || r == gemini.CacheName(s)
+				}
+				if !found {
+					t.Fatalf("%s names %q, refs %q", body, s, refs)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,33 @@
+package groundhog
+
+import (
+	"context"
+	"time"
+)
+
+// ResourceKindGeminiCache is the kind of a Gemini explicit cache: its name
+// is the provider's ("cachedContents/{id}").
+const ResourceKindGeminiCache = "gemini.cachedContents"
+
+// Resource is a provider-side resource a tenant created through the
+// gateway. The provider account is shared by every tenant; this record is
+// what makes the resource the tenant's own.
+type Resource struct {
+	Tenant    string
+	Kind      string // ResourceKindGeminiCache, …
+	Name      string // the provider's name of the resource
+	CreatedAt time.Time
+}
+
+// ResourceStore records which tenant owns which provider-side resource.
+//
+// PutResource stores r (storing it again is not an error). OwnedResources
+// returns the names among names that tenant owns for kind, in no
+// particular order. DeleteResource forgets one; forgetting a resource that
+// is not recorded is not an error. Tenants never see each other's
+// records.
+type ResourceStore interface {
+	PutResource(ctx context.Context, r Resource) error
+	OwnedResources(ctx context.Context, tenant, kind string, names []string) ([]string, error)
+	DeleteResource(ctx context.Context, tenant, kind, name string) error
+}
