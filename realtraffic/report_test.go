@@ -52,13 +52,13 @@ func (s *reportSum) add(res *result, upstream int64) {
 // expectRelayed is what the ledger row of a passthrough exchange carries:
 // a JSON answer's usage, in the route family's semantics, priced by the
 // answer's own model (unknown without one, as a compaction answer has none).
-// A streamed answer is relayed without reading its usage.
+// A streamed answer's usage is the one its events carry.
 func expectRelayed(t *testing.T, it *realtraffic.Interaction) expected {
 	var e expected
-	if it.Meta.Status/100 != 2 || it.Meta.Stream {
+	if it.Meta.Status/100 != 2 {
 		return e
 	}
-	parts := partsOf(t, it.Meta.Provider, it.Meta.RecordedUsage)
+	parts := partsOf(t, it.Meta.Provider, finalUsage(t, it))
 	if len(parts) == 0 {
 		return e
 	}
