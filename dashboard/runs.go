@@ -70,21 +70,6 @@ func runCells(f ledger.RunFigures) []runCell {
 	return cells
 }
 
-func addFigures(a, b ledger.RunFigures) ledger.RunFigures {
-	a.ModelCalls += b.ModelCalls
-	a.ToolCalls += b.ToolCalls
-	a.Spend = a.Spend.Plus(b.Spend)
-	a.Saved = a.Saved.Plus(b.Saved)
-	a.Repeats += b.Repeats
-	a.RepeatSpend = a.RepeatSpend.Plus(b.RepeatSpend)
-	a.PromptCacheReadTokens += b.PromptCacheReadTokens
-	a.PromptCacheBreaks += b.PromptCacheBreaks
-	a.ToolDuplicatesAvoided += b.ToolDuplicatesAvoided
-	a.ToolSuspectedDuplicates += b.ToolSuspectedDuplicates
-	a.UnknownCostCalls += b.UnknownCostCalls
-	return a
-}
-
 // buildRuns lists the top-level runs of rep (runs at depth 0, whose
 // subagents the report lists right after them), the costliest trees first
 // (ties by run id), at most RunsShown, and a total over every run of the
@@ -114,7 +99,7 @@ func buildRuns(rep *ledger.SessionReport, tz string) runsView {
 	subagents := 0
 	q := url.Values{"day": {rep.Day}, "tz": {tz}}.Encode()
 	for n, r := range roots {
-		total = addFigures(total, r.run.Tree)
+		total.Add(r.run.Tree)
 		subagents += r.subagents
 		if n >= RunsShown {
 			continue

@@ -53,7 +53,8 @@ func roundShare(v float64) float64 {
 	return float64(int64(v*10000+0.5)) / 10000
 }
 
-func (f *RunFigures) plus(g RunFigures) {
+// Add adds g's figures to f's (a run's own to its tree's, runs to a total).
+func (f *RunFigures) Add(g RunFigures) {
 	f.ModelCalls += g.ModelCalls
 	f.ToolCalls += g.ToolCalls
 	f.Spend = f.Spend.Plus(g.Spend)
@@ -168,7 +169,7 @@ func BuildSessionReport(ctx context.Context, store groundhog.LedgerStore, p Repo
 		tree := *own[s]
 		for _, c := range children[s] {
 			if !done[c] {
-				tree.plus(walk(c, depth+1))
+				tree.Add(walk(c, depth+1))
 			}
 		}
 		rep.Runs[i].Tree = tree
