@@ -206,6 +206,11 @@ type PromptCacheConfig struct {
 	// request then goes upstream anyway (default 10s). A negative value
 	// turns fan-out off.
 	FanOutMaxHold time.Duration `yaml:"fan_out_max_hold"`
+	// MinTokens overrides groundhog's table of the shortest prefix each
+	// model's provider caches: model name prefix -> tokens, the longest
+	// matching prefix winning ({claude-sonnet-4-6: 2048}). Breakpoint
+	// injection, the break diagnosis and warm-then-fan-out use it.
+	MinTokens map[string]int `yaml:"min_tokens"`
 }
 
 // KeyConfig is a gateway key in the configuration file: the tenant and the
@@ -375,6 +380,11 @@ func (c *Config) Finish() error {
 	}
 	if c.PromptCache.MaxChains < 0 || c.PromptCache.MaxBytes < 0 || c.PromptCache.PromptsPerChain < 0 {
 		return fmt.Errorf("prompt_cache: max_chains, max_bytes and prompts_per_chain must not be negative")
+	}
+	for model, n := range c.PromptCache.MinTokens {
+		if model == "" || n < 1 || n > 1<<20 {
+			return fmt.Errorf("prompt_cache.min_tokens: %q: %d: want a model name prefix and 1 to %d tokens", model, n, 1<<20)
+		}
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown_timeout must be positive")

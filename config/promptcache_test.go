@@ -26,6 +26,7 @@ operations:
     prompt_cache: {breakpoints: auto, app: acme-support, prompt_version: v3}
 prompt_cache:
   max_chains: 500
+  min_tokens: {claude-sonnet-4-6: 4096}
 `)
 	if err != nil {
 		t.Fatal(err)
@@ -36,11 +37,16 @@ prompt_cache:
 	if c.PromptCache.MaxChains != 500 || c.PromptCache.FanOutMaxHold != 10*time.Second {
 		t.Errorf("prompt_cache %+v: want max_chains 500 and the default 10s hold", c.PromptCache)
 	}
+	if n := c.PromptCache.MinTokens["claude-sonnet-4-6"]; n != 4096 {
+		t.Errorf("prompt_cache.min_tokens[claude-sonnet-4-6] = %d, want 4096", n)
+	}
 	for yaml, want := range map[string]string{
 		"operations: {a: {prompt_cache: {breakpoints: always}}}": "breakpoints",
 		"operations: {a: {prompt_cache: {app: \"a b\"}}}":        "app and prompt_version",
 		"prompt_cache: {max_chains: -1}":                         "must not be negative",
 		"prompt_cache: {fan_out: 3}":                             "fan_out",
+		"prompt_cache: {min_tokens: {claude: 0}}":                "min_tokens",
+		"prompt_cache: {min_tokens: {\"\": 1024}}":               "min_tokens",
 	} {
 		if _, err := load(yaml); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one mentioning %q", yaml, err, want)

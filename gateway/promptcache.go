@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/fanout"
 	"github.com/groundhog-ai/groundhog/promptcache"
 )
@@ -55,14 +56,22 @@ func newPromptCacheStage(o Options) *promptcache.Stage {
 	pc := o.Config.PromptCache
 	t := o.PromptCache
 	if t == nil {
-		t = promptcache.NewTracker(promptcache.Config{MaxChains: pc.MaxChains, MaxBytes: pc.MaxBytes,
-			PromptsPerChain: pc.PromptsPerChain, Clock: o.Clock})
+		tc := TrackerConfig(pc)
+		tc.Clock = o.Clock
+		t = promptcache.NewTracker(tc)
 	}
 	f := o.FanOut
 	if f == nil && pc.FanOutMaxHold >= 0 {
 		f = fanout.New(fanout.Config{MaxHold: pc.FanOutMaxHold, Clock: o.Clock, Shared: o.FanOutShared})
 	}
 	return &promptcache.Stage{Tracker: t, FanOut: f}
+}
+
+// TrackerConfig is the break-diagnosis tracker's configuration from the
+// prompt_cache section.
+func TrackerConfig(pc config.PromptCacheConfig) promptcache.Config {
+	return promptcache.Config{MaxChains: pc.MaxChains, MaxBytes: pc.MaxBytes,
+		PromptsPerChain: pc.PromptsPerChain, MinTokens: pc.MinTokens}
 }
 
 // checkPromptCacheHeaders validates the stage's request headers.

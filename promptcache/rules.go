@@ -42,7 +42,8 @@ var providerRules = map[string]Rules{
 
 // minTokens is the table of minimum cacheable prefixes, by model name
 // prefix (the longest matching prefix wins); defaultMinTokens for any
-// other model.
+// other model. Anthropic's minimum is per model (1,024 to 4,096 tokens);
+// OpenAI's is 1,024 for every model. Config.MinTokens overrides it.
 var minTokens = []struct {
 	prefix string
 	tokens int
@@ -50,11 +51,17 @@ var minTokens = []struct {
 	{"sim-small", 1024},
 	{"sim-large", 2048},
 	{"claude-opus", 1024},
+	{"claude-opus-4-5", 4096},
+	{"claude-opus-4-6", 4096},
+	{"claude-opus-4-7", 4096},
+	{"claude-opus-4-8", 4096},
 	{"claude-sonnet", 1024},
+	{"claude-sonnet-4-6", 2048},
 	{"claude-3-opus", 1024},
 	{"claude-3-5-sonnet", 1024},
 	{"claude-3-7-sonnet", 1024},
 	{"claude-haiku", 2048},
+	{"claude-haiku-4-5", 4096},
 	{"claude-3-haiku", 2048},
 	{"claude-3-5-haiku", 2048},
 	{"gpt-", 1024},
@@ -68,12 +75,25 @@ const defaultMinTokens = 1024
 // ModelRules returns the caching rules for model on the provider of shape.
 // Unknown models get their provider's rules with a 1,024-token minimum.
 func ModelRules(shape groundhog.Shape, model string) Rules {
+	return modelRules(shape, model, nil)
+}
+
+// modelRules is ModelRules with the minimum taken from overrides (model
+// name prefix -> tokens, the longest matching prefix winning) when one
+// matches.
+func modelRules(shape groundhog.Shape, model string, overrides map[string]int) Rules {
 	r := providerRules[shape.Provider()]
 	r.MinTokens = defaultMinTokens
 	best := 0
 	for _, m := range minTokens {
 		if len(m.prefix) > best && strings.HasPrefix(model, m.prefix) {
 			r.MinTokens, best = m.tokens, len(m.prefix)
+		}
+	}
+	best = -1
+	for prefix, n := range overrides {
+		if len(prefix) > best && strings.HasPrefix(model, prefix) {
+			r.MinTokens, best = n, len(prefix)
 		}
 	}
 	return r

@@ -22,6 +22,11 @@ type Config struct {
 	// reported as below_minimum only when it is at least this fraction of
 	// the minimum (smaller prompts are not worth a warning); default 0.5.
 	BelowMinimumFloor float64
+	// MinTokens overrides the table of minimum cacheable prefixes: model
+	// name prefix -> tokens, the longest matching prefix winning (for a
+	// provider that changed a model's minimum before groundhog's table
+	// did). Injection, the expected read and warm-then-fan-out all use it.
+	MinTokens map[string]int
 	// Clock tells the time (TTL gaps); default groundhog.SystemClock.
 	Clock groundhog.Clock
 }
@@ -186,7 +191,7 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := rulesFor(p)
+	r := modelRules(p.Shape, p.Model, t.cfg.MinTokens)
 	if req.Breakpoints && !p.NotApplicable {
 		nb, idx, err := inject(p, r, Options{})
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/promptcache"
 )
 
@@ -29,8 +30,7 @@ func promptCachePath(cfg *config.Config, journal string) string {
 // when there is one. A missing file is a first start; an unreadable one is
 // logged and ignored (diagnosis starts empty, requests are unaffected).
 func openPromptCache(cfg *config.Config, journal string, log *slog.Logger) *promptcache.Tracker {
-	t := promptcache.NewTracker(promptcache.Config{MaxChains: cfg.PromptCache.MaxChains,
-		MaxBytes: cfg.PromptCache.MaxBytes, PromptsPerChain: cfg.PromptCache.PromptsPerChain})
+	t := promptcache.NewTracker(gateway.TrackerConfig(cfg.PromptCache))
 	p := promptCachePath(cfg, journal)
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -43,8 +43,7 @@ func openPromptCache(cfg *config.Config, journal string, log *slog.Logger) *prom
 	defer f.Close()
 	if err := t.Restore(f); err != nil {
 		log.Warn("prompt-cache snapshot unreadable; diagnosis starts empty", "path", p, "err", err)
-		return promptcache.NewTracker(promptcache.Config{MaxChains: cfg.PromptCache.MaxChains,
-			MaxBytes: cfg.PromptCache.MaxBytes, PromptsPerChain: cfg.PromptCache.PromptsPerChain})
+		return promptcache.NewTracker(gateway.TrackerConfig(cfg.PromptCache))
 	}
 	log.Info("prompt-cache diagnosis restored", "path", p, "chains", t.Chains())
 	return t
