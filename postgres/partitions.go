@@ -102,8 +102,7 @@ func (db *DB) ensureLedgerDays(ctx context.Context, days []int64) error {
 				continue
 			}
 			lo, hi := partitionBounds(d)
-			if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE %s PARTITION OF ledger FOR VALUES FROM (%s) TO (%s)",
-				pgx.Identifier{partitionName(d)}.Sanitize(), lo, hi)); err != nil {
+			if err := attachPartition(ctx, tx, "ledger", partitionName(d), fmt.Sprintf("FROM (%s) TO (%s)", lo, hi)); err != nil {
 				return err
 			}
 		}
@@ -116,6 +115,29 @@ func (db *DB) ensureLedgerDays(ctx context.Context, days []int64) error {
 		db.ledgerDays.Store(d, struct{}{})
 	}
 	return nil
+}
+
+// attachPartition creates table name like parent and attaches it as the
+// partition of parent for the values bound (FOR VALUES bound).
+//
+// Not CREATE TABLE … PARTITION OF: that takes an ACCESS EXCLUSIVE lock on
+// parent, and an append locks the ledger and the rollup tables one after
+// the other (its statement names them all), so a transaction creating the
+// partitions of a day while other replicas append would hold one parent
+// exclusively while waiting for another that an append holds, as that
+// append waits for the first: a deadlock, which PostgreSQL breaks by
+// failing one of them. ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on
+// parent, which neither waits for appends and reports nor blocks them (the
+// exclusive lock is on the new table, which nobody else uses yet). The new
+// table is empty, so checking its rows against bound costs nothing; the
+// parent's indexes and constraints are created on it by the attach.
+func attachPartition(ctx context.Context, tx pgx.Tx, parent, name, bound string) error {
+	p, t := pgx.Identifier{parent}.Sanitize(), pgx.Identifier{name}.Sanitize()
+	if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)", t, p)); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES %s", p, t, bound))
+	return err
 }
 
 // ledgerPartitionDays returns the days of the ledger's partitions by their

@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -243,4 +245,60 @@ func TestMaintainLedgerRetention(t *testing.T) {
 	if dropped, err := a.MaintainLedger(ctx, now.Add(100*oneD), 0); err != nil || len(dropped) != 0 {
 		t.Errorf("MaintainLedger without retention dropped %v (%v)", dropped, err)
 	}
+}
+
+// TestPartitionsCreatedDuringAppends: one replica creates the partitions of
+// new days (MaintainLedger, day after day) while another appends to an
+// existing day with several connections: every append and every creation
+// succeeds (creating a day's partitions must not deadlock with appends),
+// and the day's report from the rollups still equals the scan.
+func TestPartitionsCreatedDuringAppends(t *testing.T) {
+	u := freshSchema(t)
+	a, err := Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rows := randomLedger(rand.New(rand.NewPCG(5, 5)), "d", 1600)
+	var wg sync.WaitGroup
+	errs := make(chan error, 5)
+	for w := range 4 {
+		part := rows[w*len(rows)/4 : (w+1)*len(rows)/4]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for len(part) > 0 {
+				n := min(len(part), 10)
+				if err := a.AppendLedger(ctx, part[:n]); err != nil {
+					errs <- fmt.Errorf("append: %w", err)
+					return
+				}
+				part = part[n:]
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for d := range 20 {
+			if _, err := b.MaintainLedger(ctx, rollupDay.Add(time.Duration(10+d)*oneD), 0); err != nil {
+				errs <- fmt.Errorf("create the partitions of a new day: %w", err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if names := partitions(t, a); !slices.Contains(names, "ledger_p20260424") {
+		t.Errorf("partitions after maintenance: %v", names)
+	}
+	sameReports(t, a, scanOnly{b})
 }

@@ -51,7 +51,9 @@ import (
 // across replicas (appends of other tenants are not), and a lock order
 // that is the same for everyone cannot deadlock. A report (and a rebuild)
 // takes the day lock exclusively, so it reads the day's tables at one
-// point between appends.
+// point between appends. The partitions of a new day (of the ledger and of
+// these tables) are attached (attachPartition), so creating them while
+// other replicas append neither waits for those appends nor blocks them.
 
 // Advisory lock classes (the two-int form: a key space apart from the
 // single-bigint keys of migrations and partitions).
@@ -284,12 +286,28 @@ func tenantLockKey(day int64, tenant string) int32 {
 var rollupPartitionTables = []string{"ledger_rollup", "ledger_rollup_hash", "ledger_rollup_break", "ledger_rollup_agreement"}
 
 // createRollupPartitions creates the rollup partitions of day d (those
-// missing).
+// missing), with attachPartition: never waiting for appends nor blocking
+// them.
 func createRollupPartitions(ctx context.Context, tx pgx.Tx, d int64) error {
 	suffix := strings.TrimPrefix(partitionName(d), "ledger")
-	for _, t := range rollupPartitionTables {
-		if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF %s FOR VALUES IN (%d)",
-			pgx.Identifier{t + suffix}.Sanitize(), t, d)); err != nil {
+	names := make([]string, len(rollupPartitionTables))
+	for i, t := range rollupPartitionTables {
+		names[i] = t + suffix
+	}
+	rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = ANY($1::text[]::regclass[]) AND c.relname = ANY($2::text[])`, rollupPartitionTables, names)
+	if err != nil {
+		return err
+	}
+	have, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for i, t := range rollupPartitionTables {
+		if slices.Contains(have, names[i]) {
+			continue
+		}
+		if err := attachPartition(ctx, tx, t, names[i], fmt.Sprintf("IN (%d)", d)); err != nil {
 			return err
 		}
 	}
