@@ -206,6 +206,13 @@ type PromptCacheConfig struct {
 	// request then goes upstream anyway (default 10s). A negative value
 	// turns fan-out off.
 	FanOutMaxHold time.Duration `yaml:"fan_out_max_hold"`
+	// FanOutPrewarmAfter is how long after a first request that does not
+	// stream went upstream the first request held behind it pre-warms the
+	// prefix (Anthropic, max_tokens 0), so the held requests go when that
+	// answers rather than when the first one's whole answer is in (default
+	// 1s; by then the provider has usually written the prefix, and the
+	// pre-warm reads it). A negative value turns pre-warming off.
+	FanOutPrewarmAfter time.Duration `yaml:"fan_out_prewarm_after"`
 	// MinTokens overrides groundhog's table of the shortest prefix each
 	// model's provider caches: model name prefix -> tokens, the longest
 	// matching prefix winning ({claude-sonnet-4-6: 2048}). Breakpoint
@@ -248,7 +255,7 @@ func Default() Config {
 		State:       StateConfig{MaxBytes: 256 << 10},
 		Evidence:    EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
 		Compaction:  DefaultCompaction(),
-		PromptCache: PromptCacheConfig{FanOutMaxHold: 10 * time.Second},
+		PromptCache: PromptCacheConfig{FanOutMaxHold: 10 * time.Second, FanOutPrewarmAfter: time.Second},
 	}
 }
 

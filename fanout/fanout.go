@@ -23,6 +23,14 @@ type Config struct {
 	// minutes, the providers' shortest cache TTL). A request that arrives
 	// later is never held anyway: nobody is writing the prefix then.
 	Warm time.Duration
+	// PrewarmAfter is how long after a writer that does not stream was
+	// sent its first held follower sends the pre-warm (Options.Prewarm;
+	// default 1 s, negative: never). By then the provider has usually
+	// processed the writer's prompt and written the prefix, so the pre-warm
+	// reads it rather than writing it a second time; the followers then go
+	// about a second after the writer instead of when its whole answer is
+	// in (or MaxHold).
+	PrewarmAfter time.Duration
 	// MaxKeys bounds the warm prefixes remembered (default 100,000); past
 	// it the oldest are forgotten, which can only cost a hold, never a
 	// failure.
@@ -89,6 +97,28 @@ type Group struct {
 
 type flight struct {
 	started chan struct{} // closed when the writer started answering or gave up
+	closed  sync.Once
+	// slow: the writer starts answering only when it is done (it does
+	// not stream), so its followers may wait for the whole answer.
+	slow bool
+	sent time.Time // when the writer entered (went upstream)
+	// prewarming: a follower has sent the flight's pre-warm (under g.mu).
+	prewarming bool
+}
+
+// Options are one request's part in Enter beyond its prefix key.
+type Options struct {
+	// Slow says the request, should it write the prefix, starts answering
+	// only when it is done (it does not stream).
+	Slow bool
+	// Prewarm, when set, writes the prefix with a request the provider
+	// answers as soon as the prefix is written (Anthropic's max_tokens 0),
+	// reporting a success. The first request held behind a slow writer
+	// calls it (Config.PrewarmAfter after the writer went), and a success releases every request held for that writer
+	// (in this process) without waiting for the writer's whole answer. It
+	// runs on its own goroutine and must end on its own (it is not
+	// cancelled when its caller stops waiting: what it sent is billed).
+	Prewarm func(ctx context.Context) bool
 }
 
 // New returns a Group configured by cfg.
@@ -101,6 +131,9 @@ func New(cfg Config) *Group {
 	}
 	if cfg.MaxKeys <= 0 {
 		cfg.MaxKeys = 100000
+	}
+	if cfg.PrewarmAfter == 0 {
+		cfg.PrewarmAfter = time.Second
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = groundhog.SystemClock{}
@@ -138,6 +171,15 @@ type Ticket struct {
 // one (at most MaxHold, Held set), and the requests held for it here are
 // released with it; if it is known written, none of them waits.
 func (g *Group) Enter(ctx context.Context, key string) *Ticket {
+	return g.EnterWith(ctx, key, Options{})
+}
+
+// EnterWith is Enter with the request's Options: a slow writer (one that
+// does not stream) has its first held follower pre-warm the prefix when
+// that follower can (Options.Prewarm), so the followers go as soon as the
+// prefix is written rather than when the writer's whole answer is in. A
+// failed pre-warm changes nothing: they wait for the writer as before.
+func (g *Group) EnterWith(ctx context.Context, key string, o Options) *Ticket {
 	t := &Ticket{g: g, key: key}
 	g.mu.Lock()
 	if until, ok := g.warm[key]; ok && g.cfg.Clock.Now().Before(until) {
@@ -146,7 +188,10 @@ func (g *Group) Enter(ctx context.Context, key string) *Ticket {
 	}
 	f, ok := g.writing[key]
 	if !ok {
-		t.f = &flight{started: make(chan struct{})}
+		t.f = &flight{started: make(chan struct{}), slow: o.Slow}
+		if o.Slow {
+			t.f.sent = g.cfg.Clock.Now()
+		}
 		g.writing[key] = t.f
 		g.mu.Unlock()
 		if g.cfg.Shared != nil {
@@ -154,17 +199,46 @@ func (g *Group) Enter(ctx context.Context, key string) *Ticket {
 		}
 		return t
 	}
+	warm := f.slow && !f.prewarming && o.Prewarm != nil && g.cfg.PrewarmAfter > 0
+	if warm {
+		f.prewarming = true
+	}
 	g.mu.Unlock()
 	t.Held = true
 	if g.cfg.OnHold != nil {
 		g.cfg.OnHold()
 	}
-	select {
-	case <-f.started:
-	case <-g.cfg.After(g.cfg.MaxHold):
-	case <-ctx.Done():
+	var (
+		due    <-chan time.Time // the pre-warm's time
+		warmed chan bool        // its outcome
+	)
+	if warm {
+		due = g.cfg.After(max(0, g.cfg.PrewarmAfter-g.cfg.Clock.Now().Sub(f.sent)))
 	}
-	return t
+	hold := g.cfg.After(g.cfg.MaxHold)
+	for {
+		select {
+		case <-f.started:
+		case <-hold:
+		case <-ctx.Done():
+		case <-due:
+			due, warmed = nil, make(chan bool, 1)
+			go func() { warmed <- o.Prewarm(ctx) }()
+			continue
+		case ok := <-warmed:
+			if !ok {
+				warmed = nil // wait for the writer as if no pre-warm was sent
+				continue
+			}
+			g.release(key, f, true, g.cfg.Warm)
+		}
+		if due != nil { // it stopped waiting before its pre-warm's time: another follower may send one
+			g.mu.Lock()
+			f.prewarming = false
+			g.mu.Unlock()
+		}
+		return t
+	}
 }
 
 // claim asks the other processes about the prefix t writes in this one.
@@ -235,5 +309,5 @@ func (g *Group) release(key string, f *flight, ok bool, warm time.Duration) {
 		}
 	}
 	g.mu.Unlock()
-	close(f.started)
+	f.closed.Do(func() { close(f.started) }) // a pre-warm and the writer may both end it
 }

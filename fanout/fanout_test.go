@@ -26,12 +26,24 @@ type rig struct {
 	clk   *clock
 	timer chan time.Time
 	held  chan struct{}
+	// due fires the pre-warm timers (any duration other than the default
+	// MaxHold of 10 s); waits records the durations asked for.
+	due   chan time.Time
+	mu    sync.Mutex
+	waits []time.Duration
 }
 
 func newRig() *rig {
-	r := &rig{clk: &clock{t: time.Unix(1_800_000_000, 0)}, timer: make(chan time.Time), held: make(chan struct{}, 100)}
-	r.g = New(Config{Clock: r.clk, After: func(time.Duration) <-chan time.Time { return r.timer },
-		OnHold: func() { r.held <- struct{}{} }})
+	r := &rig{clk: &clock{t: time.Unix(1_800_000_000, 0)}, timer: make(chan time.Time), held: make(chan struct{}, 100), due: make(chan time.Time)}
+	r.g = New(Config{Clock: r.clk, After: func(d time.Duration) <-chan time.Time {
+		if d == 10*time.Second {
+			return r.timer
+		}
+		r.mu.Lock()
+		r.waits = append(r.waits, d)
+		r.mu.Unlock()
+		return r.due
+	}, OnHold: func() { r.held <- struct{}{} }})
 	return r
 }
 

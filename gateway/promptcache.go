@@ -62,7 +62,7 @@ func newPromptCacheStage(o Options) *promptcache.Stage {
 	}
 	f := o.FanOut
 	if f == nil && pc.FanOutMaxHold >= 0 {
-		f = fanout.New(fanout.Config{MaxHold: pc.FanOutMaxHold, Clock: o.Clock, Shared: o.FanOutShared})
+		f = fanout.New(fanout.Config{MaxHold: pc.FanOutMaxHold, PrewarmAfter: pc.FanOutPrewarmAfter, Clock: o.Clock, Shared: o.FanOutShared})
 	}
 	return &promptcache.Stage{Tracker: t, FanOut: f}
 }
@@ -107,6 +107,12 @@ func (s *Server) pcBefore(ctx context.Context, c *call) []byte {
 		CacheKey:    auto(hdrPromptCacheKey),
 		App:         op.App, PromptVersion: op.PromptVersion,
 		AskProvider: askProvider(op.AskProvider, c.header.Get(hdrPromptCacheDiagnostics)),
+		Stream:      c.fp.Stream,
+	}
+	if c.shape == groundhog.ShapeMessages && !c.invoke {
+		// Held behind a writer that does not stream, this call may write
+		// the prefix itself with a max_tokens 0 request (prewarm.go).
+		req.Prewarm = func(ctx context.Context, body []byte) bool { return s.prewarm(ctx, c, body) }
 	}
 	fan := !strings.EqualFold(strings.TrimSpace(c.header.Get(hdrFanOut)), "off")
 	t0 := s.clock.Now()

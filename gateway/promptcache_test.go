@@ -31,7 +31,10 @@ func TestFanOutWritesSharedPrefixOnce(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			g := newGate()
 			held := make(chan struct{}, 16)
-			fan := fanout.New(fanout.Config{OnHold: func() { held <- struct{}{} }})
+			// No pre-warm: the gate keeps the first request in the provider's
+			// prefill as long as the test likes, where a real provider would
+			// have written the prefix long before the pre-warm's time.
+			fan := fanout.New(fanout.Config{OnHold: func() { held <- struct{}{} }, PrewarmAfter: -1})
 			// The gate holds each call in the provider's prefill, after its
 			// cache look-up: calls that reach the provider together all miss.
 			var spans sync.Map // request hash → it had a fan-out hold span
@@ -150,7 +153,8 @@ func TestFanOutMaxHoldSendsUpstream(t *testing.T) {
 	g := newGate()
 	held := make(chan struct{}, 4)
 	timer := make(chan time.Time)
-	fan := fanout.New(fanout.Config{OnHold: func() { held <- struct{}{} }, After: func(time.Duration) <-chan time.Time { return timer }})
+	fan := fanout.New(fanout.Config{OnHold: func() { held <- struct{}{} }, After: func(time.Duration) <-chan time.Time { return timer },
+		PrewarmAfter: -1}) // the maximum hold alone
 	h := newHarness(t, withGate(g), withFanOut(fan))
 	body := func(i int) []byte {
 		c := baseAgent(groundhog.ShapeMessages)

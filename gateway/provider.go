@@ -765,16 +765,22 @@ func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	now := s.clock.Now()
 	row.Latency = now.Sub(c.start)
 	row.UpstreamWait = c.upstreamWait(now, row.Latency) // overhead.go
-	// Every row passes here: its prompt-cache saving is priced from its own
-	// usage and model, as the call's cost is (CostUnknown when unpriced).
+	s.pcRow(c, &row)                                    // prompt-cache hook
+	return s.book(c, row, s.stagesOn)
+}
+
+// book hands a complete row of c to the ledger, with c's stage times when
+// stages is set. Every row passes here: its prompt-cache saving is priced
+// from its own usage and model, as the call's cost is (CostUnknown when
+// unpriced).
+func (s *Server) book(c *call, row groundhog.LedgerEntry, stages bool) error {
 	row.PromptCacheSaved = s.cfg.PriceTable.PromptCacheSaving(row.Model, row.Usage)
 	row.Model = boundModel(row.Model)
-	s.pcRow(c, &row) // prompt-cache hook
 	if s.opts.Ledger == nil {
 		return nil
 	}
 	var err error
-	if sr, ok := s.opts.Ledger.(StageRecorder); ok && s.stagesOn {
+	if sr, ok := s.opts.Ledger.(StageRecorder); ok && stages {
 		err = sr.RecordStages(row, c.stageTimes())
 	} else {
 		err = s.opts.Ledger.Record(row)

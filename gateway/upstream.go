@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net/http"
 	"strings"
 
 	"github.com/groundhog-ai/groundhog"
@@ -150,27 +151,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
 	}
-	for k, vs := range c.header {
-		if dropHeaders[k] || strings.HasPrefix(k, "Groundhog-") || up.Sign != nil && strings.HasPrefix(k, "X-Amz-") {
-			continue
-		}
-		req.Header[k] = vs
-	}
-	req.Header.Set("Content-Type", "application/json")
-	pcUpstreamHeaders(req.Header, c) // prompt-cache hook: the cache-diagnosis beta when the stage asked the provider
-	authShape := c.shape
-	if c.invoke {
-		authShape = groundhog.ShapeConverse // Bedrock's credentials, not Anthropic's header
-	}
-	up.authorize(req, c.header, authShape)
-	if c.shape == groundhog.ShapeMessages && !c.invoke && req.Header.Get("Anthropic-Version") == "" {
-		req.Header.Set("Anthropic-Version", "2023-06-01")
-	}
-	if up.Sign != nil {
-		if err := up.Sign(ctx, req, body); err != nil {
-			c.spent = 0 // nothing was sent
-			return nil, groundhog.WrapError(groundhog.EUPSTREAM, "signing the upstream request failed", err)
-		}
+	if err := s.prepareUpstream(ctx, req, c, up, body, true); err != nil {
+		c.spent = 0 // nothing was sent
+		return nil, err
 	}
 	sent := s.clock.Now()
 	waited := false
@@ -286,6 +269,38 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	lead.End(resp) // after the cache write: wakes the other replicas' waiters
 	return resp, nil
+}
+
+// prepareUpstream completes req, which carries body for c: the client's
+// headers less the hop-by-hop and Groundhog ones, the upstream's
+// credentials for c's shape, Anthropic's version, and the upstream's
+// signature when it signs; with pc, what the prompt-cache stage's rewrites
+// need (the cache-diagnosis beta). Nothing is sent yet.
+func (s *Server) prepareUpstream(ctx context.Context, req *http.Request, c *call, up *Upstream, body []byte, pc bool) error {
+	for k, vs := range c.header {
+		if dropHeaders[k] || strings.HasPrefix(k, "Groundhog-") || up.Sign != nil && strings.HasPrefix(k, "X-Amz-") {
+			continue
+		}
+		req.Header[k] = vs
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if pc {
+		pcUpstreamHeaders(req.Header, c) // prompt-cache hook: the cache-diagnosis beta when the stage asked the provider
+	}
+	authShape := c.shape
+	if c.invoke {
+		authShape = groundhog.ShapeConverse // Bedrock's credentials, not Anthropic's header
+	}
+	up.authorize(req, c.header, authShape)
+	if c.shape == groundhog.ShapeMessages && !c.invoke && req.Header.Get("Anthropic-Version") == "" {
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	if up.Sign != nil {
+		if err := up.Sign(ctx, req, body); err != nil {
+			return groundhog.WrapError(groundhog.EUPSTREAM, "signing the upstream request failed", err)
+		}
+	}
+	return nil
 }
 
 // storable reports whether resp may be cached: a refusal never is (it is

@@ -91,7 +91,15 @@ func (s *Stage) Before(ctx context.Context, req *Request, fanOut bool) *Pending 
 	}
 	if chain, ok := c.sharedPrefix(); ok {
 		key := req.Tenant + "\x00" + c.prefix.Model + "\x00" + c.prefix.CacheKey + "\x00" + strconv.FormatUint(chain, 16)
-		p.ticket = s.FanOut.Enter(ctx, key)
+		o := fanout.Options{Slow: !req.Stream}
+		if req.Prewarm != nil && req.Shape == groundhog.ShapeMessages {
+			body, prewarm := p.Body, req.Prewarm
+			o.Prewarm = func(ctx context.Context) bool {
+				b, err := PrewarmBody(body)
+				return err == nil && prewarm(ctx, b)
+			}
+		}
+		p.ticket = s.FanOut.EnterWith(ctx, key, o)
 		p.Held = p.ticket.Held
 	}
 	return p

@@ -95,6 +95,16 @@ type Request struct {
 	// OpenAI Responses: prompt_cache_options.comparison_response_id), unless
 	// the client asked itself.
 	AskProvider bool
+	// Stream says the client asked for a stream: a call that does not
+	// stream starts answering only when done, so requests held behind it
+	// by warm-then-fan-out may be released by a pre-warm instead.
+	Stream bool
+	// Prewarm, when set, sends body (PrewarmBody of this call's upstream
+	// body) to the provider and reports a success. Warm-then-fan-out calls
+	// it, at most once per writer, when this call is held behind a writer
+	// that does not stream (Anthropic Messages only: max_tokens 0). It
+	// books what the provider billed itself.
+	Prewarm func(ctx context.Context, body []byte) bool
 }
 
 // Call is the result of Before, handed to After.
