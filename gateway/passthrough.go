@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -197,7 +198,7 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	req.ContentLength = r.ContentLength
 	hop := connectionNominated(r.Header)
 	for k, vs := range r.Header {
-		if (dropHeaders[k] && k != "Cache-Control") || strings.HasPrefix(k, "Groundhog-") || hop[k] {
+		if (dropHeaders[k] && k != "Cache-Control") || strings.HasPrefix(k, "Groundhog-") || hop[k] || up.Sign != nil && strings.HasPrefix(k, "X-Amz-") {
 			continue
 		}
 		req.Header[k] = vs
@@ -207,12 +208,23 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 		ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant, Operation: op,
 		Provider: up.Provider, Outcome: groundhog.OutcomePassthrough, Session: session, ParentSession: parent,
 	}
-	res, err := s.client.Do(req)
+	if up.Sign != nil {
+		err = signPassthrough(r.Context(), req, up, body, s.cfg.MaxBodyBytes)
+	}
+	var res *http.Response
+	if err == nil {
+		res, err = s.client.Do(req)
+	}
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var (
+			mbe  *http.MaxBytesError
+			gerr *groundhog.Error
+		)
+		switch {
+		case errors.As(err, &mbe):
 			err = groundhog.Errorf(groundhog.ETOOLARGE, "request body is over the limit of %d bytes", limit)
-		} else {
+		case errors.As(err, &gerr): // from signing: said as it is
+		default:
 			err = upstreamError(r.Context(), err)
 		}
 		row.Status, row.Cost, row.FullCost = statusFor(groundhog.ErrorCode(err)), 0, 0
@@ -261,6 +273,32 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	}
 	row.FullCost = row.Cost
 	s.recordPassthrough(row, h, start)
+}
+
+// signPassthrough signs req for an upstream that signs its requests
+// (Bedrock with SigV4 from the AWS credential chain). The signature covers
+// the body's digest, so the body is held whole first — at most max bytes
+// (max_body_bytes, not the larger passthrough limit: what streams through
+// unsigned is held in memory here) — and req carries the bytes read.
+// Errors: the client's body errors (*http.MaxBytesError, a read error) as
+// they are; a body over max as ETOOLARGE; a signing failure as EUPSTREAM.
+func signPassthrough(ctx context.Context, req *http.Request, up *Upstream, body io.Reader, max int64) error {
+	b, err := io.ReadAll(io.LimitReader(body, max+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) > max {
+		return groundhog.Errorf(groundhog.ETOOLARGE, "request body is over the limit of %d bytes (max_body_bytes) for a passthrough route signed with SigV4; a Bedrock API key (bedrock_api_key) lifts it to passthrough_max_body_bytes", max)
+	}
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	if len(b) == 0 {
+		req.Body = http.NoBody
+	}
+	if err := up.Sign(ctx, req, b); err != nil {
+		return groundhog.WrapError(groundhog.EUPSTREAM, "signing the upstream request failed", err)
+	}
+	return nil
 }
 
 // bedrockPassthroughCost prices a relayed Bedrock runtime response:
