@@ -60,6 +60,9 @@ type call struct {
 	body   []byte      // the message as posted
 	out    *clientStream
 	row    groundhog.LedgerEntry
+	g      *Gateway
+	start  time.Time
+	booked bool // the row was handed to the ledger
 }
 
 // toolCall runs one tools/call through the tool policy and records its row.
@@ -103,7 +106,7 @@ func (g *Gateway) toolCall(w http.ResponseWriter, r *http.Request, tenant string
 		return
 	}
 	c := &call{tenant: tenant, up: up, tool: p.Name, key: key, hash: callHash(tenant, up.name, p.Name, canon),
-		id: msg.ID, hdr: r.Header.Clone(), body: body, out: &clientStream{w: w}}
+		id: msg.ID, hdr: r.Header.Clone(), body: body, out: &clientStream{w: w}, g: g, start: start}
 	c.row = groundhog.LedgerEntry{ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant,
 		Operation: "mcp:" + up.name + "/" + p.Name, RequestHash: c.hash, Shape: Shape, Model: p.Name,
 		Provider: "mcp:" + up.name, Idempotent: key != "", Status: http.StatusOK,
@@ -112,12 +115,7 @@ func (g *Gateway) toolCall(w http.ResponseWriter, r *http.Request, tenant string
 	c.row.InFlight = inflight
 	defer func() {
 		leave()
-		c.row.Latency = g.clock.Now().Sub(start)
-		if g.o.Ledger != nil {
-			if err := g.o.Ledger.Record(c.row); err != nil {
-				g.log.Warn("mcp: ledger row not recorded", "err", err)
-			}
-		}
+		c.book() // a path that answered nothing
 	}()
 	pol := g.policy(r.Context(), up, p.Name)
 	c.row.CacheOn = pol.readOnly && pol.cacheTTL > 0
@@ -162,15 +160,33 @@ func callHash(tenant, server, tool string, canonArgs []byte) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// fail answers c with a JSON-RPC error and books the row as outcome.
+// book hands c's row to the ledger, once: before the answer is written,
+// so an answer a client has seen always has its row (the ledger journals
+// it before Record returns).
+func (c *call) book() {
+	if c.booked {
+		return
+	}
+	c.booked = true
+	c.row.Latency = c.g.clock.Now().Sub(c.start)
+	if c.g.o.Ledger != nil {
+		if err := c.g.o.Ledger.Record(c.row); err != nil {
+			c.g.log.Warn("mcp: ledger row not recorded", "err", err)
+		}
+	}
+}
+
+// fail books the row as outcome and answers c with a JSON-RPC error.
 func (c *call) fail(status, code int, msg string, outcome groundhog.Outcome) {
 	c.row.Outcome, c.row.Status = outcome, status
+	c.book()
 	writeError(c.out.w, status, c.id, code, msg)
 }
 
-// answer sends st to c's client and books the row as outcome.
+// answer books the row as outcome and sends st to c's client.
 func (c *call) answer(st *stored, outcome groundhog.Outcome) {
 	c.row.Outcome = outcome
+	c.book()
 	c.out.finish(response(c.id, st))
 }
 
