@@ -210,8 +210,10 @@ type PromptCacheConfig struct {
 	// stream went upstream the first request held behind it pre-warms the
 	// prefix (Anthropic, max_tokens 0), so the held requests go when that
 	// answers rather than when the first one's whole answer is in (default
-	// 1s; by then the provider has usually written the prefix, and the
-	// pre-warm reads it). A negative value turns pre-warming off.
+	// 5s). Keep it past the provider's time to first token on the shared
+	// prompt: the pre-warm then reads the prefix the first request wrote;
+	// sent earlier, it writes it a second time. A negative value turns
+	// pre-warming off.
 	FanOutPrewarmAfter time.Duration `yaml:"fan_out_prewarm_after"`
 	// MinTokens overrides groundhog's table of the shortest prefix each
 	// model's provider caches: model name prefix -> tokens, the longest
@@ -255,7 +257,7 @@ func Default() Config {
 		State:       StateConfig{MaxBytes: 256 << 10},
 		Evidence:    EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
 		Compaction:  DefaultCompaction(),
-		PromptCache: PromptCacheConfig{FanOutMaxHold: 10 * time.Second, FanOutPrewarmAfter: time.Second},
+		PromptCache: PromptCacheConfig{FanOutMaxHold: 10 * time.Second, FanOutPrewarmAfter: 5 * time.Second},
 	}
 }
 

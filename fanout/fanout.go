@@ -25,11 +25,11 @@ type Config struct {
 	Warm time.Duration
 	// PrewarmAfter is how long after a writer that does not stream was
 	// sent its first held follower sends the pre-warm (Options.Prewarm;
-	// default 1 s, negative: never). By then the provider has usually
-	// processed the writer's prompt and written the prefix, so the pre-warm
-	// reads it rather than writing it a second time; the followers then go
-	// about a second after the writer instead of when its whole answer is
-	// in (or MaxHold).
+	// default 5 s, negative: never). It must be past the provider's time
+	// to first token on the shared prompt: the provider has then written
+	// the prefix from the writer and the pre-warm reads it, where sent
+	// earlier it writes the prefix a second time. The followers then go
+	// then rather than when the writer's whole answer is in (or MaxHold).
 	PrewarmAfter time.Duration
 	// MaxKeys bounds the warm prefixes remembered (default 100,000); past
 	// it the oldest are forgotten, which can only cost a hold, never a
@@ -133,7 +133,7 @@ func New(cfg Config) *Group {
 		cfg.MaxKeys = 100000
 	}
 	if cfg.PrewarmAfter == 0 {
-		cfg.PrewarmAfter = time.Second
+		cfg.PrewarmAfter = 5 * time.Second
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = groundhog.SystemClock{}

@@ -33,8 +33,8 @@ func TestSlowWriterPrewarmReleasesFollowers(t *testing.T) {
 	r.mu.Lock()
 	waits := append([]time.Duration(nil), r.waits...)
 	r.mu.Unlock()
-	if len(waits) != 1 || waits[0] != 700*time.Millisecond {
-		t.Fatalf("pre-warm timers %v, want one of 700ms (1 s after the writer went)", waits)
+	if len(waits) != 1 || waits[0] != 4700*time.Millisecond {
+		t.Fatalf("pre-warm timers %v, want one of 4.7s (the default 5 s after the writer went)", waits)
 	}
 	if n := sent.Load(); n != 0 {
 		t.Fatal("the pre-warm was sent before its time")
