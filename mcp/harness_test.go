@@ -110,7 +110,9 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.DB = filepath.Join(dir, "groundhog.db")
-	srvCfg.URL = simURL + sim.MCPPath
+	if srvCfg.Command == nil {
+		srvCfg.URL = simURL + sim.MCPPath
+	}
 	cfg.MCP.Servers = map[string]config.MCPServer{"sim": srvCfg}
 	cfg.MCP.MaxMessageBytes = 64 << 10
 	if err := cfg.Finish(); err != nil {
@@ -135,6 +137,11 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	m := metrics.New(nil)
 	rec := &observe.Recorder{Next: lw, Metrics: m}
 	mg := mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: rec, Logger: log, Client: client})
+	t.Cleanup(func() {
+		if err := mg.Close(); err != nil {
+			t.Errorf("closing the MCP stage: %v", err)
+		}
+	})
 	e := &env{t: t, SimURL: simURL, Sim: s, DB: db, Ledger: lw, Metrics: m, MCP: mg, gate: g, Sent: sent}
 	for _, k := range []struct {
 		tenant string
