@@ -45,6 +45,7 @@ type env struct {
 	KeyA    string        // tenant "alpha"
 	KeyB    string        // tenant "beta"
 	Sent    *atomic.Int64 // requests the gateway sent to the MCP server
+	Logs    *logBuffer    // the gateway's log, debug level included
 	gate    *gate
 	simHold bool
 }
@@ -130,7 +131,8 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	idem := idempotency.New(idempotency.Options{Store: db, Logger: log})
 	sent := new(atomic.Int64)
 	client := &http.Client{Transport: countingTransport{sent}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -142,7 +144,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 			t.Errorf("closing the MCP stage: %v", err)
 		}
 	})
-	e := &env{t: t, SimURL: simURL, Sim: s, DB: db, Ledger: lw, Metrics: m, MCP: mg, gate: g, Sent: sent}
+	e := &env{t: t, SimURL: simURL, Sim: s, DB: db, Ledger: lw, Metrics: m, MCP: mg, gate: g, Sent: sent, Logs: logs}
 	for _, k := range []struct {
 		tenant string
 		dst    *string
@@ -168,6 +170,24 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	// Runs first: calls held by the gate must end before the servers close.
 	t.Cleanup(g.open)
 	return e
+}
+
+// logBuffer keeps what the gateway logged.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // countingTransport counts every request the gateway sends upstream.

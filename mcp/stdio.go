@@ -134,9 +134,12 @@ func (s *stdioServer) get(ctx context.Context) (*stdioProc, error) {
 		if err == nil && s.closed {
 			err = errStdioStopped
 		}
-		if err == nil {
+		switch {
+		case err == nil:
 			s.proc = p
-		} else {
+		case p == nil:
+			// A process that started and failed to initialize counts its
+			// exit in its read loop.
 			s.exitedAt, s.backoff = time.Now(), nextBackoff(s.backoff)
 		}
 		s.mu.Unlock()

@@ -296,6 +296,16 @@ func TestStdioRestartAfterKill(t *testing.T) {
 	}
 	// Gone once the gateway has seen the exit and reaped the process.
 	eventually(t, "the killed process is reaped", func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
+	logs := e.Logs.String()
+	for _, want := range []string{
+		`level=WARN msg="mcp: stdio server exited; the next message starts it again" server=sim pid=` + pids[0] + ` status="signal: killed"`,
+		`stderr="stdiosim: serving the simulated MCP server on stdin and stdout"`,
+		`level=DEBUG msg="mcp: stdio server stderr" server=sim line="stdiosim: serving the simulated MCP server on stdin and stdout"`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs)
+		}
+	}
 	search("beavers")
 	pids = f.lines(f.pids)
 	if len(pids) != 2 || pids[1] == pids[0] {
@@ -415,4 +425,34 @@ func postSSE(url, key, body string) (a sseAnswer) {
 		}
 	}
 	return a
+}
+
+// A command that cannot start answers initialize with an error naming the
+// server, and the next attempt waits out the backoff instead of spinning.
+func TestStdioCommandNotFound(t *testing.T) {
+	e := newEnv(t, func(s *config.MCPServer, _ *sim.Config) {
+		s.Command = []string{filepath.Join(t.TempDir(), "no-such-mcp-server")}
+	})
+	start := time.Now()
+	for range 2 {
+		req, err := http.NewRequest(http.MethodPost, e.URL+mcp.PathPrefix+"sim", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+e.KeyA)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(res)
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadGateway || !strings.Contains(body, "MCP server sim unavailable: starting MCP server sim") {
+			t.Fatalf("HTTP %d %s, want 502 naming the server that failed to start", res.StatusCode, body)
+		}
+	}
+	// The second start waited the first backoff (250ms) after the failure.
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("two failed starts within %v: the second did not wait out the backoff", d)
+	}
 }
