@@ -456,3 +456,39 @@ func TestStdioCommandNotFound(t *testing.T) {
 		t.Fatalf("two failed starts within %v: the second did not wait out the backoff", d)
 	}
 }
+
+// A process killed while it runs a side-effect call with a key leaves the
+// outcome unknown: the call and its retry under the key get -32010, and
+// the retry is not run again, by the process started after it.
+func TestStdioKilledMidCallIsOutcomeUnknown(t *testing.T) {
+	e, f := newStdioEnv(t, true)
+	ctx := context.Background()
+	cs := e.client(bearer{key: e.KeyA}, nil)
+	call := func() error {
+		p := &sdk.CallToolParams{Name: "send_email", Arguments: map[string]any{"to": "ann@example.com", "subject": "hi"}}
+		p.Meta = sdk.Meta{mcp.MetaIdempotencyKey: "email-ann-2"}
+		_, err := cs.CallTool(ctx, p)
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- call() }()
+	eventually(t, "the call reached the process", func() bool { return f.count("send_email") == 1 })
+	pid, err := strconv.Atoi(f.lines(f.pids)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range []error{<-errc, call()} {
+		if err == nil || !strings.Contains(err.Error(), "outcome unknown") {
+			t.Fatalf("attempt %d: %v, want the outcome-unknown error", i+1, err)
+		}
+	}
+	if got := f.count("send_email"); got != 1 {
+		t.Fatalf("%d send_email calls reached a process, want 1", got)
+	}
+	if got := e.rows(); got[groundhog.OutcomeError] != 1 || got[groundhog.OutcomeReplayed] != 1 {
+		t.Fatalf("ledger %v, want 1 error + 1 replayed", got)
+	}
+}
