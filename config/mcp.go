@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -21,12 +22,23 @@ type MCPConfig struct {
 // mcp.max_message_bytes is not set.
 const DefaultMCPMaxMessageBytes = 4 << 20
 
-// MCPServer is one upstream MCP server: a Streamable HTTP endpoint (URL,
-// with Headers sent on every request — credentials stay here, never in a
-// client's hands).
+// MCPServer is one upstream MCP server: exactly one of a Streamable HTTP
+// endpoint (URL, with Headers sent on every request — credentials stay
+// here, never in a client's hands) or a stdio server the gateway runs
+// itself (Command, with Env and Dir).
 type MCPServer struct {
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// Command runs a stdio MCP server: the program and its arguments. The
+	// gateway starts it on first use, speaks newline-delimited JSON-RPC
+	// over its stdin and stdout, and starts it again after it exits.
+	Command []string `yaml:"command"`
+	// Env sets variables of the command's environment. Of the gateway's
+	// own environment only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG and
+	// TMPDIR are passed on: the provider keys it holds are not.
+	Env map[string]string `yaml:"env"`
+	// Dir is the command's working directory; empty is the gateway's.
+	Dir string `yaml:"dir"`
 	// Tools overrides, per tool name, the policy the server's own
 	// annotations give.
 	Tools map[string]MCPTool `yaml:"tools"`
@@ -69,16 +81,8 @@ func (c *MCPConfig) finish() error {
 		if !mcpNameRE.MatchString(name) {
 			return fmt.Errorf("mcp.servers.%s: a server name is 1 to 64 letters, digits, '_', '.', '-'", name)
 		}
-		if s.URL == "" {
-			return fmt.Errorf("mcp.servers.%s: url is required", name)
-		}
-		if err := checkURL(s.URL); err != nil {
-			return fmt.Errorf("mcp.servers.%s.url: %w", name, err)
-		}
-		for h := range s.Headers {
-			if http.CanonicalHeaderKey(h) == "" {
-				return fmt.Errorf("mcp.servers.%s.headers: empty header name", name)
-			}
+		if err := s.checkTransport(name); err != nil {
+			return err
 		}
 		for tool, t := range s.Tools {
 			switch t.Policy {
@@ -89,6 +93,42 @@ func (c *MCPConfig) finish() error {
 			if t.CacheTTL < 0 || t.DedupeWindow < 0 {
 				return fmt.Errorf("mcp.servers.%s.tools.%s: cache_ttl and dedupe_window must be ≥ 0", name, tool)
 			}
+		}
+	}
+	return nil
+}
+
+// checkTransport validates that s declares exactly one transport, and
+// that transport's options.
+func (s *MCPServer) checkTransport(name string) error {
+	switch {
+	case s.URL != "" && s.Command != nil:
+		return fmt.Errorf("mcp.servers.%s: url and command are exclusive: url is a Streamable HTTP server, command a stdio server the gateway runs", name)
+	case s.URL == "" && s.Command == nil:
+		return fmt.Errorf("mcp.servers.%s: url or command is required", name)
+	case s.Command != nil:
+		if len(s.Command) == 0 || strings.TrimSpace(s.Command[0]) == "" {
+			return fmt.Errorf("mcp.servers.%s.command: the program is empty: want [\"program\", \"arg\", ...]", name)
+		}
+		if len(s.Headers) > 0 {
+			return fmt.Errorf("mcp.servers.%s.headers: headers apply to a url server, not a command", name)
+		}
+		for k := range s.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				return fmt.Errorf("mcp.servers.%s.env: %q is not a variable name", name, k)
+			}
+		}
+		return nil
+	}
+	if s.Env != nil || s.Dir != "" {
+		return fmt.Errorf("mcp.servers.%s: env and dir apply to a command server, not a url", name)
+	}
+	if err := checkURL(s.URL); err != nil {
+		return fmt.Errorf("mcp.servers.%s.url: %w", name, err)
+	}
+	for h := range s.Headers {
+		if http.CanonicalHeaderKey(h) == "" {
+			return fmt.Errorf("mcp.servers.%s.headers: empty header name", name)
 		}
 	}
 	return nil

@@ -45,6 +45,7 @@ type env struct {
 	KeyA    string        // tenant "alpha"
 	KeyB    string        // tenant "beta"
 	Sent    *atomic.Int64 // requests the gateway sent to the MCP server
+	Logs    *logBuffer    // the gateway's log, debug level included
 	gate    *gate
 	simHold bool
 }
@@ -110,7 +111,9 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.DB = filepath.Join(dir, "groundhog.db")
-	srvCfg.URL = simURL + sim.MCPPath
+	if srvCfg.Command == nil {
+		srvCfg.URL = simURL + sim.MCPPath
+	}
 	cfg.MCP.Servers = map[string]config.MCPServer{"sim": srvCfg}
 	cfg.MCP.MaxMessageBytes = 64 << 10
 	if err := cfg.Finish(); err != nil {
@@ -128,14 +131,20 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	idem := idempotency.New(idempotency.Options{Store: db, Logger: log})
 	sent := new(atomic.Int64)
 	client := &http.Client{Transport: countingTransport{sent}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	m := metrics.New(nil)
 	rec := &observe.Recorder{Next: lw, Metrics: m}
 	mg := mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: rec, Logger: log, Client: client})
-	e := &env{t: t, SimURL: simURL, Sim: s, DB: db, Ledger: lw, Metrics: m, MCP: mg, gate: g, Sent: sent}
+	t.Cleanup(func() {
+		if err := mg.Close(); err != nil {
+			t.Errorf("closing the MCP stage: %v", err)
+		}
+	})
+	e := &env{t: t, SimURL: simURL, Sim: s, DB: db, Ledger: lw, Metrics: m, MCP: mg, gate: g, Sent: sent, Logs: logs}
 	for _, k := range []struct {
 		tenant string
 		dst    *string
@@ -161,6 +170,24 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	// Runs first: calls held by the gate must end before the servers close.
 	t.Cleanup(g.open)
 	return e
+}
+
+// logBuffer keeps what the gateway logged.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // countingTransport counts every request the gateway sends upstream.

@@ -1,5 +1,6 @@
 // Package mcp is the gateway's MCP stage (DESIGN.md §9): it proxies the
-// upstream MCP servers of the configuration at /mcp/NAME over Streamable
+// upstream MCP servers of the configuration — Streamable HTTP servers, and
+// stdio servers it runs itself (stdio.go) — at /mcp/NAME over Streamable
 // HTTP, behind the gateway's authentication, and applies groundhog's
 // mechanisms to tools/call:
 //
@@ -20,13 +21,16 @@
 //
 // Every other message (initialize, lists, resources, prompts, notifications,
 // responses to the server's requests, the GET stream, DELETE) is relayed as
-// it is. Each tools/call gets a ledger row with operation "mcp:SERVER/TOOL".
+// it is to an HTTP server; a stdio server's process is shared by every
+// client, so the gateway multiplexes it (see stdio.go). Each tools/call gets a ledger row with operation "mcp:SERVER/TOOL".
 package mcp
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -88,8 +92,10 @@ type Gateway struct {
 	flights coalesce.Group   // read-only calls in flight
 	tracker coalesce.Tracker // every tool call in flight, for the ledger's in-flight flag
 
+	stdio map[string]*stdioServer // servers run as a command, by name
+
 	mu       sync.Mutex
-	sessions map[string]string        // upstream session id → tenant
+	sessions map[string]string        // upstream (or, for a stdio server, the gateway's) session id → tenant
 	policies map[string]*serverPolicy // server name → annotations read from it
 	seen     map[string]seenCall      // side-effect calls without a key: suspected duplicates
 	running  map[string]chan struct{} // side-effect calls without a key, running (for dedupe_window)
@@ -116,9 +122,37 @@ func New(o Options) *Gateway {
 	if c == nil {
 		c = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	return &Gateway{o: o, clock: o.Clock, log: o.Logger, client: c,
+	g := &Gateway{o: o, clock: o.Clock, log: o.Logger, client: c, stdio: map[string]*stdioServer{},
 		sessions: map[string]string{}, policies: map[string]*serverPolicy{},
 		seen: map[string]seenCall{}, running: map[string]chan struct{}{}}
+	for name, srv := range o.Config.Servers {
+		if srv.Command != nil {
+			g.stdio[name] = newStdioServer(name, srv, o.Logger)
+		}
+	}
+	return g
+}
+
+// Close stops the processes of the stdio servers (stdin closed, then
+// SIGTERM, then SIGKILL) and refuses their further messages. HTTP servers
+// need nothing.
+func (g *Gateway) Close() error {
+	var wg sync.WaitGroup
+	errs := make([]error, 0, len(g.stdio))
+	var mu sync.Mutex
+	for _, s := range g.stdio {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.close(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("stopping MCP server %s: %w", s.name, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Handler serves PathPrefix+"{name}": auth maps the request to a tenant
@@ -140,7 +174,7 @@ func (g *Gateway) Handler(auth func(*http.Request) (string, error)) http.Handler
 			writeError(w, http.StatusNotFound, nil, codeInvalidRequest, "unknown MCP server \""+name+"\": declare it under mcp.servers in the configuration")
 			return
 		}
-		up := &upstream{name: name, cfg: srv}
+		up := &upstream{name: name, cfg: srv, stdio: g.stdio[name]}
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 			g.mu.Lock()
 			owner, known := g.sessions[sid]
@@ -153,6 +187,10 @@ func (g *Gateway) Handler(auth func(*http.Request) (string, error)) http.Handler
 		}
 		switch r.Method {
 		case http.MethodGet, http.MethodDelete:
+			if up.stdio != nil {
+				g.relayStdio(w, r, tenant, up, nil)
+				return
+			}
 			g.relay(w, r, tenant, up, nil)
 			return
 		case http.MethodPost:
@@ -188,14 +226,19 @@ func (g *Gateway) Handler(auth func(*http.Request) (string, error)) http.Handler
 			g.toolCall(w, r, tenant, up, msg, body)
 			return
 		}
+		if up.stdio != nil {
+			g.relayStdio(w, r, tenant, up, msg)
+			return
+		}
 		g.relay(w, r, tenant, up, body)
 	})
 }
 
 // upstream is the server a request goes to.
 type upstream struct {
-	name string
-	cfg  config.MCPServer
+	name  string
+	cfg   config.MCPServer
+	stdio *stdioServer // nil for a Streamable HTTP server
 }
 
 // forwarded are the client headers an upstream MCP server sees; the

@@ -58,6 +58,16 @@ func (g *Gateway) readAnnotations(ctx context.Context, up *upstream, now time.Ti
 	sp := &serverPolicy{at: now, readOnly: map[string]bool{}}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if up.stdio != nil {
+		ro, err := up.stdio.stdioTools(ctx)
+		if err != nil {
+			g.log.Warn("mcp: listing tools failed; tools count as side effects", "server", up.name, "err", err)
+			sp.at = now.Add(-g.o.PolicyTTL + 10*time.Second) // try again soon
+			return sp
+		}
+		sp.readOnly = ro
+		return sp
+	}
 	hc := &http.Client{Transport: headerTransport{base: g.client.Transport, headers: up.cfg.Headers}, CheckRedirect: g.client.CheckRedirect}
 	cl := sdk.NewClient(&sdk.Implementation{Name: "groundhog", Version: "1"}, nil)
 	cs, err := cl.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: up.cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1}, nil)

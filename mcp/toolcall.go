@@ -363,6 +363,9 @@ func (g *Gateway) withoutKey(ctx context.Context, c *call, pol toolPolicy) {
 // go to sink as SSE data. sent reports whether the request reached the
 // server (fully written), so a failure after it leaves the outcome unknown.
 func (g *Gateway) execute(ctx context.Context, c *call, sink func(data []byte)) (st *stored, sent bool, err error) {
+	if c.up.stdio != nil {
+		return g.executeStdio(ctx, c, sink)
+	}
 	var wrote bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) { wrote = i.Err == nil }})
 	req, err := g.newRequest(ctx, http.MethodPost, c.hdr, c.up, c.body)

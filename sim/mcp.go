@@ -45,6 +45,7 @@ type MCPEffects struct {
 type mcpSim struct {
 	s       *Server
 	latency time.Duration
+	srv     *mcp.Server
 	handler http.Handler
 
 	mu      sync.Mutex
@@ -87,6 +88,7 @@ func newMCPSim(s *Server, latency time.Duration) *mcpSim {
 		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarize " + r.Params.Arguments["topic"]}}}}, nil
 		})
+	m.srv = srv
 	m.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	return m
 }
@@ -118,6 +120,12 @@ func (m *mcpSim) sendEmail(ctx context.Context, _ *mcp.CallToolRequest, in Email
 	m.emails = append(m.emails, e)
 	m.mu.Unlock()
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sent " + e.ID + " to " + e.To}}}, nil, nil
+}
+
+// ServeMCP serves the simulated MCP server (Config.MCP) over t — an
+// [mcp.StdioTransport], say — until the connection ends or ctx is done.
+func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport) error {
+	return s.mcp.srv.Run(ctx, t)
 }
 
 // Effects returns what the simulated MCP server did so far.

@@ -211,6 +211,12 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	var mcpGW *mcp.Gateway
 	if len(cfg.MCP.Servers) > 0 {
 		mcpGW = mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: rec, Logger: log})
+		// Last out: the stdio MCP servers outlive the requests drained below.
+		defer func() {
+			if err := mcpGW.Close(); err != nil {
+				log.Error("shutdown: MCP servers not stopped cleanly", "err", err)
+			}
+		}()
 	}
 	pct := openPromptCache(cfg, journal, log) // restored from the snapshot beside the database or the journal
 	gw = gateway.New(gateway.Options{
