@@ -15,7 +15,15 @@ import (
 // simulated server: tools, a tool call, resources, prompts, and a progress
 // notification the server sends during the call.
 func TestProxyPassesEveryFeature(t *testing.T) {
-	e := newEnv(t)
+	passesEveryFeature(t, newEnv(t))
+}
+
+// passesEveryFeature drives every feature of the simulated server through
+// e's gateway with the official client — tools, a search call with its
+// progress notification, a resource, a prompt — and checks the call's one
+// ledger row (upstream).
+func passesEveryFeature(t *testing.T, e *env) {
+	t.Helper()
 	progress := make(chan string, 10)
 	cs := e.client(bearer{key: e.KeyA}, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
 		progress <- r.Params.Message

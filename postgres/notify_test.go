@@ -11,17 +11,7 @@ import (
 // TestWakerAcrossReplicas: a Publish through one replica's Waker wakes the
 // waiter of that topic, and only it, in another replica.
 func TestWakerAcrossReplicas(t *testing.T) {
-	u := freshSchema(t)
-	a, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoReplicas(t)
 	wa, err := a.Listen(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

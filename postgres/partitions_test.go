@@ -194,17 +194,7 @@ func TestReportReadsOnlyItsDay(t *testing.T) {
 // than the retention are dropped, and a replica whose cache still names a
 // dropped day re-creates it when it appends there.
 func TestMaintainLedgerRetention(t *testing.T) {
-	u := freshSchema(t)
-	a, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoReplicas(t)
 	now := day0.Add(10*oneD + 6*time.Hour) // 2026-03-20 06:00
 	old := []groundhog.LedgerEntry{benchRows("old-", 1, day0, 0)[0]}
 	if err := b.AppendLedger(ctx, old); err != nil { // b now knows 2026-03-10
@@ -253,17 +243,7 @@ func TestMaintainLedgerRetention(t *testing.T) {
 // succeeds (creating a day's partitions must not deadlock with appends),
 // and the day's report from the rollups still equals the scan.
 func TestPartitionsCreatedDuringAppends(t *testing.T) {
-	u := freshSchema(t)
-	a, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoReplicas(t)
 	rows := randomLedger(rand.New(rand.NewPCG(5, 5)), "d", 1600)
 	var wg sync.WaitGroup
 	errs := make(chan error, 5)

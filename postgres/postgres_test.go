@@ -20,6 +20,21 @@ var ctx = context.Background()
 // freshSchema creates a schema of its own for t (see storetest.FreshPostgres).
 func freshSchema(t testing.TB) string { return storetest.FreshPostgres(t) }
 
+// twoReplicas opens two stores on one fresh schema, as two replicas of a
+// deployment would; both are closed when the test ends.
+func twoReplicas(t testing.TB) (a, b *DB) {
+	t.Helper()
+	u := freshSchema(t)
+	for _, db := range []**DB{&a, &b} {
+		var err error
+		if *db, err = Open(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*db).Close() })
+	}
+	return a, b
+}
+
 func openTest(t testing.TB) *DB {
 	t.Helper()
 	u := freshSchema(t)
@@ -155,17 +170,7 @@ func TestMapErr(t *testing.T) {
 // TestBeginAcrossReplicas races Begin on one key through two pools (two
 // replicas) on the same schema: exactly one claims.
 func TestBeginAcrossReplicas(t *testing.T) {
-	u := freshSchema(t)
-	a, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoReplicas(t)
 	const n = 40
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var (
