@@ -53,6 +53,41 @@ import (
 // for.
 const stdioProtocolVersion = "2025-11-25"
 
+// stdioClientVersions are the MCP versions a client may speak with the
+// gateway in front of a stdio server: the process speaks
+// stdioProtocolVersion with the gateway, whose later additions the
+// gateway's relaying does not depend on.
+var stdioClientVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, stdioProtocolVersion: true}
+
+// initFor is the process's initialize result init as the answer to a
+// client's initialize with params: the protocol version the client asked
+// for when it is one of stdioClientVersions (the MCP rule: a server that
+// supports the requested version answers with it), else the process's own,
+// which a client that cannot speak it refuses. init is returned as it is
+// when nothing changes.
+func initFor(init, params json.RawMessage) json.RawMessage {
+	var asked struct {
+		Version string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(params, &asked) != nil || !stdioClientVersions[asked.Version] {
+		return init
+	}
+	var res map[string]json.RawMessage
+	if json.Unmarshal(init, &res) != nil {
+		return init
+	}
+	v, _ := json.Marshal(asked.Version)
+	if string(res["protocolVersion"]) == string(v) {
+		return init
+	}
+	res["protocolVersion"] = v
+	out, err := json.Marshal(res)
+	if err != nil {
+		return init
+	}
+	return out
+}
+
 const (
 	stdioMinBackoff   = 250 * time.Millisecond
 	stdioMaxBackoff   = 30 * time.Second
@@ -564,7 +599,7 @@ func (g *Gateway) relayStdio(w http.ResponseWriter, r *http.Request, tenant stri
 		g.sessions[sid] = tenant
 		g.mu.Unlock()
 		w.Header().Set("Mcp-Session-Id", sid)
-		(&clientStream{w: w}).finish(response(msg.ID, &stored{body: p.init}))
+		(&clientStream{w: w}).finish(response(msg.ID, &stored{body: initFor(p.init, msg.Params)}))
 		return
 	}
 	out := &clientStream{w: w}

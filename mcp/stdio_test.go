@@ -378,6 +378,32 @@ func postSSE(url, key, body string) (a sseAnswer) {
 	return a
 }
 
+// A client's initialize is answered with the protocol version it asked
+// for when the gateway speaks it (the MCP rule), whatever version the
+// process was initialized with; an unknown version gets the process's.
+func TestStdioInitializeKeepsClientVersion(t *testing.T) {
+	e, _ := newStdioEnv(t, false)
+	for asked, want := range map[string]string{"2025-06-18": "2025-06-18", "2024-11-05": "2024-11-05", "2025-11-25": "2025-11-25", "1999-01-01": "2025-11-25"} {
+		req, err := http.NewRequest(http.MethodPost, e.URL+mcp.PathPrefix+"sim", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+asked+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+e.KeyA)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(res)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.Contains(body, `"protocolVersion":"`+want+`"`) || !strings.Contains(body, `"serverInfo"`) {
+			t.Errorf("initialize asking %s: HTTP %d %s, want protocolVersion %s and the process's serverInfo", asked, res.StatusCode, body, want)
+		}
+	}
+}
+
 // A command that cannot start answers initialize with an error naming the
 // server, and the next attempt waits out the backoff instead of spinning.
 func TestStdioCommandNotFound(t *testing.T) {
