@@ -3,6 +3,7 @@ package promptcache
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -349,4 +350,29 @@ func FuzzConverseInject(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The indexed walk and the full path give the same Converse prefix model.
+func TestConverseCheapPathEqualsFullPath(t *testing.T) {
+	var bodies [][]byte
+	converseSeeds(func(b []byte) { bodies = append(bodies, b) })
+	c := baseConvo(converse)
+	for i := 1; i <= 5; i++ {
+		c = c.next(i)
+		c.turns[i].image = i%2 == 0
+		c.marks = []int{i - 1}
+		bodies = append(bodies, c.body())
+	}
+	for i, b := range bodies {
+		var full *Prefix
+		var ferr error
+		withFullPath(func() { full, ferr = ParseModel(converse, "sim-small", b) })
+		cheap, cerr := ParseModel(converse, "sim-small", b)
+		if (ferr == nil) != (cerr == nil) {
+			t.Fatalf("body %d: errors differ: full %v, cheap %v", i, ferr, cerr)
+		}
+		if ferr == nil {
+			samePrefix(t, fmt.Sprint("converse ", i), full, cheap)
+		}
+	}
 }
