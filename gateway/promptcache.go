@@ -103,6 +103,8 @@ func (s *Server) pcBefore(ctx context.Context, c *call) []byte {
 	auto := func(name string) bool { return strings.EqualFold(strings.TrimSpace(c.header.Get(name)), "auto") }
 	req := &promptcache.Request{
 		Tenant: c.tenant, Operation: c.op, Shape: c.shape, Body: c.body,
+		// Bedrock (Converse, InvokeModel) names the model in the path only.
+		Model:       c.fp.Model,
 		Breakpoints: injectOn(op.Breakpoints, c.header.Get(hdrPromptCacheBreakpoints)) && injectable(c),
 		CacheKey:    auto(hdrPromptCacheKey),
 		App:         op.App, PromptVersion: op.PromptVersion,

@@ -11,8 +11,10 @@
 // "parameters" segment for Anthropic tool_choice/thinking, each message or
 // content block — with estimated token offsets (sim.CountTokens plus
 // sim.MessageOverhead) and a 64-bit hash chain. Cache markers
-// (cache_control, prompt_cache_breakpoint) are noted and excluded from the
-// hashes: a marker does not change what the provider caches. Each segment
+// (cache_control, prompt_cache_breakpoint, and Bedrock Converse's
+// cachePoint blocks, which mark the block before them) are noted and
+// excluded from the hashes: a marker does not change what the provider
+// caches. Each segment
 // also gets a hash with volatile values (ISO timestamps, dates, times,
 // UUIDs, request ids, nonces) masked and a 5-bit digest per pattern, so a
 // timestamp that moves inside the prefix is recognized and named without

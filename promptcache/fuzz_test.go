@@ -124,4 +124,5 @@ func TestFuzzCorpus(t *testing.T) {
 		write("FuzzDiff", fmt.Sprintf("byte(%q)", rune(s)), "[]byte("+strconv.Quote(string(b))+")",
 			"[]byte("+strconv.Quote(string(bytes.Replace(b, []byte("s1"), []byte("s2"), 1)))+")")
 	})
+	converseSeeds(func(b []byte) { write("FuzzConverseInject", "[]byte("+strconv.Quote(string(b))+")") })
 }

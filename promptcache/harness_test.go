@@ -181,6 +181,36 @@ func (c convo) body() []byte {
 			}
 		}
 		m["messages"] = msgs
+	case groundhog.ShapeConverse:
+		// The model is the path's (callSim), not the body's.
+		delete(m, "model")
+		var tools []any
+		for _, t := range c.tools {
+			tools = append(tools, map[string]any{"toolSpec": map[string]any{"name": t.name, "description": t.desc, "inputSchema": map[string]any{"json": map[string]any{"type": "object"}}}})
+		}
+		if len(tools) > 0 {
+			tc := map[string]any{"tools": tools}
+			if c.toolChoice != "" {
+				tc["toolChoice"] = map[string]any{c.toolChoice: map[string]any{}}
+			}
+			m["toolConfig"] = tc
+		}
+		m["inferenceConfig"] = map[string]any{"maxTokens": 100}
+		m["system"] = []any{map[string]any{"text": c.system}}
+		for i, t := range c.turns {
+			blocks := []any{map[string]any{"text": t.user}}
+			if t.image {
+				blocks = append(blocks, map[string]any{"image": map[string]any{"format": "png", "source": map[string]any{"bytes": "AAAA"}}})
+			}
+			if mark(i) {
+				blocks = append(blocks, map[string]any{"cachePoint": map[string]any{"type": "default"}})
+			}
+			msgs = append(msgs, map[string]any{"role": "user", "content": blocks})
+			if i < last {
+				msgs = append(msgs, map[string]any{"role": "assistant", "content": []any{map[string]any{"text": t.assistant}}})
+			}
+		}
+		m["messages"] = msgs
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -199,7 +229,17 @@ var shapePath = map[groundhog.Shape]string{
 // usage it reports, normalized as the ledger reads it.
 func callSim(t testing.TB, s *sim.Server, shape groundhog.Shape, apiKey string, body []byte) groundhog.Usage {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, shapePath[shape], bytes.NewReader(body))
+	return callSimModel(t, s, shape, "sim-small", apiKey, body)
+}
+
+// callSimModel is callSim with the model of a Converse call (its path's).
+func callSimModel(t testing.TB, s *sim.Server, shape groundhog.Shape, model, apiKey string, body []byte) groundhog.Usage {
+	t.Helper()
+	path := shapePath[shape]
+	if shape == groundhog.ShapeConverse {
+		path = "/model/" + model + "/converse"
+	}
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+apiKey)
 	req.Header.Set("x-api-key", apiKey)
@@ -223,6 +263,10 @@ func callSim(t testing.TB, s *sim.Server, shape groundhog.Shape, apiKey string, 
 			} `json:"input_tokens_details"`
 			CacheRead     int64 `json:"cache_read_input_tokens"`
 			CacheCreation int64 `json:"cache_creation_input_tokens"`
+			// Bedrock Converse
+			ConverseInput int64 `json:"inputTokens"`
+			ConverseRead  int64 `json:"cacheReadInputTokens"`
+			ConverseWrite int64 `json:"cacheWriteInputTokens"`
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &r); err != nil {
@@ -234,6 +278,8 @@ func callSim(t testing.TB, s *sim.Server, shape groundhog.Shape, apiKey string, 
 		return groundhog.Usage{InputTokens: u.PromptTokens, CachedInputTokens: u.PromptTokensDetails.CachedTokens}
 	case groundhog.ShapeResponses:
 		return groundhog.Usage{InputTokens: u.InputTokens, CachedInputTokens: u.InputTokensDetails.CachedTokens}
+	case groundhog.ShapeConverse:
+		return groundhog.Usage{InputTokens: u.ConverseInput + u.ConverseRead + u.ConverseWrite, CachedInputTokens: u.ConverseRead, CacheWriteTokens: u.ConverseWrite}
 	}
 	return groundhog.Usage{InputTokens: u.InputTokens + u.CacheRead + u.CacheCreation, CachedInputTokens: u.CacheRead, CacheWriteTokens: u.CacheCreation}
 }
@@ -257,7 +303,7 @@ func newRig(t *testing.T, inject bool) *rig {
 // do sends c to the sim and returns the verdict.
 func (g *rig) do(c convo, u *groundhog.Usage) (Result, *Call) {
 	g.t.Helper()
-	call, err := g.tr.Before(context.Background(), &Request{Tenant: g.tenant, Operation: g.op, Shape: c.shape, Body: c.body(), Breakpoints: g.inject})
+	call, err := g.tr.Before(context.Background(), &Request{Tenant: g.tenant, Operation: g.op, Shape: c.shape, Model: c.model, Body: c.body(), Breakpoints: g.inject})
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -269,7 +315,7 @@ func (g *rig) do(c convo, u *groundhog.Usage) (Result, *Call) {
 		usage = *u
 		usage.InputTokens = int64(call.prefix.Tokens)
 	} else {
-		usage = callSim(g.t, g.sim, c.shape, "sk-"+g.tenant, call.Body)
+		usage = callSimModel(g.t, g.sim, c.shape, c.model, "sk-"+g.tenant, call.Body)
 	}
 	return g.tr.After(context.Background(), call, usage), call
 }

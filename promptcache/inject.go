@@ -9,7 +9,7 @@ import (
 
 // Options tune breakpoint injection.
 type Options struct {
-	// TTL, when set ("1h" for Anthropic, "30m" for OpenAI explicit), is the
+	// TTL, when set ("1h" for Anthropic and Bedrock, "30m" for OpenAI explicit), is the
 	// ttl of the injected markers. It is applied only when the client placed
 	// no marker of its own, so Anthropic's "longer before shorter" order
 	// always holds.
@@ -21,10 +21,12 @@ type Options struct {
 }
 
 // Inject returns body with provider cache breakpoints added by the
-// static-plus-moving strategy, for Anthropic Messages (cache_control) and
-// OpenAI Responses (prompt_cache_breakpoint on input_text parts). Chat and
-// embeddings bodies are returned unchanged (they have no explicit markers).
-// model overrides the body's model for the rules when not empty.
+// static-plus-moving strategy, for Anthropic Messages (cache_control),
+// OpenAI Responses (prompt_cache_breakpoint on input_text parts) and Bedrock
+// Converse (a {"cachePoint":{"type":"default"}} block inserted after the
+// chosen block). Chat and embeddings bodies are returned unchanged (they
+// have no explicit markers). model overrides the body's model for the rules
+// when not empty (a Converse body names none: pass the path's model id).
 //
 // Placement, while the budget (the provider's limit minus the client's own
 // markers) allows:
@@ -49,7 +51,7 @@ type Options struct {
 // changes.
 // Errors are *groundhog.Error with code EINVALID (body not parseable).
 func Inject(shape groundhog.Shape, model string, body []byte, opts Options) ([]byte, error) {
-	p, err := Parse(shape, body)
+	p, err := ParseModel(shape, model, body)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +64,7 @@ func Inject(shape groundhog.Shape, model string, body []byte, opts Options) ([]b
 
 // plan returns the indexes of the segments inject would mark.
 func plan(p *Prefix, r Rules) []int {
-	if p.NotApplicable || (p.Shape != groundhog.ShapeMessages && p.Shape != groundhog.ShapeResponses) {
+	if p.NotApplicable || (p.Shape != groundhog.ShapeMessages && p.Shape != groundhog.ShapeResponses && p.Shape != groundhog.ShapeConverse) {
 		return nil
 	}
 	budget := r.MaxBreakpoints - p.Markers
@@ -164,6 +166,12 @@ func inject(p *Prefix, r Rules, opts Options) ([]byte, []int, error) {
 		}
 	case groundhog.ShapeResponses:
 		marker = `"prompt_cache_breakpoint":{"mode":"explicit"}`
+	case groundhog.ShapeConverse:
+		marker = converseMarker
+		if opts.TTL != "" && p.Markers == 0 {
+			ttl, _ := json.Marshal(opts.TTL)
+			marker = `{"cachePoint":{"type":"default","ttl":` + string(ttl) + `}}`
+		}
 	}
 	type edit struct {
 		at, end int // bytes at..end are replaced by text (end == at: an insertion)
@@ -171,6 +179,13 @@ func inject(p *Prefix, r Rules, opts Options) ([]byte, []int, error) {
 	}
 	var edits []edit
 	for _, i := range idx {
+		if p.Shape == groundhog.ShapeConverse {
+			// A cachePoint is a block of its own, right after the block
+			// whose prefix it caches.
+			v := p.Segments[i].val
+			edits = append(edits, edit{v.end, v.end, "," + marker})
+			continue
+		}
 		if w := p.Segments[i].wrap; w.ok() {
 			// A plain string is the same prompt as one text block holding
 			// it (Anthropic tokenizes and caches them alike), and only a

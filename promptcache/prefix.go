@@ -119,8 +119,11 @@ type Prefix struct {
 
 // markerKey returns the JSON key of the shape's cache marker.
 func markerKey(shape groundhog.Shape) string {
-	if shape == groundhog.ShapeMessages {
+	switch shape {
+	case groundhog.ShapeMessages:
 		return "cache_control"
+	case groundhog.ShapeConverse:
+		return "cachePoint"
 	}
 	return "prompt_cache_breakpoint"
 }
@@ -128,16 +131,23 @@ func markerKey(shape groundhog.Shape) string {
 // Parse builds the prefix model of a request body of shape. The body must be
 // a JSON object; errors are *groundhog.Error with code EINVALID. The
 // returned Prefix refers to body, which must not change while it is used.
-func Parse(shape groundhog.Shape, body []byte) (*Prefix, error) { return parse(shape, body, nil) }
+func Parse(shape groundhog.Shape, body []byte) (*Prefix, error) { return parse(shape, body, "", nil) }
 
-// parse is Parse with a hint: hint, given the prefix's top-level fields
+// ParseModel is Parse for a body that does not name its model (Bedrock
+// Converse and InvokeModel take it from the path): the prefix's Model is
+// model unless the body names one.
+func ParseModel(shape groundhog.Shape, model string, body []byte) (*Prefix, error) {
+	return parse(shape, body, model, nil)
+}
+
+// parse is ParseModel with a hint: hint, given the prefix's top-level fields
 // (model, cache key), returns the newest earlier prompt of its chain (or
 // nil). Segments whose chain value matches that prompt's at the same index
 // take their token count and volatile signature from it instead of
 // counting again: a growing conversation costs the counting of its new
 // turns only. hint's record must not change afterwards (records never do
 // once published).
-func parse(shape groundhog.Shape, body []byte, hint func(*Prefix) *promptRec) (*Prefix, error) {
+func parse(shape groundhog.Shape, body []byte, model string, hint func(*Prefix) *promptRec) (*Prefix, error) {
 	if !shape.Valid() {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "unknown API shape %q", shape)
 	}
@@ -168,6 +178,9 @@ func parse(shape groundhog.Shape, body []byte, hint func(*Prefix) *promptRec) (*
 		return nil
 	})
 	p.Model = str(body, p.fields.get("model"))
+	if p.Model == "" {
+		p.Model = model
+	}
 	p.CacheKey = str(body, p.fields.get("prompt_cache_key"))
 	if ix != nil {
 		// Room for one segment per top-level element (tools, messages):
@@ -193,6 +206,8 @@ func parse(shape groundhog.Shape, body []byte, hint func(*Prefix) *promptRec) (*
 		err = bd.chat()
 	case groundhog.ShapeResponses:
 		err = bd.responses()
+	case groundhog.ShapeConverse:
+		err = bd.converse()
 	}
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EINVALID, "request body", err)
@@ -258,8 +273,14 @@ func (bd *builder) scanObj(v span, others bool) objInfo {
 	return bd.ix.scanObj(bd.p.body, v, mk, others)
 }
 
-// markers counts the marker in v: bytes.Count of the marker pattern.
+// markers counts the marker in v: bytes.Count of the marker pattern. A
+// Converse cachePoint is a block of its own, never a member of a segment's
+// value (converse.go): a "cachePoint" key inside a block (a tool's input)
+// is content, not a marker.
 func (bd *builder) markers(v span) int {
+	if bd.p.Shape == groundhog.ShapeConverse {
+		return 0
+	}
 	if bd.ix == nil {
 		return bytes.Count(bd.p.body[v.start:v.end], bd.mk)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // Rules are a provider's prompt-caching rules for one model, as groundhog
@@ -37,13 +38,19 @@ type Rules struct {
 // providerRules are the per-provider parts of Rules.
 var providerRules = map[string]Rules{
 	"anthropic": {MaxBreakpoints: 4, Lookback: 20, TTL: 5 * time.Minute, LongTTL: time.Hour},
-	"openai":    {MaxBreakpoints: 4, Considered: 80, Step: 128, TTL: 5 * time.Minute, LongTTL: 30 * time.Minute},
+	// Bedrock Converse: cachePoint blocks, with Anthropic's limits (the
+	// models that cache through Converse are Anthropic's and Amazon's).
+	"bedrock": {MaxBreakpoints: 4, Lookback: 20, TTL: 5 * time.Minute, LongTTL: time.Hour},
+	"openai":  {MaxBreakpoints: 4, Considered: 80, Step: 128, TTL: 5 * time.Minute, LongTTL: 30 * time.Minute},
 }
 
 // minTokens is the table of minimum cacheable prefixes, by model name
 // prefix (the longest matching prefix wins); defaultMinTokens for any
 // other model. Anthropic's minimum is per model (1,024 to 4,096 tokens);
-// OpenAI's is 1,024 for every model. Config.MinTokens overrides it.
+// OpenAI's is 1,024 for every model. Config.MinTokens overrides it. A
+// Bedrock model id is looked up by its base model without the vendor
+// ("us.anthropic.claude-sonnet-4-5-20250929-v1:0" as "claude-sonnet-4-5-…",
+// baseModel).
 var minTokens = []struct {
 	prefix string
 	tokens int
@@ -81,20 +88,39 @@ func ModelRules(shape groundhog.Shape, model string) Rules {
 // modelRules is ModelRules with the minimum taken from overrides (model
 // name prefix -> tokens, the longest matching prefix winning) when one
 // matches.
+//
+// An override matches the model as named or its base model, so both
+// "us.anthropic.claude-sonnet-4-6" and "claude-sonnet-4-6" reach a Bedrock
+// model id.
 func modelRules(shape groundhog.Shape, model string, overrides map[string]int) Rules {
 	r := providerRules[shape.Provider()]
 	r.MinTokens = defaultMinTokens
+	base := baseModel(model)
 	best := 0
 	for _, m := range minTokens {
-		if len(m.prefix) > best && strings.HasPrefix(model, m.prefix) {
+		if len(m.prefix) > best && strings.HasPrefix(base, m.prefix) {
 			r.MinTokens, best = m.tokens, len(m.prefix)
 		}
 	}
 	best = -1
 	for prefix, n := range overrides {
-		if len(prefix) > best && strings.HasPrefix(model, prefix) {
+		if len(prefix) > best && (strings.HasPrefix(model, prefix) || strings.HasPrefix(base, prefix)) {
 			r.MinTokens, best = n, len(prefix)
 		}
 	}
 	return r
+}
+
+// baseModel returns the model name the minimum table knows for a Bedrock
+// model id: without an inference-profile region prefix or ARN
+// (bedrock.BaseModel) and without the vendor ("anthropic.", "amazon.").
+// Any other name is returned as it is.
+func baseModel(model string) string {
+	base := bedrock.BaseModel(model)
+	for _, vendor := range []string{"anthropic.", "amazon."} {
+		if rest, ok := strings.CutPrefix(base, vendor); ok {
+			return rest
+		}
+	}
+	return base
 }

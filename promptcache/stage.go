@@ -133,8 +133,8 @@ func (s *Stage) AfterReply(ctx context.Context, p *Pending, u groundhog.Usage, r
 // requests of one task share, and whether it is long enough to be cached.
 // The static prefix is everything before the newest turn (the request's last
 // message or input item): tools, instructions/system and the earlier
-// history. Where the provider writes only at breakpoints (Anthropic; OpenAI
-// explicit-only mode) it ends at the last breakpoint before the newest turn —
+// history. Where the provider writes only at breakpoints (Anthropic,
+// Bedrock Converse; OpenAI explicit-only mode) it ends at the last breakpoint before the newest turn —
 // past it nothing the first request writes is readable by the others — and
 // with no such breakpoint there is nothing to wait for.
 func (c *Call) sharedPrefix() (uint64, bool) {
@@ -160,7 +160,7 @@ func (c *Call) sharedPrefix() (uint64, bool) {
 		}
 	}
 	cut := end - 1
-	if p.Shape == groundhog.ShapeMessages || p.Explicit {
+	if p.Shape == groundhog.ShapeMessages || p.Shape == groundhog.ShapeConverse || p.Explicit {
 		for cut >= 0 && !segs[cut].Marker {
 			cut--
 		}

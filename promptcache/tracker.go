@@ -83,6 +83,9 @@ type Request struct {
 	Operation string
 	Shape     groundhog.Shape
 	Body      []byte // the body as the client sent it (already validated)
+	// Model is the model of a body that does not name it (Bedrock Converse
+	// and InvokeModel: the path's model id); the body's "model" wins.
+	Model string
 	// Breakpoints asks for breakpoint injection (config
 	// prompt_cache.breakpoints: auto, or Groundhog-Prompt-Cache-Breakpoints: auto).
 	Breakpoints bool
@@ -187,7 +190,7 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 		}
 		body = nb
 	}
-	p, err := parse(req.Shape, body, func(p *Prefix) *promptRec {
+	p, err := parse(req.Shape, body, req.Model, func(p *Prefix) *promptRec {
 		ck, _ := chainKeys(req.Tenant, req.Operation, p.CacheKey, req.Shape, p.Model)
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -327,12 +330,12 @@ func (t *Tracker) After(ctx context.Context, c *Call, u groundhog.Usage) Result 
 
 // record adds the call's prompt to its chain (merging it with an earlier
 // prompt it extends, whose stored points the provider still holds). For
-// Anthropic it keeps the provider's length of the prefix up to the last
+// Anthropic and Bedrock Converse it keeps the provider's length of the prefix up to the last
 // breakpoint (cache read + write), the exact figure the next turn expects.
 func (t *Tracker) record(c *Call, u groundhog.Usage) {
 	now := t.cfg.Clock.Now()
 	rec := record(c.prefix, c.rules, now)
-	if c.prefix.Shape == groundhog.ShapeMessages && u.CachedInputTokens+u.CacheWriteTokens > 0 {
+	if (c.prefix.Shape == groundhog.ShapeMessages || c.prefix.Shape == groundhog.ShapeConverse) && u.CachedInputTokens+u.CacheWriteTokens > 0 {
 		for i := len(rec.segs) - 1; i >= 0; i-- {
 			if rec.segs[i].Stored != 0 {
 				rec.exactSeg, rec.exact = int32(i), uint32(u.CachedInputTokens+u.CacheWriteTokens)
