@@ -133,12 +133,18 @@ func TestReplicasStreamLiveToFollowers(t *testing.T) {
 	if !bytes.Contains(leader.body, []byte("data: [DONE]")) {
 		t.Fatalf("the leader's stream is incomplete: %q", leader.body)
 	}
-	others := 0
+	others, late := 0, 0
 	for i, r := range res {
 		if !bytes.Equal(r.body, leader.body) {
 			t.Errorf("call %d (replica %d, %s) got another stream than the leader", i, r.replica, r.state)
 		}
 		if r.replica == leader.replica {
+			continue
+		}
+		if r.state == "hit" && r.sent.After(leader.last) {
+			// Sent after the stream had ended (a loaded machine can start
+			// a goroutine that late): the cached answer is the right one.
+			late++
 			continue
 		}
 		if r.state != "coalesced" {
@@ -151,8 +157,11 @@ func TestReplicasStreamLiveToFollowers(t *testing.T) {
 				i, r.replica, r.first.Sub(leader.last))
 		}
 	}
-	if others != 20 {
-		t.Errorf("%d coalesced calls on the other replicas, want 20", others)
+	if others+late != 20 || others == 0 {
+		t.Errorf("%d coalesced calls on the other replicas and %d sent after the stream ended, want 20 in all, most of them coalesced", others, late)
+	}
+	if late > 0 {
+		t.Logf("%d calls were sent after the leader's stream had ended and were cache hits", late)
 	}
 }
 
