@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -129,6 +130,38 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	return true
+}
+
+// checkBodyFiles returns ENOTFOUND unless tenant owns every file a model
+// call's body names (wire.FileRefs): OpenAI files on the chat and
+// Responses routes, Anthropic files on messages. A body that cannot name
+// one (mayHoldName) is not read again.
+func (s *Server) checkBodyFiles(ctx context.Context, tenant string, shape groundhog.Shape, body []byte) error {
+	k := kindOpenAIFile
+	switch shape {
+	case groundhog.ShapeChat, groundhog.ShapeResponses:
+	case groundhog.ShapeMessages:
+		k = kindAnthropicFile
+	default:
+		return nil
+	}
+	if !mayHoldName(body, "file_id") {
+		return nil
+	}
+	refs := wire.FileRefs(body)
+	if len(refs) == 0 {
+		return nil
+	}
+	own, err := s.opts.Resources.OwnedResources(ctx, tenant, k.kind, refs)
+	if err != nil {
+		return groundhog.WrapError(groundhog.EUNAVAILABLE, "the resource records are unavailable", err)
+	}
+	for _, ref := range refs {
+		if !slices.Contains(own, ref) {
+			return groundhog.Errorf(groundhog.ENOTFOUND, "No such %s object: %s", k.noun, ref)
+		}
+	}
+	return nil
 }
 
 // ownsOrNotFound reports whether tenant owns the resource id of kind k;

@@ -20,6 +20,7 @@ import (
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/groundhog-ai/groundhog"
 )
@@ -664,4 +665,81 @@ func TestOwnedBatchInputFileSpellings(t *testing.T) {
 	if res.StatusCode != http.StatusBadRequest {
 		t.Errorf("an upload without a file: %d, want the provider's 400", res.StatusCode)
 	}
+}
+
+// TestOwnedFilesInModelCalls: a model call naming another tenant's file —
+// an input_file of the Responses API (through the SDK), a file part of
+// Chat Completions, an Anthropic document of type file, under an escaped
+// member name — is a 404 with nothing sent upstream; the tenant's own file
+// reaches the provider, and so does a call whose metadata or tool input
+// merely holds a member named file_id.
+func TestOwnedFilesInModelCalls(t *testing.T) {
+	h, f, acmeKey, globexKey := newOwnedHarness(t)
+	ctx := context.Background()
+	acme, globex := ownedOpenAI(h, acmeKey), ownedOpenAI(h, globexKey)
+	mine := uploadFile(t, acme, "acme.pdf", "acme's report")
+	theirs := uploadFile(t, globex, "globex.pdf", "globex's report")
+	acmeA := ownedAnthropic(h, acmeKey)
+	am, err := acmeA.Beta.Files.Upload(ctx, anthropic.BetaFileUploadParams{File: anthropic.File(strings.NewReader("acme"), "a.txt", "text/plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(cl openai.Client, file string) error {
+		_, err := cl.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4o-mini", Input: responses.ResponseNewParamsInputUnion{
+			OfInputItemList: responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+				{OfInputFile: &responses.ResponseInputFileParam{FileID: openai.String(file)}},
+				{OfInputText: &responses.ResponseInputTextParam{Text: "summarise"}},
+			}, responses.EasyInputMessageRoleUser)},
+		}})
+		return err
+	}
+	before := len(f.requests())
+	var api *openai.Error
+	if err := ask(globex, mine.ID); !errors.As(err, &api) || api.StatusCode != http.StatusNotFound || !strings.Contains(api.RawJSON(), mine.ID) {
+		t.Errorf("a Responses call on another tenant's file: %v", err)
+	}
+	raw := func(path, key, body string, hdr ...string) int {
+		req, _ := http.NewRequest("POST", h.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	chat := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"` + mine.ID + `"}}]}]}`
+	escaped := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":[{"type":"file","file":{"file\u005fid":"` + mine.ID + `"}}]}]}`
+	doc := `{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"` + am.ID + `"}}]}]}`
+	for _, c := range []struct{ path, body string }{{"/v1/chat/completions", chat}, {"/v1/chat/completions", escaped}, {"/v1/messages", doc}} {
+		if got := raw(c.path, globexKey, c.body, "anthropic-version", "2023-06-01"); got != http.StatusNotFound {
+			t.Errorf("%s naming another tenant's file: %d, want 404", c.path, got)
+		}
+	}
+	assertUntouched(t, f, before, "a model call on another tenant's file")
+
+	// The owner's own files, and file_id members that are the caller's own
+	// data, reach the provider.
+	sent := func(what string, call func()) {
+		t.Helper()
+		n := len(f.requests())
+		call()
+		if got := f.requests(); len(got) == n || !strings.HasPrefix(got[n], "POST /v1/") {
+			t.Errorf("%s did not reach the provider", what)
+		}
+	}
+	sent("own file in Responses", func() { _ = ask(acme, mine.ID) })
+	sent("own file in chat", func() { raw("/v1/chat/completions", acmeKey, chat) })
+	sent("own file in messages", func() { raw("/v1/messages", acmeKey, doc, "anthropic-version", "2023-06-01") })
+	sent("metadata", func() {
+		raw("/v1/chat/completions", globexKey, `{"model":"gpt-4o-mini","metadata":{"file_id":"`+mine.ID+`"},"messages":[{"role":"user","content":"hi `+theirs.ID+`"}]}`)
+	})
+	sent("tool input", func() {
+		raw("/v1/messages", globexKey, `{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read","input":{"file_id":"`+am.ID+`"}}]}]}`, "anthropic-version", "2023-06-01")
+	})
 }

@@ -182,3 +182,55 @@ func BatchFileIDs(body []byte) []string {
 	}
 	return out
 }
+
+// FileRefs returns the string values of every member named file_id, and
+// every string of every member named file_ids, anywhere in a JSON body:
+// the files a model call asks the provider to read (an input_file part of
+// the Responses API, a file part of Chat Completions, an Anthropic
+// document or container_upload source of type file, a tool's file list).
+// A body that is not JSON has none. Members that hold the caller's own
+// data rather than instructions to the provider are not read: metadata,
+// JSON schemas (parameters, input_schema, schema) and the input of a tool
+// use block.
+func FileRefs(body []byte) []string {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, m := range v {
+				switch k {
+				case "metadata", "parameters", "input_schema", "schema":
+					continue
+				case "input":
+					if t, _ := v["type"].(string); strings.HasSuffix(t, "tool_use") {
+						continue
+					}
+				case "file_id":
+					if id, ok := m.(string); ok {
+						out = append(out, id)
+					}
+				case "file_ids":
+					if ids, ok := m.([]any); ok {
+						for _, id := range ids {
+							if id, ok := id.(string); ok {
+								out = append(out, id)
+							}
+						}
+					}
+				}
+				walk(m)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
+}

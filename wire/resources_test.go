@@ -64,3 +64,24 @@ func TestInputFileIDs(t *testing.T) {
 		t.Errorf("a non-string id read as %q", id)
 	}
 }
+
+func TestFileRefs(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want []string
+	}{
+		{`{"input":[{"role":"user","content":[{"type":"input_file","file_id":"file-1"}]}]}`, []string{"file-1"}},
+		{`{"messages":[{"content":[{"type":"file","file":{"file\u005fid":"file-2"}}]}],"tools":[{"type":"code_interpreter","file_ids":["file-3",4]}]}`, []string{"file-2", "file-3"}},
+		{`{"messages":[{"content":[{"type":"document","source":{"type":"file","file_id":"file_4"}}]}]}`, []string{"file_4"}},
+		{`{"metadata":{"file_id":"x"},"tools":[{"parameters":{"properties":{"file_id":"y"}}},{"input_schema":{"file_id":"z"}}]}`, nil},
+		{`{"messages":[{"content":[{"type":"tool_use","input":{"file_id":"x"}},{"type":"server_tool_use","input":{"file_id":"y"}}]}]}`, nil},
+		{`{"file_id":7}`, nil},
+		{`not json "file_id"`, nil},
+	} {
+		got := wire.FileRefs([]byte(c.body))
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.body, got, c.want)
+		}
+	}
+}
