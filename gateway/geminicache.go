@@ -28,9 +28,10 @@ import (
 //   - DELETE of an own cache forgets the record once the provider answered
 //     2xx.
 
-// geminiCacheListBytes bounds a cache list answer the gateway holds to
-// filter (a page of at most 1,000 caches' metadata).
-const geminiCacheListBytes = 8 << 20
+// heldAnswerBytes bounds an answer the gateway holds to read before the
+// client sees it: a list page to filter (a page of at most 1,000 caches'
+// or files' metadata), the answer to a create.
+const heldAnswerBytes = 8 << 20
 
 // errCacheNotFound is the answer for a cache the tenant does not own: the
 // same as for a cache that does not exist, so a tenant learns nothing of
@@ -165,7 +166,7 @@ func (s *Server) geminiCachedContents(w http.ResponseWriter, r *http.Request) bo
 			return true
 		}
 		if hw.over {
-			s.writeError(w, r, groundhog.ShapeGemini, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's cache list is over %d bytes", geminiCacheListBytes))
+			s.writeError(w, r, groundhog.ShapeGemini, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's cache list is over %d bytes", heldAnswerBytes))
 			return true
 		}
 		names, err := gemini.CacheListNames(hw.buf.Bytes())
@@ -216,7 +217,7 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
-// heldWriter holds a whole response (up to geminiCacheListBytes) so the
+// heldWriter holds a whole response (up to heldAnswerBytes) so the
 // gateway can read it before the client sees it.
 type heldWriter struct {
 	h      http.Header
@@ -239,7 +240,7 @@ func (w *heldWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	if !w.over && w.buf.Len()+len(p) > geminiCacheListBytes {
+	if !w.over && w.buf.Len()+len(p) > heldAnswerBytes {
 		w.over = true
 		w.buf = bytes.Buffer{}
 	}

@@ -241,7 +241,7 @@ func (s *Server) ownedHeld(w http.ResponseWriter, r *http.Request, tenant string
 	hw := newHeldWriter()
 	s.passthrough(hw, r)
 	if hw.over {
-		s.writeError(w, r, k.shape, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's answer is over %d bytes", geminiCacheListBytes))
+		s.writeError(w, r, k.shape, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's answer is over %d bytes", heldAnswerBytes))
 		return
 	}
 	if hw.status/100 == 2 {
@@ -287,7 +287,7 @@ func (s *Server) ownedList(w http.ResponseWriter, r *http.Request, tenant string
 			return
 		}
 		if hw.over {
-			s.writeError(w, r, k.shape, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's list is over %d bytes", geminiCacheListBytes))
+			s.writeError(w, r, k.shape, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's list is over %d bytes", heldAnswerBytes))
 			return
 		}
 		page, isList, err := wire.ReadListPage(hw.buf.Bytes())
@@ -373,12 +373,36 @@ func nextPage(r *http.Request, k ownedKind, page wire.ListPage, ids []string) *h
 	return next
 }
 
+// countRoutes are the passthrough routes that read a model call's body
+// (and so the files it names) without running it.
+var countRoutes = map[string]groundhog.Shape{
+	"/v1/messages/count_tokens":  groundhog.ShapeMessages,
+	"/v1/responses/input_tokens": groundhog.ShapeResponses,
+}
+
 // v1 serves every /v1/ route the gateway does not model: the resources a
-// tenant owns (ownedResources) scoped to it, everything else passed
-// through.
+// tenant owns (ownedResources) scoped to it, a token count naming only the
+// tenant's own files, everything else passed through.
 func (s *Server) v1(w http.ResponseWriter, r *http.Request) {
 	if s.ownedResources(w, r) {
 		return
+	}
+	if shape, ok := countRoutes[r.URL.Path]; ok && r.Method == http.MethodPost {
+		tenant, err := s.authenticate(r)
+		if err != nil {
+			s.writeError(w, r, shape, err)
+			return
+		}
+		body, _, err := readBody(w, r, s.cfg.MaxBodyBytes) // not pooled: the passthrough reads it after this returns
+		if err == nil {
+			err = s.checkBodyFiles(r.Context(), tenant, shape, body)
+		}
+		if err != nil {
+			s.writeError(w, r, shape, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 	}
 	s.passthrough(w, r)
 }

@@ -669,8 +669,8 @@ func TestOwnedBatchInputFileSpellings(t *testing.T) {
 
 // TestOwnedFilesInModelCalls: a model call naming another tenant's file —
 // an input_file of the Responses API (through the SDK), a file part of
-// Chat Completions, an Anthropic document of type file, under an escaped
-// member name — is a 404 with nothing sent upstream; the tenant's own file
+// Chat Completions, an Anthropic document of type file (in a call or a
+// token count), under an escaped member name — is a 404 with nothing sent upstream; the tenant's own file
 // reaches the provider, and so does a call whose metadata or tool input
 // merely holds a member named file_id.
 func TestOwnedFilesInModelCalls(t *testing.T) {
@@ -716,7 +716,10 @@ func TestOwnedFilesInModelCalls(t *testing.T) {
 	chat := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"` + mine.ID + `"}}]}]}`
 	escaped := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":[{"type":"file","file":{"file\u005fid":"` + mine.ID + `"}}]}]}`
 	doc := `{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"` + am.ID + `"}}]}]}`
-	for _, c := range []struct{ path, body string }{{"/v1/chat/completions", chat}, {"/v1/chat/completions", escaped}, {"/v1/messages", doc}} {
+	count := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"` + am.ID + `"}}]}]}`
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", chat}, {"/v1/chat/completions", escaped}, {"/v1/messages", doc}, {"/v1/messages/count_tokens", count},
+	} {
 		if got := raw(c.path, globexKey, c.body, "anthropic-version", "2023-06-01"); got != http.StatusNotFound {
 			t.Errorf("%s naming another tenant's file: %d, want 404", c.path, got)
 		}
@@ -736,6 +739,7 @@ func TestOwnedFilesInModelCalls(t *testing.T) {
 	sent("own file in Responses", func() { _ = ask(acme, mine.ID) })
 	sent("own file in chat", func() { raw("/v1/chat/completions", acmeKey, chat) })
 	sent("own file in messages", func() { raw("/v1/messages", acmeKey, doc, "anthropic-version", "2023-06-01") })
+	sent("own file in count_tokens", func() { raw("/v1/messages/count_tokens", acmeKey, count, "anthropic-version", "2023-06-01") })
 	sent("metadata", func() {
 		raw("/v1/chat/completions", globexKey, `{"model":"gpt-4o-mini","metadata":{"file_id":"`+mine.ID+`"},"messages":[{"role":"user","content":"hi `+theirs.ID+`"}]}`)
 	})
