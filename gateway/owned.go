@@ -39,6 +39,16 @@ import (
 //     error_file_id) become the tenant's when a get, cancel or list answer
 //     of the batch names them.
 
+// When the provider sees the caller's own key (Upstream.ForwardClientKey
+// with no gateway key: the embedded transport), the account is the
+// caller's and the provider keeps it apart from everyone else's: nothing
+// is recorded or checked, and resources made outside groundhog stay
+// reachable.
+
+// sharedAccount reports whether up reaches the provider with the gateway's
+// own account, which every tenant shares.
+func sharedAccount(up *Upstream) bool { return up.APIKey != "" || !up.ForwardClientKey }
+
 // ownedKind is one kind of provider resource scoped to its tenant.
 type ownedKind struct {
 	kind  string
@@ -60,10 +70,14 @@ const ownedListFollow = 10
 
 // ownedRoute returns the kind of resource a request's path addresses, the
 // id it names ("" for the collection) and the rest of the path after the
-// id; ok is false for every other route.
+// id; ok is false for every other route and for a provider account that
+// is not shared.
 func (s *Server) ownedRoute(r *http.Request) (k ownedKind, id, sub string, ok bool) {
 	p := r.URL.Path
-	_, shape := s.passthroughUpstream(r)
+	up, shape := s.passthroughUpstream(r)
+	if !sharedAccount(up) {
+		return ownedKind{}, "", "", false
+	}
 	anthropic := shape == groundhog.ShapeMessages
 	for _, c := range []struct {
 		prefix    string
@@ -137,12 +151,15 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 // Responses routes, Anthropic files on messages. A body that cannot name
 // one (mayHoldName) is not read again.
 func (s *Server) checkBodyFiles(ctx context.Context, tenant string, shape groundhog.Shape, body []byte) error {
-	k := kindOpenAIFile
+	k, up := kindOpenAIFile, &s.opts.OpenAI
 	switch shape {
 	case groundhog.ShapeChat, groundhog.ShapeResponses:
 	case groundhog.ShapeMessages:
-		k = kindAnthropicFile
+		k, up = kindAnthropicFile, &s.opts.Anthropic
 	default:
+		return nil
+	}
+	if !sharedAccount(up) {
 		return nil
 	}
 	if !mayHoldName(body, "file_id") {
