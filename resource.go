@@ -31,3 +31,14 @@ type ResourceStore interface {
 	OwnedResources(ctx context.Context, tenant, kind string, names []string) ([]string, error)
 	DeleteResource(ctx context.Context, tenant, kind, name string) error
 }
+
+// The kinds of the OpenAI and Anthropic resources a tenant creates: their
+// names are the provider's ids ("file-…", "batch_…", "upload_…",
+// "msgbatch_…", "file_…").
+const (
+	ResourceKindOpenAIFile            = "openai.files"
+	ResourceKindOpenAIBatch           = "openai.batches"
+	ResourceKindOpenAIUpload          = "openai.uploads"
+	ResourceKindAnthropicFile         = "anthropic.files"
+	ResourceKindAnthropicMessageBatch = "anthropic.message_batches"
+)

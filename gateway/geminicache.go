@@ -28,9 +28,10 @@ import (
 //   - DELETE of an own cache forgets the record once the provider answered
 //     2xx.
 
-// geminiCacheListBytes bounds a cache list answer the gateway holds to
-// filter (a page of at most 1,000 caches' metadata).
-const geminiCacheListBytes = 8 << 20
+// heldAnswerBytes bounds an answer the gateway holds to read before the
+// client sees it: a list page to filter (a page of at most 1,000 caches'
+// or files' metadata), the answer to a create.
+const heldAnswerBytes = 8 << 20
 
 // errCacheNotFound is the answer for a cache the tenant does not own: the
 // same as for a cache that does not exist, so a tenant learns nothing of
@@ -70,12 +71,16 @@ func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body 
 }
 
 // mayNameCache reports whether body may have a cachedContent member under
-// some spelling: it holds "cached", or an escaped letter or underscore
-// (\u0041–\u007f), with which a member name can spell it without those
-// bytes. Escapes of other characters (Go's encoder writes < > & as \u003c,
-// \u003e, \u0026) do not count, so most bodies are not read twice.
-func mayNameCache(body []byte) bool {
-	if bytes.Contains(body, []byte("cached")) {
+// some spelling (mayHoldName).
+func mayNameCache(body []byte) bool { return mayHoldName(body, "cached") }
+
+// mayHoldName reports whether body may spell a member name holding part:
+// it holds part, or an escaped letter or underscore (\u0041–\u007f), with
+// which a member name can spell it without those bytes. Escapes of other
+// characters (Go's encoder writes < > & as \u003c, \u003e, \u0026) do not
+// count, so most bodies are not read twice.
+func mayHoldName(body []byte, part string) bool {
+	if bytes.Contains(body, []byte(part)) {
 		return true
 	}
 	for i := 0; ; {
@@ -161,7 +166,7 @@ func (s *Server) geminiCachedContents(w http.ResponseWriter, r *http.Request) bo
 			return true
 		}
 		if hw.over {
-			s.writeError(w, r, groundhog.ShapeGemini, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's cache list is over %d bytes", geminiCacheListBytes))
+			s.writeError(w, r, groundhog.ShapeGemini, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's cache list is over %d bytes", heldAnswerBytes))
 			return true
 		}
 		names, err := gemini.CacheListNames(hw.buf.Bytes())
@@ -212,7 +217,7 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
-// heldWriter holds a whole response (up to geminiCacheListBytes) so the
+// heldWriter holds a whole response (up to heldAnswerBytes) so the
 // gateway can read it before the client sees it.
 type heldWriter struct {
 	h      http.Header
@@ -235,7 +240,7 @@ func (w *heldWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	if !w.over && w.buf.Len()+len(p) > geminiCacheListBytes {
+	if !w.over && w.buf.Len()+len(p) > heldAnswerBytes {
 		w.over = true
 		w.buf = bytes.Buffer{}
 	}

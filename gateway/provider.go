@@ -142,6 +142,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 			return nil, err
 		}
 	}
+	// A file the tenant did not create is not found (owned.go).
+	if err := s.checkBodyFiles(r.Context(), tenant, shape, body); err != nil {
+		return nil, err
+	}
 	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
 	c.fp, err = s.fpMemo.Compute(params, fpBody)
 	if err != nil {

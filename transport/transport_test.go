@@ -281,3 +281,27 @@ func TestTransportScopesByForwardedKey(t *testing.T) {
 		t.Fatalf("ledger tenants %v, want one per key", tenants)
 	}
 }
+
+// A transport forwarding the caller's own provider key reaches the
+// caller's own account: a file made outside groundhog is listed, read and
+// deleted through it, as the provider itself keeps accounts apart.
+func TestTransportOwnAccountFilesUnscoped(t *testing.T) {
+	_, url := newSim(t, nil)
+	ctx := context.Background()
+	direct := openai.NewClient(option.WithBaseURL(url+"/v1"), option.WithAPIKey("sk-own"))
+	f, err := direct.Files.New(ctx, openai.FileNewParams{File: openai.File(strings.NewReader("made elsewhere\n"), "x.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := openai.NewClient(option.WithHTTPClient(&http.Client{Transport: newTransport(t, url)}), option.WithAPIKey("sk-own"), option.WithMaxRetries(0))
+	if got, err := client.Files.Get(ctx, f.ID); err != nil || got.ID != f.ID {
+		t.Fatalf("get a file of the caller's own account: %+v %v", got, err)
+	}
+	page, err := client.Files.List(ctx, openai.FileListParams{})
+	if err != nil || len(page.Data) != 1 || page.Data[0].ID != f.ID {
+		t.Fatalf("list the caller's own account: %+v %v", page, err)
+	}
+	if del, err := client.Files.Delete(ctx, f.ID); err != nil || !del.Deleted {
+		t.Fatalf("delete: %+v %v", del, err)
+	}
+}
