@@ -158,7 +158,7 @@ func TestReplicasStreamLiveToFollowers(t *testing.T) {
 		}
 	}
 	if others+late != 20 || others == 0 {
-		t.Errorf("%d coalesced calls on the other replicas and %d sent after the stream ended, want 20 in all, most of them coalesced", others, late)
+		t.Errorf("%d coalesced calls on the other replicas and %d sent after the stream ended, want 20 in all, at least one coalesced", others, late)
 	}
 	if late > 0 {
 		t.Logf("%d calls were sent after the leader's stream had ended and were cache hits", late)

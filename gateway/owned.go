@@ -49,6 +49,16 @@ import (
 // own account, which every tenant shares.
 func sharedAccount(up *Upstream) bool { return up.APIKey != "" || !up.ForwardClientKey }
 
+// singleTenant reports whether the gateway runs keyless (the one tenant
+// "local"): nobody to keep resources apart from, so files and batches pass
+// through unrecorded and unchecked, and those made outside groundhog — in
+// the provider's console, by another tool — stay reachable. Resources made
+// while keyless belong to no tenant once gateway keys exist.
+func (s *Server) singleTenant(ctx context.Context) bool {
+	keyless, err := s.noKeys(ctx)
+	return err == nil && keyless
+}
+
 // ownedKind is one kind of provider resource scoped to its tenant.
 type ownedKind struct {
 	kind  string
@@ -75,7 +85,7 @@ const ownedListFollow = 10
 func (s *Server) ownedRoute(r *http.Request) (k ownedKind, id, sub string, ok bool) {
 	p := r.URL.Path
 	up, shape := s.passthroughUpstream(r)
-	if !sharedAccount(up) {
+	if !sharedAccount(up) || s.singleTenant(r.Context()) {
 		return ownedKind{}, "", "", false
 	}
 	anthropic := shape == groundhog.ShapeMessages
@@ -159,7 +169,7 @@ func (s *Server) checkBodyFiles(ctx context.Context, tenant string, shape ground
 	default:
 		return nil
 	}
-	if !sharedAccount(up) {
+	if !sharedAccount(up) || s.singleTenant(ctx) {
 		return nil
 	}
 	if !mayHoldName(body, "file_id") {

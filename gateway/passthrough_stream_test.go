@@ -80,6 +80,8 @@ func TestPassthroughStreamedCompletionCost(t *testing.T) {
 	if got := stream(false); got != "Once upon a time" {
 		t.Fatalf("streamed text %q", got)
 	}
+	// The SDK stops at [DONE]; the relay books the row as the stream ends.
+	waitFor(t, func() bool { return h.Running.Load() == 0 })
 	rows := h.ledgerRows()
 	if len(rows) != 1 || rows[0].Outcome != groundhog.OutcomePassthrough || rows[0].Cost != groundhog.CostUnknown || rows[0].FullCost != groundhog.CostUnknown {
 		t.Fatalf("rows %+v: a stream whose usage was not read must cost unknown", rows)
@@ -95,6 +97,7 @@ func TestPassthroughStreamedCompletionCost(t *testing.T) {
 	if got := stream(true); got != "Once upon a time" {
 		t.Fatalf("streamed text %q", got)
 	}
+	waitFor(t, func() bool { return h.Running.Load() == 0 })
 	rows = h.ledgerRows()
 	if len(rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(rows))

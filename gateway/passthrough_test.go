@@ -91,20 +91,20 @@ func TestPassthroughOpenAIFiles(t *testing.T) {
 	if err != nil || !del.Deleted {
 		t.Fatalf("delete: %+v, %v", del, err)
 	}
-	// The delete forgot the file: the gateway answers 404 itself.
 	if _, err := client.Files.Get(ctx, f.ID); err == nil {
 		t.Fatalf("a deleted file is still there")
-	} else if _, ok := openAINotFound(err); !ok {
-		t.Fatalf("get of a deleted file: %v", err)
 	}
 	rows := h.ledgerRows()
-	if len(rows) != 4 {
-		t.Fatalf("%d ledger rows, want 4 (upload, get, list, delete)", len(rows))
+	if len(rows) != 5 {
+		t.Fatalf("%d ledger rows, want 5 (upload, get, list, delete, get)", len(rows))
 	}
 	for _, r := range rows {
 		if r.Outcome != groundhog.OutcomePassthrough {
 			t.Fatalf("row outcome %q, want passthrough", r.Outcome)
 		}
+	}
+	if rows[4].Status != http.StatusNotFound {
+		t.Fatalf("the last get's row has status %d, want 404", rows[4].Status)
 	}
 }
 
