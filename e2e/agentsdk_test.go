@@ -12,34 +12,43 @@ import (
 )
 
 // agentsSDKDir prepares the pinned OpenAI Agents SDK (JS) of
-// testdata/agents-sdk in a cache directory the test owns, installing it
-// with `npm ci` when the lock file changed or nothing is installed yet.
+// testdata/agents-sdk.
 func agentsSDKDir(t *testing.T) string {
+	return npmDir(t, "agents-sdk", "the OpenAI Agents SDK", "agent.mjs", filepath.Join("@openai", "agents"))
+}
+
+// npmDir prepares the pinned Node project of testdata/NAME (its
+// package.json, package-lock.json and script) in a cache directory the test
+// owns, installing it with `npm ci` when the lock file changed or pkg (a
+// package under node_modules) is not installed yet. Without node or npm,
+// or when npm cannot install, the test is skipped — a failure under
+// GROUNDHOG_TEST_REQUIRE_SERVICES=1. what names the project in messages.
+func npmDir(t *testing.T, name, what, script, pkg string) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("GROUNDHOG_TEST_REQUIRE_SERVICES") == "1" {
-				t.Fatalf("%s is required for the agent-framework test (GROUNDHOG_TEST_REQUIRE_SERVICES=1)", tool)
+				t.Fatalf("%s is required for the test of %s (GROUNDHOG_TEST_REQUIRE_SERVICES=1)", tool, what)
 			}
-			t.Skipf("%s not on PATH: skipping the OpenAI Agents SDK test", tool)
+			t.Skipf("%s not on PATH: skipping the test of %s", tool, what)
 		}
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "groundhog-test", "agents-sdk")
+	dir := filepath.Join(cache, "groundhog-test", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join("testdata", "agents-sdk")
+	src := filepath.Join("testdata", name)
 	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	installed, _ := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "@openai", "agents", "package.json"))
-	for _, f := range []string{"package.json", "package-lock.json", "agent.mjs"} {
+	_, statErr := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json"))
+	for _, f := range []string{"package.json", "package-lock.json", script} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +66,7 @@ func agentsSDKDir(t *testing.T) string {
 		if os.Getenv("GROUNDHOG_TEST_REQUIRE_SERVICES") == "1" {
 			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
 		}
-		t.Skipf("npm ci could not install the pinned Agents SDK (registry unreachable?): %v\n%s", err, out)
+		t.Skipf("npm ci could not install %s (registry unreachable?): %v\n%s", what, err, out)
 	}
 	return dir
 }

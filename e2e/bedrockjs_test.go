@@ -14,55 +14,9 @@ import (
 )
 
 // bedrockJSDir prepares the pinned AWS SDK for JavaScript v3 Bedrock
-// Runtime client of testdata/bedrock-js in a cache directory the test
-// owns, installing it with `npm ci` when the lock file changed or nothing
-// is installed yet.
+// Runtime client of testdata/bedrock-js.
 func bedrockJSDir(t *testing.T) string {
-	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("GROUNDHOG_TEST_REQUIRE_SERVICES") == "1" {
-				t.Fatalf("%s is required for the AWS SDK for JavaScript test (GROUNDHOG_TEST_REQUIRE_SERVICES=1)", tool)
-			}
-			t.Skipf("%s not on PATH: skipping the AWS SDK for JavaScript test", tool)
-		}
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "groundhog-test", "bedrock-js")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src := filepath.Join("testdata", "bedrock-js")
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	installed, _ := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "@aws-sdk", "client-bedrock-runtime", "package.json"))
-	for _, f := range []string{"package.json", "package-lock.json", "bedrock.mjs"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if statErr == nil && bytes.Equal(installed, lock) {
-		return dir
-	}
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--silent")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		if os.Getenv("GROUNDHOG_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-		t.Skipf("npm ci could not install the pinned AWS SDK (registry unreachable?): %v\n%s", err, out)
-	}
-	return dir
+	return npmDir(t, "bedrock-js", "the AWS SDK for JavaScript", "bedrock.mjs", filepath.Join("@aws-sdk", "client-bedrock-runtime"))
 }
 
 // bedrockJSUsage is a Converse usage object as the SDK returns it.
