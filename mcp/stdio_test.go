@@ -247,9 +247,15 @@ func TestStdioRestartAfterKill(t *testing.T) {
 	}
 	// Gone once the gateway has seen the exit and reaped the process.
 	eventually(t, "the killed process is reaped", func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
+	// The exit is logged right after the process is reaped.
+	exited := `level=WARN msg="mcp: stdio server exited; the next message starts it again" server=sim pid=` + pids[0] + ` status="signal: killed"`
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.Logs.String(), exited) && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
 	logs := e.Logs.String()
 	for _, want := range []string{
-		`level=WARN msg="mcp: stdio server exited; the next message starts it again" server=sim pid=` + pids[0] + ` status="signal: killed"`,
+		exited,
 		`stderr="stdiosim: serving the simulated MCP server on stdin and stdout"`,
 		`level=DEBUG msg="mcp: stdio server stderr" server=sim line="stdiosim: serving the simulated MCP server on stdin and stdout"`,
 	} {
