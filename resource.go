@@ -42,3 +42,15 @@ const (
 	ResourceKindAnthropicFile         = "anthropic.files"
 	ResourceKindAnthropicMessageBatch = "anthropic.message_batches"
 )
+
+// The kinds of the other OpenAI resources a tenant creates by their own
+// API: vector stores ("vs_…"), conversations ("conv_…"), evals
+// ("eval_…"), fine-tuning jobs ("ftjob-…") and the models those jobs make
+// ("ft:…").
+const (
+	ResourceKindOpenAIVectorStore    = "openai.vector_stores"
+	ResourceKindOpenAIConversation   = "openai.conversations"
+	ResourceKindOpenAIEval           = "openai.evals"
+	ResourceKindOpenAIFineTuningJob  = "openai.fine_tuning.jobs"
+	ResourceKindOpenAIFineTunedModel = "openai.fine_tuned_models"
+)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -72,6 +73,11 @@ var (
 	kindOpenAIUpload    = ownedKind{groundhog.ResourceKindOpenAIUpload, groundhog.ShapeResponses, "Upload"}
 	kindAnthropicFile   = ownedKind{groundhog.ResourceKindAnthropicFile, groundhog.ShapeMessages, "File"}
 	kindAnthropicBatchM = ownedKind{groundhog.ResourceKindAnthropicMessageBatch, groundhog.ShapeMessages, "Message batch"}
+	kindOpenAIVector    = ownedKind{groundhog.ResourceKindOpenAIVectorStore, groundhog.ShapeResponses, "Vector store"}
+	kindOpenAIConv      = ownedKind{groundhog.ResourceKindOpenAIConversation, groundhog.ShapeResponses, "Conversation"}
+	kindOpenAIEval      = ownedKind{groundhog.ResourceKindOpenAIEval, groundhog.ShapeResponses, "Eval"}
+	kindOpenAIFineTune  = ownedKind{groundhog.ResourceKindOpenAIFineTuningJob, groundhog.ShapeResponses, "Fine-tuning job"}
+	kindOpenAIFTModel   = ownedKind{groundhog.ResourceKindOpenAIFineTunedModel, groundhog.ShapeResponses, "Model"}
 )
 
 // ownedListFollow bounds the provider pages one list call reads past pages
@@ -99,6 +105,10 @@ func (s *Server) ownedRoute(r *http.Request) (k ownedKind, id, sub string, ok bo
 		{"/v1/files", false, kindOpenAIFile},
 		{"/v1/batches", false, kindOpenAIBatch},
 		{"/v1/uploads", false, kindOpenAIUpload},
+		{"/v1/vector_stores", false, kindOpenAIVector},
+		{"/v1/conversations", false, kindOpenAIConv},
+		{"/v1/evals", false, kindOpenAIEval},
+		{"/v1/fine_tuning/jobs", false, kindOpenAIFineTune},
 	} {
 		if c.anthropic != anthropic {
 			continue
@@ -125,6 +135,24 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	ctx := r.Context()
+	if id != "" && !s.ownsOrNotFound(w, r, tenant, k, id) {
+		return true
+	}
+	if r.Method == http.MethodPost && checkJSONContentType(hget(r.Header, "Content-Type")) == nil {
+		// A create or an action naming resources (a vector store's files,
+		// a batch's requests, a fine-tuning job's training file) may name
+		// only the tenant's own.
+		body, _, err := readBody(w, r, s.cfg.MaxBodyBytes) // not pooled: the passthrough reads it after this returns
+		if err == nil {
+			err = s.checkRefs(ctx, tenant, k.shape, body)
+		}
+		if err != nil {
+			s.writeRefError(w, r, k.shape, err)
+			return true
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
 	switch {
 	case id == "" && r.Method == http.MethodPost:
 		s.ownedCreate(w, r, tenant, k)
@@ -133,9 +161,6 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 	case id == "":
 		s.passthrough(w, r)
 	default:
-		if !s.ownsOrNotFound(w, r, tenant, k, id) {
-			return true
-		}
 		switch {
 		case sub == "" && r.Method == http.MethodDelete:
 			sw := &statusWriter{ResponseWriter: w}
@@ -149,6 +174,8 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 			s.ownedHeld(w, r, tenant, kindOpenAIFile, one(wire.UploadFileID))
 		case k == kindOpenAIBatch && (sub == "" && r.Method == http.MethodGet || sub == "cancel" && r.Method == http.MethodPost):
 			s.ownedHeld(w, r, tenant, kindOpenAIFile, wire.BatchFileIDs)
+		case k == kindOpenAIFineTune && sub == "" && r.Method == http.MethodGet:
+			s.ownedHeld(w, r, tenant, kindOpenAIFTModel, wire.FineTunedModels)
 		default:
 			s.passthrough(w, r)
 		}
@@ -156,37 +183,88 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// checkBodyFiles returns ENOTFOUND unless tenant owns every file a model
-// call's body names (wire.FileRefs): OpenAI files on the chat and
-// Responses routes, Anthropic files on messages. A body that cannot name
-// one (mayHoldName) is not read again.
-func (s *Server) checkBodyFiles(ctx context.Context, tenant string, shape groundhog.Shape, body []byte) error {
-	k, up := kindOpenAIFile, &s.opts.OpenAI
+// checkRefs returns ENOTFOUND unless tenant owns every resource a body
+// names (wire.BodyRefs): OpenAI files, vector stores and conversations in
+// a chat or Responses call or an OpenAI resource's create, Anthropic files
+// in a messages call or a message batch. A body that cannot name one
+// (mayHoldName) is not read again.
+func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.Shape, body []byte) error {
+	file, up := kindOpenAIFile, &s.opts.OpenAI
 	switch shape {
 	case groundhog.ShapeChat, groundhog.ShapeResponses:
 	case groundhog.ShapeMessages:
-		k, up = kindAnthropicFile, &s.opts.Anthropic
+		file, up = kindAnthropicFile, &s.opts.Anthropic
 	default:
 		return nil
 	}
 	if !sharedAccount(up) || s.singleTenant(ctx) {
 		return nil
 	}
-	if !mayHoldName(body, "file_id") {
+	if !mayHoldName(body, "file_id") && !mayHoldName(body, `"training_file"`) && !mayHoldName(body, `"validation_file"`) &&
+		!mayHoldName(body, `"vector_store_ids"`) && !mayHoldName(body, `"conversation"`) {
 		return nil
 	}
-	refs := wire.FileRefs(body)
-	if len(refs) == 0 {
+	refs := wire.BodyRefs(body)
+	type check struct {
+		k    ownedKind
+		refs []string
+	}
+	checks := []check{{file, refs.Files}}
+	if file == kindOpenAIFile {
+		checks = append(checks, check{kindOpenAIVector, refs.VectorStores}, check{kindOpenAIConv, refs.Conversations})
+	}
+	for _, c := range checks {
+		if len(c.refs) == 0 {
+			continue
+		}
+		own, err := s.opts.Resources.OwnedResources(ctx, tenant, c.k.kind, c.refs)
+		if err != nil {
+			return groundhog.WrapError(groundhog.EUNAVAILABLE, "the resource records are unavailable", err)
+		}
+		for _, ref := range c.refs {
+			if !slices.Contains(own, ref) {
+				return groundhog.WrapError(groundhog.ENOTFOUND, fmt.Sprintf("No such %s object: %s", c.k.noun, ref), &notOwned{c.k, ref})
+			}
+		}
+	}
+	return nil
+}
+
+// notOwned is a resource named in a body that the tenant does not own.
+type notOwned struct {
+	k  ownedKind
+	id string
+}
+
+func (e *notOwned) Error() string { return "not owned: " + e.id }
+
+// writeRefError answers err from checkRefs: on a resource route, a
+// resource the tenant does not own as the provider answers a missing one
+// (writeNotFound).
+func (s *Server) writeRefError(w http.ResponseWriter, r *http.Request, shape groundhog.Shape, err error) {
+	if no := (*notOwned)(nil); errors.As(err, &no) {
+		writeNotFound(w, no.k, no.id)
+		return
+	}
+	s.writeError(w, r, shape, err)
+}
+
+// checkModel returns ENOTFOUND for an OpenAI fine-tuned model ("ft:…")
+// that no fine-tuning job of tenant made, as OpenAI answers a model the
+// caller cannot use.
+func (s *Server) checkModel(ctx context.Context, tenant string, shape groundhog.Shape, model string) error {
+	if !strings.HasPrefix(model, "ft:") || (shape != groundhog.ShapeChat && shape != groundhog.ShapeResponses) {
 		return nil
 	}
-	own, err := s.opts.Resources.OwnedResources(ctx, tenant, k.kind, refs)
+	if !sharedAccount(&s.opts.OpenAI) || s.singleTenant(ctx) {
+		return nil
+	}
+	own, err := s.opts.Resources.OwnedResources(ctx, tenant, kindOpenAIFTModel.kind, []string{model})
 	if err != nil {
 		return groundhog.WrapError(groundhog.EUNAVAILABLE, "the resource records are unavailable", err)
 	}
-	for _, ref := range refs {
-		if !slices.Contains(own, ref) {
-			return groundhog.Errorf(groundhog.ENOTFOUND, "No such %s object: %s", k.noun, ref)
-		}
+	if len(own) == 0 {
+		return groundhog.Errorf(groundhog.ENOTFOUND, "The model `%s` does not exist or you do not have access to it.", model)
 	}
 	return nil
 }
@@ -422,7 +500,7 @@ func (s *Server) v1(w http.ResponseWriter, r *http.Request) {
 		}
 		body, _, err := readBody(w, r, s.cfg.MaxBodyBytes) // not pooled: the passthrough reads it after this returns
 		if err == nil {
-			err = s.checkBodyFiles(r.Context(), tenant, shape, body)
+			err = s.checkRefs(r.Context(), tenant, shape, body)
 		}
 		if err != nil {
 			s.writeError(w, r, shape, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -87,6 +88,10 @@ func (f *fakeResources) serve(w http.ResponseWriter, r *http.Request) {
 		{false, "files", "openai/files", "File", "file-"},
 		{false, "batches", "openai/batches", "Batch", "batch_"},
 		{false, "uploads", "openai/uploads", "Upload", "upload_"},
+		{false, "vector_stores", "openai/vector_stores", "Vector store", "vs_"},
+		{false, "conversations", "openai/conversations", "Conversation", "conv_"},
+		{false, "evals", "openai/evals", "Eval", "eval_"},
+		{false, "fine_tuning/jobs", "openai/fine_tuning/jobs", "Fine-tuning job", "ftjob-"},
 	} {
 		if r, ok := strings.CutPrefix(p, c.path); ok && c.anth == anth && (r == "" || r[0] == '/') {
 			coll, rest, noun, prefix = c.coll, strings.TrimPrefix(r, "/"), c.noun, c.id
@@ -136,6 +141,28 @@ func (f *fakeResources) serve(w http.ResponseWriter, r *http.Request) {
 			var body map[string]any
 			_ = json.NewDecoder(r.Body).Decode(&body)
 			it["object"], it["filename"], it["bytes"], it["purpose"], it["status"], it["created_at"], it["expires_at"] = "upload", body["filename"], body["bytes"], body["purpose"], "pending", 1700000000, 1700003600
+		case "openai/vector_stores", "openai/conversations", "openai/evals", "openai/fine_tuning/jobs":
+			var body map[string]any
+			if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			refs := []any{body["training_file"], body["validation_file"]}
+			if ids, ok := body["file_ids"].([]any); ok {
+				refs = append(refs, ids...)
+			}
+			for _, ref := range refs {
+				if ref, ok := ref.(string); ok {
+					if i, _ := f.find("openai/files", ref); i < 0 {
+						f.notFound(w, false, "File", ref)
+						return
+					}
+				}
+			}
+			for k, v := range body {
+				it[k] = v
+			}
+			it["object"], it["created_at"] = strings.TrimSuffix(strings.ReplaceAll(strings.TrimPrefix(coll, "openai/"), "/", "."), "s"), 1700000000
 		case "anthropic/message_batches":
 			var body struct {
 				Requests []struct {
@@ -198,8 +225,22 @@ func (f *fakeResources) serve(w http.ResponseWriter, r *http.Request) {
 			f.items["openai/files"] = append(f.items["openai/files"], out)
 			it["status"], it["output_file_id"] = "completed", out["id"]
 			reply(it)
+		case sub == "" && r.Method == http.MethodGet && coll == "openai/fine_tuning/jobs" && it["fine_tuned_model"] == nil:
+			// The job has finished by the time it is read: its model exists.
+			it["status"], it["fine_tuned_model"] = "succeeded", "ft:gpt-4o-mini-2024-07-18:org::"+id
+			reply(it)
 		case sub == "" && r.Method == http.MethodGet:
 			reply(it)
+		case sub == "files" && r.Method == http.MethodPost && coll == "openai/vector_stores":
+			var body struct {
+				FileID string `json:"file_id"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			if i, _ := f.find("openai/files", body.FileID); i < 0 {
+				f.notFound(w, false, "File", body.FileID)
+				return
+			}
+			reply(map[string]any{"id": body.FileID, "object": "vector_store.file", "vector_store_id": id, "status": "completed", "created_at": 1700000000})
 		case sub == "" && r.Method == http.MethodDelete:
 			f.items[coll] = slices.Delete(f.items[coll], i, i+1)
 			switch coll {
@@ -207,6 +248,8 @@ func (f *fakeResources) serve(w http.ResponseWriter, r *http.Request) {
 				reply(map[string]any{"id": id, "object": "file", "deleted": true})
 			case "anthropic/files":
 				reply(map[string]any{"id": id, "type": "file_deleted"})
+			case "openai/vector_stores":
+				reply(map[string]any{"id": id, "object": "vector_store.deleted", "deleted": true})
 			default:
 				reply(map[string]any{"id": id, "type": "message_batch_deleted"})
 			}
@@ -746,4 +789,143 @@ func TestOwnedFilesInModelCalls(t *testing.T) {
 	sent("tool input", func() {
 		raw("/v1/messages", globexKey, `{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"read","input":{"file_id":"`+am.ID+`"}}]}]}`, "anthropic-version", "2023-06-01")
 	})
+}
+
+// TestOwnedVectorStoresConversationsJobsAndEvals: vector stores,
+// conversations, evals, fine-tuning jobs and the models those jobs make
+// belong to the tenant that created them. Another tenant's — by path, in a
+// create's body (a vector store's files, a job's training file), in a
+// Responses call (file_search's vector_store_ids, conversation) or as a
+// chat call's model — is a 404 with nothing sent upstream; lists show each
+// tenant its own.
+func TestOwnedVectorStoresConversationsJobsAndEvals(t *testing.T) {
+	h, f, acmeKey, globexKey := newOwnedHarness(t)
+	ctx := context.Background()
+	acme, globex := ownedOpenAI(h, acmeKey), ownedOpenAI(h, globexKey)
+	mine := uploadFile(t, acme, "acme.jsonl", "acme's data\n")
+	theirs := uploadFile(t, globex, "globex.jsonl", "globex's data\n")
+	do := func(method, path, key, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, h.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode, string(b)
+	}
+	refused := func(what string, call func() (int, string)) {
+		t.Helper()
+		n := len(f.requests())
+		if code, body := call(); code != http.StatusNotFound {
+			t.Errorf("%s: %d %s, want 404", what, code, body)
+		}
+		assertUntouched(t, f, n, what)
+	}
+	reached := func(what string, call func() (int, string)) {
+		t.Helper()
+		n := len(f.requests())
+		call()
+		if len(f.requests()) == n {
+			t.Errorf("%s did not reach the provider", what)
+		}
+	}
+
+	// Vector stores, through the SDK.
+	vs, err := acme.VectorStores.New(ctx, openai.VectorStoreNewParams{Name: openai.String("acme"), FileIDs: []string{mine.ID}})
+	if err != nil || !strings.HasPrefix(vs.ID, "vs_") {
+		t.Fatalf("acme's vector store: %+v %v", vs, err)
+	}
+	n := len(f.requests())
+	if _, err := globex.VectorStores.New(ctx, openai.VectorStoreNewParams{Name: openai.String("stolen"), FileIDs: []string{mine.ID}}); err == nil {
+		t.Error("globex made a vector store of acme's file")
+	} else if body, ok := openAINotFound(err); !ok || !strings.Contains(body, mine.ID) {
+		t.Errorf("a vector store of another tenant's file: %v", err)
+	}
+	for what, err := range map[string]error{
+		"get":    func() error { _, err := globex.VectorStores.Get(ctx, vs.ID); return err }(),
+		"delete": func() error { _, err := globex.VectorStores.Delete(ctx, vs.ID); return err }(),
+		"add a file": func() error {
+			_, err := globex.VectorStores.Files.New(ctx, vs.ID, openai.VectorStoreFileNewParams{FileID: theirs.ID})
+			return err
+		}(),
+	} {
+		if _, ok := openAINotFound(err); !ok {
+			t.Errorf("globex's %s on acme's vector store: %v", what, err)
+		}
+	}
+	assertUntouched(t, f, n, "another tenant's vector store")
+	if _, err := acme.VectorStores.Files.New(ctx, vs.ID, openai.VectorStoreFileNewParams{FileID: mine.ID}); err != nil {
+		t.Errorf("acme adds its own file to its vector store: %v", err)
+	}
+	own, err := globex.VectorStores.New(ctx, openai.VectorStoreNewParams{Name: openai.String("globex"), FileIDs: []string{theirs.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{acmeKey: vs.ID, globexKey: own.ID} {
+		cl := ownedOpenAI(h, key)
+		page, err := cl.VectorStores.List(ctx, openai.VectorStoreListParams{})
+		if err != nil || len(page.Data) != 1 || page.Data[0].ID != want {
+			t.Errorf("list: %+v %v, want only %s", page, err, want)
+		}
+	}
+	search := func(store string) string {
+		return `{"model":"gpt-4o-mini","input":"find it","tools":[{"type":"file_search","vector_store_ids":["` + store + `"]}]}`
+	}
+	refused("file_search on another tenant's vector store", func() (int, string) { return do("POST", "/v1/responses", globexKey, search(vs.ID)) })
+	reached("file_search on an own vector store", func() (int, string) { return do("POST", "/v1/responses", acmeKey, search(vs.ID)) })
+
+	// Conversations.
+	code, body := do("POST", "/v1/conversations", acmeKey, `{"metadata":{"topic":"q3"}}`)
+	conv := wire.ResourceID([]byte(body))
+	if code != http.StatusOK || !strings.HasPrefix(conv, "conv_") {
+		t.Fatalf("acme's conversation: %d %s", code, body)
+	}
+	refused("get another tenant's conversation", func() (int, string) { return do("GET", "/v1/conversations/"+conv, globexKey, "") })
+	refused("a Responses call in another tenant's conversation", func() (int, string) {
+		return do("POST", "/v1/responses", globexKey, `{"model":"gpt-4o-mini","input":"hi","conversation":"`+conv+`"}`)
+	})
+	refused("the object form of conversation", func() (int, string) {
+		return do("POST", "/v1/responses", globexKey, `{"model":"gpt-4o-mini","input":"hi","conversation":{"id":"`+conv+`"}}`)
+	})
+	reached("an own conversation", func() (int, string) { return do("GET", "/v1/conversations/"+conv, acmeKey, "") })
+
+	// Evals, and an eval run's file.
+	code, body = do("POST", "/v1/evals", acmeKey, `{"name":"acme","data_source_config":{"type":"custom","item_schema":{"type":"object"}},"testing_criteria":[]}`)
+	eval := wire.ResourceID([]byte(body))
+	if code != http.StatusOK || !strings.HasPrefix(eval, "eval_") {
+		t.Fatalf("acme's eval: %d %s", code, body)
+	}
+	refused("get another tenant's eval", func() (int, string) { return do("GET", "/v1/evals/"+eval, globexKey, "") })
+	refused("a run on another tenant's eval", func() (int, string) { return do("POST", "/v1/evals/"+eval+"/runs", globexKey, `{"name":"r"}`) })
+	refused("an eval run over another tenant's file", func() (int, string) {
+		return do("POST", "/v1/evals", globexKey, `{"name":"g","data_source":{"type":"jsonl","source":{"type":"file_id","id":"`+mine.ID+`"}}}`)
+	})
+	if code, body := do("GET", "/v1/evals", globexKey, ""); code != http.StatusOK || strings.Contains(body, eval) {
+		t.Errorf("globex's eval list: %d %s", code, body)
+	}
+
+	// Fine-tuning jobs and their models, through the SDK.
+	if _, err := globex.FineTuning.Jobs.New(ctx, openai.FineTuningJobNewParams{Model: "gpt-4o-mini-2024-07-18", TrainingFile: mine.ID}); err == nil {
+		t.Error("globex trained on acme's file")
+	}
+	job, err := acme.FineTuning.Jobs.New(ctx, openai.FineTuningJobNewParams{Model: "gpt-4o-mini-2024-07-18", TrainingFile: mine.ID})
+	if err != nil || !strings.HasPrefix(job.ID, "ftjob-") {
+		t.Fatalf("acme's fine-tuning job: %+v %v", job, err)
+	}
+	if _, err := globex.FineTuning.Jobs.Get(ctx, job.ID); err == nil {
+		t.Error("globex read acme's fine-tuning job")
+	}
+	done, err := acme.FineTuning.Jobs.Get(ctx, job.ID)
+	if err != nil || !strings.HasPrefix(done.FineTunedModel, "ft:") {
+		t.Fatalf("acme's finished job: %+v %v", done, err)
+	}
+	chat := `{"model":"` + done.FineTunedModel + `","messages":[{"role":"user","content":"hi"}]}`
+	refused("a chat call on another tenant's fine-tuned model", func() (int, string) { return do("POST", "/v1/chat/completions", globexKey, chat) })
+	reached("a chat call on an own fine-tuned model", func() (int, string) { return do("POST", "/v1/chat/completions", acmeKey, chat) })
 }

@@ -142,8 +142,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 			return nil, err
 		}
 	}
-	// A file the tenant did not create is not found (owned.go).
-	if err := s.checkBodyFiles(r.Context(), tenant, shape, body); err != nil {
+	// A file, vector store or conversation the tenant did not create is
+	// not found (owned.go).
+	if err := s.checkRefs(r.Context(), tenant, shape, body); err != nil {
 		return nil, err
 	}
 	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
@@ -153,6 +154,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	}
 	if c.fp.Model == "" {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "missing required field \"model\"")
+	}
+	// A fine-tuned model another tenant's job made is not found (owned.go).
+	if err := s.checkModel(r.Context(), tenant, shape, c.fp.Model); err != nil {
+		return nil, err
 	}
 	c.fp.Stream = c.fp.Stream || stream
 	defer func() { s.stage(c, "groundhog.admit", t0) }() // authenticate, parse, fingerprint

@@ -183,21 +183,57 @@ func BatchFileIDs(body []byte) []string {
 	return out
 }
 
-// FileRefs returns the string values of every member named file_id, and
-// every string of every member named file_ids, anywhere in a JSON body:
-// the files a model call asks the provider to read (an input_file part of
-// the Responses API, a file part of Chat Completions, an Anthropic
-// document or container_upload source of type file, a tool's file list).
-// A body that is not JSON has none. Members that hold the caller's own
+// Refs are the provider resources a request body names: what the provider
+// would read or write on the caller's behalf.
+type Refs struct {
+	// Files: every member named file_id, training_file or validation_file
+	// (a string), every string of every member named file_ids, and the id
+	// of an object of type "file_id" (an eval run's data source).
+	Files []string
+	// VectorStores: every string of every member named vector_store_ids
+	// (the file_search tool; a vector store's own files).
+	VectorStores []string
+	// Conversations: the top-level conversation member of a Responses
+	// call, as a string or as an object's id.
+	Conversations []string
+}
+
+// FileRefs returns Refs(body).Files: the files a model call asks the
+// provider to read (an input_file part of the Responses API, a file part of
+// Chat Completions, an Anthropic document or container_upload source of
+// type file, a tool's file list).
+func FileRefs(body []byte) []string { return BodyRefs(body).Files }
+
+// BodyRefs returns the resources a JSON body names (Refs), anywhere in it.
+// A body that is not JSON names none. Members that hold the caller's own
 // data rather than instructions to the provider are not read: metadata,
 // JSON schemas (parameters, input_schema, schema) and the input of a tool
 // use block.
-func FileRefs(body []byte) []string {
+func BodyRefs(body []byte) Refs {
 	var v any
 	if json.Unmarshal(body, &v) != nil {
-		return nil
+		return Refs{}
 	}
-	var out []string
+	var out Refs
+	strs := func(m any, to *[]string) {
+		if ids, ok := m.([]any); ok {
+			for _, id := range ids {
+				if id, ok := id.(string); ok {
+					*to = append(*to, id)
+				}
+			}
+		}
+	}
+	if top, ok := v.(map[string]any); ok {
+		switch c := top["conversation"].(type) {
+		case string:
+			out.Conversations = append(out.Conversations, c)
+		case map[string]any:
+			if id, ok := c["id"].(string); ok {
+				out.Conversations = append(out.Conversations, id)
+			}
+		}
+	}
 	var walk func(v any)
 	walk = func(v any) {
 		switch v := v.(type) {
@@ -210,18 +246,22 @@ func FileRefs(body []byte) []string {
 					if t, _ := v["type"].(string); strings.HasSuffix(t, "tool_use") {
 						continue
 					}
-				case "file_id":
+				case "file_id", "training_file", "validation_file":
 					if id, ok := m.(string); ok {
-						out = append(out, id)
+						out.Files = append(out.Files, id)
 					}
-				case "file_ids":
-					if ids, ok := m.([]any); ok {
-						for _, id := range ids {
-							if id, ok := id.(string); ok {
-								out = append(out, id)
-							}
+				case "id":
+					// An eval run's data source names its file as
+					// {"type": "file_id", "id": "file-…"}.
+					if t, _ := v["type"].(string); t == "file_id" {
+						if id, ok := m.(string); ok {
+							out.Files = append(out.Files, id)
 						}
 					}
+				case "file_ids":
+					strs(m, &out.Files)
+				case "vector_store_ids":
+					strs(m, &out.VectorStores)
 				}
 				walk(m)
 			}
@@ -232,5 +272,28 @@ func FileRefs(body []byte) []string {
 		}
 	}
 	walk(v)
+	return out
+}
+
+// FineTunedModels returns the models an OpenAI fine-tuning job answer
+// names as made for it (fine_tuned_model), of one job or of every job of a
+// list page.
+func FineTunedModels(body []byte) []string {
+	type job struct {
+		Model *string `json:"fine_tuned_model"`
+	}
+	var v struct {
+		job
+		Data []job `json:"data"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	var out []string
+	for _, j := range append(v.Data, v.job) {
+		if j.Model != nil && *j.Model != "" {
+			out = append(out, *j.Model)
+		}
+	}
 	return out
 }
