@@ -10,6 +10,12 @@ import (
 	"github.com/groundhog-ai/groundhog"
 )
 
+// Owner is whose a managed cache is: the tenant, the operation of the
+// call that made it (for the ledger), and the model it serves.
+type Owner struct {
+	Tenant, Operation, Model string
+}
+
 // Provider is the explicit-cache API of the provider account, as the
 // manager uses it on a tenant's behalf. The gateway implements it over
 // the same upstream and provider key as the tenant's calls: it records
@@ -18,25 +24,28 @@ import (
 type Provider interface {
 	// CountTokens returns how many prompt tokens the provider counts in a
 	// cache create body.
-	CountTokens(ctx context.Context, tenant, model string, body []byte) (int64, error)
+	CountTokens(ctx context.Context, o Owner, body []byte) (int64, error)
 	// Create creates a cache from a create body for tenant.
-	Create(ctx context.Context, tenant, model string, body []byte) (Created, error)
+	Create(ctx context.Context, o Owner, body []byte) (Created, error)
 	// Extend sets the cache's life to ttl from now; it returns the new
 	// expiry.
-	Extend(ctx context.Context, tenant, model, name string, ttl time.Duration) (time.Time, error)
+	Extend(ctx context.Context, o Owner, c Created, ttl time.Duration) (time.Time, error)
 	// Delete deletes the cache.
-	Delete(ctx context.Context, tenant, model, name string) error
+	Delete(ctx context.Context, o Owner, c Created) error
 	// Forget drops the gateway's record of a cache the provider no longer
-	// has (it expired, or answered 404), without calling the provider.
-	Forget(ctx context.Context, tenant, model, name string)
+	// has (it expired at c.Expire, or the provider answered that it does
+	// not exist at gone), without calling the provider.
+	Forget(ctx context.Context, o Owner, c Created, gone time.Time)
 }
 
 // Created is a cache the provider made: its name ("cachedContents/{id}"),
-// its size as the provider counts it, and its expiry.
+// its size as the provider counts it, when it was created and when it
+// expires (as the provider answered).
 type Created struct {
-	Name   string
-	Tokens int64
-	Expire time.Time
+	Name       string
+	Tokens     int64
+	CreateTime time.Time
+	Expire     time.Time
 }
 
 // Config is a Manager's configuration.
@@ -83,11 +92,10 @@ type seen struct {
 }
 
 type managed struct {
-	tenant, model, name string
-	contents            int
-	tokens              int64
-	created, expire     time.Time
-	busy                bool // an extend or delete is in progress
+	Owner
+	Created
+	contents int
+	busy     bool // a create, extend or delete is in progress
 }
 
 // New returns a Manager.
@@ -125,7 +133,8 @@ type Use struct {
 // the cost model says a cache pays) or extend one (when less than half of
 // its TTL is left and keeping it pays). A provider failure on the way is
 // logged and the body goes as it is: the manager never fails a call.
-func (m *Manager) Before(ctx context.Context, tenant, model string, body []byte) *Use {
+func (m *Manager) Before(ctx context.Context, o Owner, body []byte) *Use {
+	tenant, model := o.Tenant, o.Model
 	r, ok := ParseRequest(tenant, model, body)
 	if !ok {
 		return nil
@@ -139,24 +148,24 @@ func (m *Manager) Before(ctx context.Context, tenant, model string, body []byte)
 	for i := len(r.points) - 1; i >= 0; i-- {
 		p := r.points[i]
 		c := m.caches[p.ID]
-		if c == nil || !c.expire.After(now.Add(time.Second)) {
+		if c == nil || !c.Expire.After(now.Add(time.Second)) {
 			continue
 		}
-		extend := !c.busy && c.expire.Sub(now) < m.cfg.TTL/2
+		extend := !c.busy && c.Expire.Sub(now) < m.cfg.TTL/2
 		var est Estimate
 		if extend {
 			var uses []time.Time
 			if s := m.seen[p.ID]; s != nil {
 				uses = s.uses
 			}
-			rates, _ := m.cfg.Rates(model, c.tokens)
-			est = m.cfg.KeepEstimate(rates, c.tokens, uses, now)
+			rates, _ := m.cfg.Rates(model, c.Tokens)
+			est = m.cfg.KeepEstimate(rates, c.Tokens, uses, now)
 			extend = est.Pays
 			if extend {
 				c.busy = true
 			}
 		}
-		u := &Use{Name: c.name, Tokens: c.tokens, id: p.ID}
+		u := &Use{Name: c.Name, Tokens: c.Tokens, id: p.ID}
 		n := c.contents
 		m.mu.Unlock()
 		if extend {
@@ -183,13 +192,13 @@ func (m *Manager) Before(ctx context.Context, tenant, model string, body []byte)
 	tokens, counted := m.counts[cand.ID]
 	// Hold the place: a concurrent request with the same prefix does not
 	// create a second cache.
-	m.caches[cand.ID] = &managed{tenant: tenant, model: model, contents: cand.Contents, busy: true}
+	m.caches[cand.ID] = &managed{Owner: o, contents: cand.Contents, busy: true}
 	m.mu.Unlock()
 
-	u := m.create(ctx, tenant, model, r, cand, uses, tokens, counted, now)
+	u := m.create(ctx, o, r, cand, uses, tokens, counted, now)
 	if u == nil {
 		m.mu.Lock()
-		if c := m.caches[cand.ID]; c != nil && c.name == "" {
+		if c := m.caches[cand.ID]; c != nil && c.Name == "" {
 			delete(m.caches, cand.ID)
 		}
 		m.mu.Unlock()
@@ -199,12 +208,13 @@ func (m *Manager) Before(ctx context.Context, tenant, model string, body []byte)
 
 // create decides on and makes a cache for prefix cand of r; nil when it
 // does not (the place held in caches is then dropped by the caller).
-func (m *Manager) create(ctx context.Context, tenant, model string, r *Request, cand point, uses []time.Time, tokens int64, counted bool, now time.Time) *Use {
+func (m *Manager) create(ctx context.Context, o Owner, r *Request, cand point, uses []time.Time, tokens int64, counted bool, now time.Time) *Use {
 	ttl := strconv.FormatInt(int64(m.cfg.TTL/time.Second), 10) + "s"
+	model := o.Model
 	body := r.CacheBody(model, cand.Contents, ttl)
-	log := m.cfg.Logger.With("tenant", tenant, "model", model, "prefix", cand.ID[:16])
+	log := m.cfg.Logger.With("tenant", o.Tenant, "operation", o.Operation, "model", model, "prefix", cand.ID[:16])
 	if !counted {
-		n, err := m.cfg.Provider.CountTokens(ctx, tenant, model, body)
+		n, err := m.cfg.Provider.CountTokens(ctx, o, body)
 		if err != nil {
 			log.Warn("explicit cache: counting the prefix's tokens failed; the request goes without a cache", "err", err)
 			return nil
@@ -228,7 +238,7 @@ func (m *Manager) create(ctx context.Context, tenant, model string, r *Request, 
 		log.Info("explicit cache: not created", append(attrs, "reason", est.Reason)...)
 		return nil
 	}
-	c, err := m.cfg.Provider.Create(ctx, tenant, model, body)
+	c, err := m.cfg.Provider.Create(ctx, o, body)
 	if err != nil {
 		log.Warn("explicit cache: create failed; the request goes without a cache", append(attrs, "err", err)...)
 		return nil
@@ -236,9 +246,10 @@ func (m *Manager) create(ctx context.Context, tenant, model string, r *Request, 
 	if c.Tokens > 0 {
 		tokens = c.Tokens
 	}
+	c.Tokens = tokens
 	log.Info("explicit cache: created", append(attrs, "cache", c.Name, "expire", c.Expire)...)
 	m.mu.Lock()
-	m.caches[cand.ID] = &managed{tenant: tenant, model: model, name: c.Name, contents: cand.Contents, tokens: tokens, created: now, expire: c.Expire}
+	m.caches[cand.ID] = &managed{Owner: o, Created: c, contents: cand.Contents}
 	m.counts[cand.ID] = tokens
 	m.mu.Unlock()
 	return &Use{Body: r.Rewrite(c.Name, cand.Contents), Name: c.Name, Tokens: tokens, id: cand.ID}
@@ -246,16 +257,16 @@ func (m *Manager) create(ctx context.Context, tenant, model string, r *Request, 
 
 // extend gives c another TTL; a failure leaves it as it was.
 func (m *Manager) extend(ctx context.Context, id string, c *managed, est Estimate) {
-	expire, err := m.cfg.Provider.Extend(ctx, c.tenant, c.model, c.name, m.cfg.TTL)
+	expire, err := m.cfg.Provider.Extend(ctx, c.Owner, c.Created, m.cfg.TTL)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c.busy = false
-	log := m.cfg.Logger.With("tenant", c.tenant, "model", c.model, "prefix", id[:16], "cache", c.name)
+	log := m.cfg.Logger.With("tenant", c.Tenant, "model", c.Model, "prefix", id[:16], "cache", c.Name)
 	if err != nil {
 		log.Warn("explicit cache: extend failed", "err", err)
 		return
 	}
-	c.expire = expire
+	c.Expire = expire
 	log.Info("explicit cache: extended", append(estimateAttrs(est), "expire", expire)...)
 }
 
@@ -307,14 +318,14 @@ func (m *Manager) prune(now time.Time) {
 func (m *Manager) Gone(ctx context.Context, u *Use) {
 	m.mu.Lock()
 	c := m.caches[u.id]
-	if c == nil || c.name != u.Name {
+	if c == nil || c.Name != u.Name {
 		m.mu.Unlock()
 		return
 	}
 	delete(m.caches, u.id)
 	m.mu.Unlock()
-	m.cfg.Logger.Info("explicit cache: gone at the provider; forgotten", "tenant", c.tenant, "model", c.model, "cache", c.name)
-	m.cfg.Provider.Forget(ctx, c.tenant, c.model, c.name)
+	m.cfg.Logger.Info("explicit cache: gone at the provider; forgotten", "tenant", c.Tenant, "model", c.Model, "cache", c.Name)
+	m.cfg.Provider.Forget(ctx, c.Owner, c.Created, m.cfg.Clock.Now())
 }
 
 // Sweep deletes the caches that no longer pay at the clock's now (no
@@ -332,10 +343,10 @@ func (m *Manager) Sweep(ctx context.Context) {
 	var gone []*managed
 	m.mu.Lock()
 	for id, c := range m.caches {
-		if c.busy || c.name == "" {
+		if c.busy || c.Name == "" {
 			continue
 		}
-		if !c.expire.After(now) {
+		if !c.Expire.After(now) {
 			delete(m.caches, id)
 			gone = append(gone, c)
 			continue
@@ -344,8 +355,8 @@ func (m *Manager) Sweep(ctx context.Context) {
 		if s := m.seen[id]; s != nil {
 			uses = s.uses
 		}
-		rates, _ := m.cfg.Rates(c.model, c.tokens)
-		if est := m.cfg.KeepEstimate(rates, c.tokens, uses, now); !est.Pays {
+		rates, _ := m.cfg.Rates(c.Model, c.Tokens)
+		if est := m.cfg.KeepEstimate(rates, c.Tokens, uses, now); !est.Pays {
 			c.busy = true
 			dels = append(dels, del{id, c, est})
 		}
@@ -353,12 +364,12 @@ func (m *Manager) Sweep(ctx context.Context) {
 	m.prune(now)
 	m.mu.Unlock()
 	for _, c := range gone {
-		m.cfg.Logger.Info("explicit cache: expired", "tenant", c.tenant, "model", c.model, "cache", c.name)
-		m.cfg.Provider.Forget(ctx, c.tenant, c.model, c.name)
+		m.cfg.Logger.Info("explicit cache: expired", "tenant", c.Tenant, "model", c.Model, "cache", c.Name)
+		m.cfg.Provider.Forget(ctx, c.Owner, c.Created, c.Expire)
 	}
 	for _, d := range dels {
-		err := m.cfg.Provider.Delete(ctx, d.c.tenant, d.c.model, d.c.name)
-		log := m.cfg.Logger.With("tenant", d.c.tenant, "model", d.c.model, "prefix", d.id[:16], "cache", d.c.name)
+		err := m.cfg.Provider.Delete(ctx, d.c.Owner, d.c.Created)
+		log := m.cfg.Logger.With("tenant", d.c.Tenant, "model", d.c.Model, "prefix", d.id[:16], "cache", d.c.Name)
 		m.mu.Lock()
 		d.c.busy = false
 		if err == nil && m.caches[d.id] == d.c {
@@ -379,15 +390,15 @@ func (m *Manager) Close(ctx context.Context) {
 	m.mu.Lock()
 	var all []*managed
 	for id, c := range m.caches {
-		if c.name != "" {
+		if c.Name != "" {
 			all = append(all, c)
 		}
 		delete(m.caches, id)
 	}
 	m.mu.Unlock()
 	for _, c := range all {
-		if err := m.cfg.Provider.Delete(ctx, c.tenant, c.model, c.name); err != nil {
-			m.cfg.Logger.Warn("explicit cache: delete on shutdown failed; it expires by itself", "tenant", c.tenant, "cache", c.name, "expire", c.expire, "err", err)
+		if err := m.cfg.Provider.Delete(ctx, c.Owner, c.Created); err != nil {
+			m.cfg.Logger.Warn("explicit cache: delete on shutdown failed; it expires by itself", "tenant", c.Tenant, "cache", c.Name, "expire", c.Expire, "err", err)
 		}
 	}
 }
@@ -398,8 +409,8 @@ func (m *Manager) Live() []string {
 	defer m.mu.Unlock()
 	var out []string
 	for _, c := range m.caches {
-		if c.name != "" {
-			out = append(out, c.name)
+		if c.Name != "" {
+			out = append(out, c.Name)
 		}
 	}
 	return out
