@@ -80,7 +80,18 @@ func (s *Server) explicitRates(model string, tokens int64) (explicitcache.Rates,
 	if !ok {
 		return explicitcache.Rates{}, false
 	}
-	return explicitcache.Rates{Input: p.Input, Cached: p.CachedInput, Creation: p.Input, StoragePerHour: storagePerHour(p)}, true
+	// Google bills a cache's creation as its tokens at the input rate.
+	return explicitcache.Rates{Input: p.Input, Cached: p.CachedInput, Creation: p.Input, StoragePerHour: p.CacheStoragePerHour}, true
+}
+
+// rentCost is the storage rent of a cache of tokens tokens of model that
+// lived from created to end, per whole second as the provider bills it.
+func (s *Server) rentCost(model string, tokens int64, created, end time.Time) groundhog.Money {
+	p, ok := s.cfg.PriceTable.Lookup(gemini.PriceModel(model, groundhog.Usage{InputTokens: tokens}))
+	if !ok {
+		return groundhog.CostUnknown
+	}
+	return p.CacheStorageCost(tokens, groundhog.CacheLifeSeconds(created, end))
 }
 
 // explicitBefore is the explicit-cache hook of a flight: for a Gemini call
@@ -105,6 +116,10 @@ func cacheRefused(status int) bool {
 // paying and forgets the expired ones, at the Server's clock. serve runs
 // it every 30 seconds (ExplicitCacheLoop).
 func (s *Server) SweepExplicitCaches(ctx context.Context) { s.explicit.Sweep(ctx) }
+
+// ExplicitCaches returns the names of the managed caches the Server
+// holds now.
+func (s *Server) ExplicitCaches() []string { return s.explicit.Live() }
 
 // ExplicitCacheLoop sweeps the managed caches every interval until ctx
 // ends, then deletes the ones left (a cache no request will name only
