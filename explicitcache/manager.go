@@ -179,10 +179,13 @@ func (m *Manager) Before(ctx context.Context, o Owner, body []byte) *Use {
 	found := false
 	for i := len(r.points) - 1; i >= 0; i-- {
 		p := r.points[i]
-		if s := m.seen[p.ID]; s != nil && len(s.uses) >= m.cfg.MinUses && m.caches[p.ID] == nil {
+		if s := m.seen[p.ID]; s != nil && len(s.uses) >= m.cfg.MinUses {
 			cand, found = p, true
 			break
 		}
+	}
+	if found && m.caches[cand.ID] != nil {
+		found = false // being created (or expiring): never a second cache beside it
 	}
 	if !found {
 		m.mu.Unlock()
