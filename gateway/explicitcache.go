@@ -31,10 +31,6 @@ import (
 // (its tokens at the input rate), and the storage rent of the cache's
 // whole life when it ends (deleted, expired, or gone at the provider).
 
-// explicitOperation is the ledger operation of the manager's calls made
-// outside any call (sweeps, shutdown).
-const explicitOperation = "default"
-
 // newExplicitManager builds the manager from prompt_cache's explicit
 // settings; the Server's clock drives it.
 func newExplicitManager(s *Server) *explicitcache.Manager {
