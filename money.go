@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Money is an amount of US dollars in picodollars (1e-12 USD). Prices are
@@ -140,13 +141,59 @@ func ParseMoney(s string) (Money, error) {
 // Price is what a model costs, in microdollars per million tokens, so that
 // tokens × price is picodollars. CacheWrite is the rate of a short-lived
 // prompt-cache write (5 or 30 minutes), CacheWrite1h the rate of a one-hour
-// write (Anthropic's "ttl": "1h").
+// write (Anthropic's "ttl": "1h"). CacheStoragePerHour is the storage rent
+// of an explicit prompt cache (Gemini's cachedContents), in microdollars per
+// million tokens per hour; 0 means not priced (CacheStorageCost is then
+// CostUnknown).
 type Price struct {
-	Input        int64 `json:"input" yaml:"input"`
-	CachedInput  int64 `json:"cached_input" yaml:"cached_input"`
-	CacheWrite   int64 `json:"cache_write" yaml:"cache_write"`
-	CacheWrite1h int64 `json:"cache_write_1h" yaml:"cache_write_1h"`
-	Output       int64 `json:"output" yaml:"output"`
+	Input               int64 `json:"input" yaml:"input"`
+	CachedInput         int64 `json:"cached_input" yaml:"cached_input"`
+	CacheWrite          int64 `json:"cache_write" yaml:"cache_write"`
+	CacheWrite1h        int64 `json:"cache_write_1h" yaml:"cache_write_1h"`
+	Output              int64 `json:"output" yaml:"output"`
+	CacheStoragePerHour int64 `json:"cache_storage_per_mtok_hour,omitempty" yaml:"cache_storage_per_mtok_hour,omitempty"`
+}
+
+// CacheStorageCost is the storage rent of an explicit cache of tokens tokens
+// that has lived the first seconds whole seconds of its life:
+//
+//	floor(tokens × CacheStoragePerHour × seconds / 3600)   picodollars
+//
+// The rent of any stretch of the cache's life, from second a to second b
+// (both counted from its creation), is CacheStorageCost(tokens, b) −
+// CacheStorageCost(tokens, a): the pieces a biller or a ledger cuts a life
+// into (one per UTC day) always add up to the rent of the whole life, to the
+// picodollar, whatever the cut. A cache's life is counted in whole seconds:
+// elapsed time truncated to the second (CacheLifeSeconds). An unpriced
+// storage rate (0), a negative count or a figure that does not fit a Money
+// is CostUnknown.
+func (p Price) CacheStorageCost(tokens, seconds int64) Money {
+	if p.CacheStoragePerHour <= 0 || tokens < 0 || seconds < 0 {
+		return CostUnknown
+	}
+	hi, lo := bits.Mul64(uint64(tokens), uint64(p.CacheStoragePerHour))
+	if hi != 0 {
+		return CostUnknown
+	}
+	hi, lo = bits.Mul64(lo, uint64(seconds))
+	if hi >= 3600 {
+		return CostUnknown
+	}
+	q, _ := bits.Div64(hi, lo, 3600)
+	if q > math.MaxInt64 {
+		return CostUnknown
+	}
+	return Money(q)
+}
+
+// CacheLifeSeconds is how many whole seconds of a cache's life lie between
+// its creation and t (0 when t is not after it): the argument
+// CacheStorageCost takes.
+func CacheLifeSeconds(created, t time.Time) int64 {
+	if !t.After(created) {
+		return 0
+	}
+	return int64(t.Sub(created) / time.Second)
 }
 
 // Cost prices u. InputTokens includes the cached and cache-write tokens; the

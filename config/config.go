@@ -191,6 +191,11 @@ type OperationPromptCache struct {
 	// or OpenAI Responses prompt_cache_options.comparison_response_id, set
 	// from the previous answer of the call's chain.
 	AskProvider bool `yaml:"ask_provider"`
+	// Explicit "auto" lets groundhog create and manage Gemini explicit
+	// caches (cachedContents) for the operation's repeated prefixes when
+	// they pay for themselves; "off" never; "" follows
+	// prompt_cache.explicit.
+	Explicit string `yaml:"explicit"`
 }
 
 // PromptCacheConfig bounds the gateway's prompt-cache stage.
@@ -220,6 +225,22 @@ type PromptCacheConfig struct {
 	// matching prefix winning ({claude-sonnet-4-6: 2048}). Breakpoint
 	// injection, the break diagnosis and warm-then-fan-out use it.
 	MinTokens map[string]int `yaml:"min_tokens"`
+	// Explicit "auto" lets groundhog create, extend and delete Gemini
+	// explicit caches (cachedContents) for a tenant's repeated prompt
+	// prefixes when its cost model says they pay for themselves against
+	// implicit caching; "off" (the default) never. An operation's
+	// prompt_cache.explicit overrides it.
+	Explicit string `yaml:"explicit"`
+	// ExplicitTTL is the life groundhog gives a cache it creates or
+	// extends, and the horizon of its cost model (default 10m).
+	ExplicitTTL time.Duration `yaml:"explicit_ttl"`
+	// ExplicitWindow: a prefix not sent again within it is no longer
+	// reused; its managed cache is deleted (default 10m).
+	ExplicitWindow time.Duration `yaml:"explicit_window"`
+	// ExplicitMinUses is how many times a prefix must have been sent, each
+	// within explicit_window of the one before, before groundhog considers
+	// a cache for it (default 3).
+	ExplicitMinUses int `yaml:"explicit_min_uses"`
 }
 
 // KeyConfig is a gateway key in the configuration file: the tenant and the
@@ -257,7 +278,8 @@ func Default() Config {
 		State:       StateConfig{MaxBytes: 256 << 10},
 		Evidence:    EvidenceConfig{QuotaBytes: 1 << 30, MaxUploadBytes: 1 << 30},
 		Compaction:  DefaultCompaction(),
-		PromptCache: PromptCacheConfig{FanOutMaxHold: 10 * time.Second, FanOutPrewarmAfter: 5 * time.Second},
+		PromptCache: PromptCacheConfig{FanOutMaxHold: 10 * time.Second, FanOutPrewarmAfter: 5 * time.Second,
+			Explicit: "off", ExplicitTTL: 10 * time.Minute, ExplicitWindow: 10 * time.Minute, ExplicitMinUses: 3},
 	}
 }
 
@@ -395,6 +417,14 @@ func (c *Config) Finish() error {
 			return fmt.Errorf("prompt_cache.min_tokens: %q: %d: want a model name prefix and 1 to %d tokens", model, n, 1<<20)
 		}
 	}
+	switch c.PromptCache.Explicit {
+	case "", "off", "auto":
+	default:
+		return fmt.Errorf("prompt_cache.explicit %q: use auto or off", c.PromptCache.Explicit)
+	}
+	if pc := c.PromptCache; pc.ExplicitTTL != 0 && pc.ExplicitTTL < time.Minute || pc.ExplicitWindow < 0 || pc.ExplicitMinUses != 0 && pc.ExplicitMinUses < 2 {
+		return fmt.Errorf("prompt_cache: explicit_ttl must be at least 1m, explicit_window positive and explicit_min_uses at least 2")
+	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("shutdown_timeout must be positive")
 	}
@@ -409,6 +439,11 @@ func (c *Config) Finish() error {
 		case "", "off", "auto":
 		default:
 			return fmt.Errorf("operations.%s.prompt_cache.breakpoints %q: use auto or off", name, op.PromptCache.Breakpoints)
+		}
+		switch op.PromptCache.Explicit {
+		case "", "off", "auto":
+		default:
+			return fmt.Errorf("operations.%s.prompt_cache.explicit %q: use auto or off", name, op.PromptCache.Explicit)
 		}
 		if op.PromptCache.App != "" && !ValidOperationName(op.PromptCache.App) || op.PromptCache.PromptVersion != "" && !ValidOperationName(op.PromptCache.PromptVersion) {
 			return fmt.Errorf("operations.%s.prompt_cache: app and prompt_version must be 1–128 of A-Z a-z 0-9 . _ - : /", name)
@@ -587,6 +622,16 @@ func ValidOperationName(s string) bool {
 		}
 	}
 	return true
+}
+
+// ExplicitCache reports whether groundhog manages Gemini explicit caches
+// for the calls of operation op: the operation's prompt_cache.explicit
+// when set, else prompt_cache.explicit.
+func (c *Config) ExplicitCache(op string) bool {
+	if v := c.Operations[op].PromptCache.Explicit; v != "" {
+		return v == "auto"
+	}
+	return c.PromptCache.Explicit == "auto"
 }
 
 // OperationFor names the operation of a call without a header: the first

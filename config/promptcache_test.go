@@ -53,3 +53,45 @@ prompt_cache:
 		}
 	}
 }
+
+func TestExplicitCacheConfig(t *testing.T) {
+	load := func(yaml string) (Config, error) {
+		file := filepath.Join(t.TempDir(), "g.yaml")
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := Default()
+		if err := c.LoadFile(file); err != nil {
+			return c, err
+		}
+		return c, c.Finish()
+	}
+	c, err := load("operations: {docs: {}, chat: {prompt_cache: {explicit: auto}}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ExplicitCache("docs") || c.ExplicitCache("default") || !c.ExplicitCache("chat") {
+		t.Errorf("off by default, auto for chat: docs %v default %v chat %v", c.ExplicitCache("docs"), c.ExplicitCache("default"), c.ExplicitCache("chat"))
+	}
+	if pc := c.PromptCache; pc.ExplicitTTL != 10*time.Minute || pc.ExplicitWindow != 10*time.Minute || pc.ExplicitMinUses != 3 {
+		t.Errorf("explicit defaults %+v", pc)
+	}
+	c, err = load("prompt_cache: {explicit: auto, explicit_ttl: 30m}\noperations: {batch: {prompt_cache: {explicit: \"off\"}}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.ExplicitCache("default") || c.ExplicitCache("batch") || c.PromptCache.ExplicitTTL != 30*time.Minute {
+		t.Errorf("global auto, batch off: default %v batch %v ttl %v", c.ExplicitCache("default"), c.ExplicitCache("batch"), c.PromptCache.ExplicitTTL)
+	}
+	for yaml, want := range map[string]string{
+		"prompt_cache: {explicit: on}":                        "prompt_cache.explicit",
+		"operations: {a: {prompt_cache: {explicit: always}}}": "operations.a.prompt_cache.explicit",
+		"prompt_cache: {explicit_ttl: 10s}":                   "explicit_ttl",
+		"prompt_cache: {explicit_min_uses: 1}":                "explicit_min_uses",
+		"prompt_cache: {explicit_window: -1m}":                "explicit_window",
+	} {
+		if _, err := load(yaml); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one mentioning %q", yaml, err, want)
+		}
+	}
+}

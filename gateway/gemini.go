@@ -75,16 +75,30 @@ func withoutKey(rawQuery string) string {
 }
 
 // geminiPassthroughCost prices a relayed Gemini API response: countTokens,
-// reads and deletions (GET, DELETE) and error answers are free; everything
-// else the provider may bill by tokens or storage (embedContent,
-// creating or extending a cachedContent, …) is unknown — never a silent
-// zero.
-func geminiPassthroughCost(r *http.Request, status int) (string, groundhog.Money) {
+// reads and deletions (GET, DELETE) and error answers are free; the
+// creation of an explicit cache (POST …/cachedContents) is its tokens
+// (the answer's usageMetadata.totalTokenCount) at the model's input rate,
+// as Google bills it; everything else the provider may bill by tokens
+// (embedContent, …) is unknown — never a silent zero. An update (PATCH)
+// bills nothing itself: the storage it extends is the cache's rent.
+func (s *Server) geminiPassthroughCost(r *http.Request, status int, answer *capped) (string, groundhog.Usage, groundhog.Money) {
 	model, method, _ := gemini.ParsePath(r.URL.EscapedPath())
 	if status/100 != 2 || method == gemini.MethodCountTokens || r.Method == http.MethodGet || r.Method == http.MethodDelete {
-		return model, 0
+		return model, groundhog.Usage{}, 0
 	}
-	return model, groundhog.CostUnknown
+	if _, collection, ok := gemini.CachePath(r.URL.Path); ok {
+		if !collection && r.Method == http.MethodPatch {
+			return model, groundhog.Usage{}, 0
+		}
+		if collection && r.Method == http.MethodPost && !answer.over {
+			if c, ok := gemini.ParseCachedContent(answer.buf.Bytes()); ok {
+				u := groundhog.Usage{InputTokens: c.Tokens}
+				entry := gemini.PriceModel(c.Model, u)
+				return entry, u, s.cfg.PriceTable.Cost(entry, u)
+			}
+		}
+	}
+	return model, groundhog.Usage{}, groundhog.CostUnknown
 }
 
 // geminiOr routes /v1/models/{id}: a Gemini method call

@@ -265,7 +265,7 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	case isBedrock:
 		row.Model, row.Usage, row.Cost = s.bedrockPassthroughCost(brp, res.StatusCode, usage)
 	case isGemini:
-		row.Model, row.Cost = geminiPassthroughCost(r, res.StatusCode) // gemini.go
+		row.Model, row.Usage, row.Cost = s.geminiPassthroughCost(r, res.StatusCode, usage) // gemini.go
 	case events != nil:
 		row.Model, row.Usage, row.Cost = s.streamPassthroughCost(res.StatusCode, events)
 	default:

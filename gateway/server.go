@@ -19,6 +19,7 @@ import (
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/explicitcache"
 	"github.com/groundhog-ai/groundhog/fanout"
 	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/idempotency"
@@ -150,7 +151,8 @@ type Server struct {
 	inflight atomic.Int64      // provider-route handlers running
 	working  atomic.Int64      // upstream flights running (they may outlive their handlers)
 
-	pc *promptcache.Stage // provider prompt-cache stage (gateway/promptcache.go)
+	pc       *promptcache.Stage     // provider prompt-cache stage (gateway/promptcache.go)
+	explicit *explicitcache.Manager // managed Gemini explicit caches (gateway/explicitcache.go)
 
 	// The provider routes' handlers, when dispatched without the mux
 	// (hitfast.go).
@@ -212,6 +214,7 @@ func New(o Options) *Server {
 		fpMemo:   fingerprint.NewMemo(o.FingerprintMemoBytes, 0),
 	}
 	s.pc = newPromptCacheStage(o)
+	s.explicit = newExplicitManager(s)
 	s.routes()
 	s.directRoutes()
 	return s

@@ -131,6 +131,13 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if up.BaseURL == "" && (c.bedrockFramed() || c.shape == groundhog.ShapeGemini) {
 		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "no %s upstream is configured", c.shape.Provider())
 	}
+	// explicit-cache hook: may name a managed Gemini cache instead of the
+	// prefix it holds (explicitcache.go); the client's body stays the key.
+	clientBody := body
+	ec := s.explicitBefore(ctx, c, body)
+	if ec != nil {
+		body = ec.Body
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
@@ -165,6 +172,25 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	defer waitEnd()              // the error returns
 	res, err := s.roundTrip(req) // s.client.Do without the client layer (roundtrip.go)
+	if err == nil && ec != nil && cacheRefused(res.StatusCode) {
+		// explicit-cache hook: the managed cache is gone or refused: forget
+		// it and send the client's own body (nothing was billed).
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest {
+			s.explicit.Gone(ctx, ec)
+		}
+		s.log.Warn("explicit cache: the provider refused a managed cache; resending the client's body", append(logAttrs(c), "cache", ec.Name, "status", res.StatusCode)...)
+		ec = nil
+		if req, err = newUpstreamRequest(ctx, url, c, clientBody); err != nil {
+			return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
+		}
+		if err := s.prepareUpstream(ctx, req, c, up, clientBody, true); err != nil {
+			c.spent = 0
+			return nil, err
+		}
+		res, err = s.roundTrip(req)
+	}
 	if err != nil {
 		c.spent = spentOnTransportError(err)
 		return nil, upstreamError(ctx, err)

@@ -134,6 +134,26 @@ func Default() Table {
 		}
 		t[model] = pr
 	}
+	// Gemini explicit caches (cachedContents): storage rent per million
+	// tokens per hour, Google's "storage price" column; the long-context
+	// entries rent at the same rate.
+	for model, rate := range map[string]string{
+		"gemini-2.5-pro":            "4.50",
+		"gemini-2.5-pro>200k":       "4.50",
+		"gemini-2.5-flash":          "1.00",
+		"gemini-2.5-flash-lite":     "1.00",
+		"gemini-3-pro-preview":      "4.50",
+		"gemini-3-pro-preview>200k": "4.50",
+		"gemini-3-flash-preview":    "1.00",
+	} {
+		pr := t[model]
+		v, err := perMillion(rate)
+		if err != nil {
+			panic(err)
+		}
+		pr.CacheStoragePerHour = v
+		t[model] = pr
+	}
 	addBedrock(t) // bedrock.go
 	return t
 }
@@ -272,10 +292,15 @@ type YAMLPrice struct {
 	// CacheWrite1h is the rate of a one-hour prompt-cache write.
 	CacheWrite1h string `yaml:"cache_write_1h"`
 	Output       string `yaml:"output"`
+	// CacheStoragePerMTokHour is the storage rent of an explicit cache
+	// (Gemini's cachedContents) per million tokens per hour; missing means
+	// not priced (the rent is then unknown).
+	CacheStoragePerMTokHour string `yaml:"cache_storage_per_mtok_hour"`
 }
 
 // Parse reads a YAML mapping of model → {input, cached_input, cache_write,
-// cache_write_1h, output} in USD per million tokens. A missing cached_input
+// cache_write_1h, output, cache_storage_per_mtok_hour} in USD per million
+// tokens (the last per hour). A missing cached_input
 // defaults to input; a missing cache_write defaults to 1.25 × input; a
 // missing cache_write_1h defaults to 2 × input. A file that is not such a
 // mapping but holds it under one top-level "prices:" key (the form of the
@@ -310,6 +335,9 @@ func FromStrings(raw map[string]YAMLPrice) (Table, error) {
 		pr, err := parsePrice(p.Input, p.CachedInput, p.CacheWrite, p.Output)
 		if err == nil && p.CacheWrite1h != "" {
 			pr.CacheWrite1h, err = perMillion(p.CacheWrite1h)
+		}
+		if err == nil && p.CacheStoragePerMTokHour != "" {
+			pr.CacheStoragePerHour, err = perMillion(p.CacheStoragePerMTokHour)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("price table: model %q: %w", model, err)

@@ -31,7 +31,7 @@ func TestBillJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"cache_write_1h_tokens", "cache_write_tokens", "cached_input_tokens", "calls", "input_tokens", "input_usd", "output_tokens", "output_usd", "usd"}
+	want := []string{"cache_create_tokens", "cache_creations", "cache_write_1h_tokens", "cache_write_tokens", "cached_input_tokens", "calls", "input_tokens", "input_usd", "output_tokens", "output_usd", "storage_usd", "storage_usd_exact", "usd"}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("bill keys %v, want %v", keys, want)
 	}

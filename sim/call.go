@@ -38,6 +38,9 @@ type job struct {
 	// 0 when none is.
 	longWritesEnd int
 	output        int // output tokens
+	// explicitCached is the size of the explicit cache (Gemini's
+	// cachedContent) the prompt starts with: read at the cached rate.
+	explicitCached int
 	// priceModel names the price-table entry that bills usage u; nil is
 	// model (Gemini's Pro models price a long prompt under another entry).
 	priceModel func(u groundhog.Usage) string
@@ -134,7 +137,7 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 	case groundhog.ShapeConverse:
 		j, err = parseConverse(r, body, sd)
 	case groundhog.ShapeGemini:
-		j, err = parseGemini(r, body, sd)
+		j, err = parseGemini(r, body, sd, s.geminiCacheFinder(r))
 	}
 	if err != nil {
 		writeErr(w, fam, err)
@@ -146,7 +149,7 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 	if j.cacheKey != "" {
 		scope += "\x00" + j.cacheKey
 	}
-	var cached int
+	cached := j.explicitCached
 	if len(j.lookup) > 0 {
 		cached = s.cache.Lookup(scope, j.model, j.lookup, s.clock.Now())
 	}

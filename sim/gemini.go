@@ -79,7 +79,12 @@ type geminiRequest struct {
 // minimum (GeminiMinTokens, GeminiProMinTokens) for DefaultCacheTTL after
 // its last use; a read is billed at the model's cached rate and a write is
 // free and not reported (promptTokenCount includes the cached tokens).
-func parseGemini(r *http.Request, body []byte, sd seed) (*job, error) {
+//
+// A request naming an explicit cache (cachedContent) is the cache's
+// prompt (tools, system instruction, contents) followed by its own
+// contents; the cache's tokens are read at the cached rate and no implicit
+// caching applies. cache finds a cache by name (nil: none is found).
+func parseGemini(r *http.Request, body []byte, sd seed, cache func(name string) (*geminiCache, error)) (*job, error) {
 	model, method, ok := gemini.ParsePath(r.URL.EscapedPath())
 	generate_, stream := gemini.IsGenerate(method)
 	if !ok || !generate_ {
@@ -92,14 +97,75 @@ func parseGemini(r *http.Request, body []byte, sd seed) (*job, error) {
 	if err := decodeBody(body, &req); err != nil {
 		return nil, err
 	}
-	if req.CachedContent != nil {
-		return nil, groundhog.Errorf(groundhog.EINVALID, "cachedContent is not supported by the simulator")
-	}
 	if req.GenerationConfig != nil && req.GenerationConfig.CandidateCount != nil && *req.GenerationConfig.CandidateCount > 1 {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "candidateCount above 1 is not supported by the simulator")
 	}
-	ts := newTokenStream(geminiBlockTokens)
-	var tools []toolSpec
+	explicit := 0
+	if req.CachedContent != nil {
+		c, err := useGeminiCache(&req, model, cache)
+		if err != nil {
+			return nil, err
+		}
+		explicit = c.tokens
+	}
+	ts, tools, asked, err := geminiPrompt(&req)
+	if err != nil {
+		return nil, err
+	}
+	mode, name := "auto", ""
+	if req.ToolConfig != nil && req.ToolConfig.FunctionCallingConfig != nil {
+		fc := req.ToolConfig.FunctionCallingConfig
+		switch strings.ToUpper(fc.Mode) {
+		case "", "AUTO", "MODE_UNSPECIFIED", "VALIDATED":
+		case "ANY":
+			mode = "required"
+			if len(fc.AllowedFunctionNames) > 0 {
+				name = fc.AllowedFunctionNames[0]
+			}
+		case "NONE":
+			mode = "none"
+		default:
+			return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid value at 'tool_config.function_calling_config.mode' (%s)", fc.Mode)
+		}
+	}
+	call, err := pickTool(tools, mode, name, asked)
+	if err != nil {
+		return nil, err
+	}
+	limit := 0
+	if req.GenerationConfig != nil && req.GenerationConfig.MaxOutputTokens != nil {
+		limit = int(*req.GenerationConfig.MaxOutputTokens)
+	}
+	c := generate(sd, 0, limit, call)
+	min := geminiMinTokens(model)
+	var lookup []PrefixPoint
+	for _, p := range ts.marks {
+		if p.Tokens >= min && explicit == 0 {
+			lookup = append(lookup, p)
+		}
+	}
+	store := make([]PrefixWrite, len(lookup))
+	for i, p := range lookup {
+		store[i] = PrefixWrite{PrefixPoint: p}
+	}
+	j := &job{model: model, stream: stream, seed: sd, prompt: ts.n, lookup: lookup, store: store, output: c.tokens, explicitCached: explicit,
+		priceModel: func(u groundhog.Usage) string { return gemini.PriceModel(model, u) }}
+	j.respond = func(x *exchange) {
+		if stream {
+			streamGemini(x, model, c)
+		} else {
+			x.respondJSON(geminiBody(x, model, c, x.usage, true))
+		}
+	}
+	return j, nil
+}
+
+// geminiPrompt tokenizes req's prompt in Gemini's order (tools, system
+// instruction, contents) and returns its token stream, its function
+// declarations, and whether it ends with a user's question (not a function
+// response).
+func geminiPrompt(req *geminiRequest) (ts *tokenStream, tools []toolSpec, asked bool, err error) {
+	ts = newTokenStream(geminiBlockTokens)
 	for _, t := range req.Tools {
 		for _, fd := range t.FunctionDeclarations {
 			schema := fd.Parameters
@@ -137,81 +203,35 @@ func parseGemini(r *http.Request, body []byte, sd seed) (*job, error) {
 		ts.begin("system")
 		for i, raw := range req.SystemInstruction.Parts {
 			if _, err := part(raw, fmt.Sprintf("system_instruction.parts[%d]", i)); err != nil {
-				return nil, err
+				return nil, nil, false, err
 			}
 		}
 		ts.end()
 	}
-	asked := false
 	for i, c := range req.Contents {
 		role := c.Role
 		if role == "" {
 			role = "user"
 		}
 		if role != "user" && role != "model" {
-			return nil, groundhog.Errorf(groundhog.EINVALID, "Please use a valid role: user, model.")
+			return nil, nil, false, groundhog.Errorf(groundhog.EINVALID, "Please use a valid role: user, model.")
 		}
 		if len(c.Parts) == 0 {
-			return nil, groundhog.Errorf(groundhog.EINVALID, "* GenerateContentRequest.contents[%d].parts: contents.parts must not be empty.", i)
+			return nil, nil, false, groundhog.Errorf(groundhog.EINVALID, "* GenerateContentRequest.contents[%d].parts: contents.parts must not be empty.", i)
 		}
 		ts.begin(role)
 		fnResponse := false
 		for k, raw := range c.Parts {
 			fr, err := part(raw, fmt.Sprintf("contents[%d].parts[%d]", i, k))
 			if err != nil {
-				return nil, err
+				return nil, nil, false, err
 			}
 			fnResponse = fnResponse || fr
 		}
 		ts.end()
 		asked = role == "user" && !fnResponse
 	}
-	mode, name := "auto", ""
-	if req.ToolConfig != nil && req.ToolConfig.FunctionCallingConfig != nil {
-		fc := req.ToolConfig.FunctionCallingConfig
-		switch strings.ToUpper(fc.Mode) {
-		case "", "AUTO", "MODE_UNSPECIFIED", "VALIDATED":
-		case "ANY":
-			mode = "required"
-			if len(fc.AllowedFunctionNames) > 0 {
-				name = fc.AllowedFunctionNames[0]
-			}
-		case "NONE":
-			mode = "none"
-		default:
-			return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid value at 'tool_config.function_calling_config.mode' (%s)", fc.Mode)
-		}
-	}
-	call, err := pickTool(tools, mode, name, asked)
-	if err != nil {
-		return nil, err
-	}
-	limit := 0
-	if req.GenerationConfig != nil && req.GenerationConfig.MaxOutputTokens != nil {
-		limit = int(*req.GenerationConfig.MaxOutputTokens)
-	}
-	c := generate(sd, 0, limit, call)
-	min := geminiMinTokens(model)
-	var lookup []PrefixPoint
-	for _, p := range ts.marks {
-		if p.Tokens >= min {
-			lookup = append(lookup, p)
-		}
-	}
-	store := make([]PrefixWrite, len(lookup))
-	for i, p := range lookup {
-		store[i] = PrefixWrite{PrefixPoint: p}
-	}
-	j := &job{model: model, stream: stream, seed: sd, prompt: ts.n, lookup: lookup, store: store, output: c.tokens,
-		priceModel: func(u groundhog.Usage) string { return gemini.PriceModel(model, u) }}
-	j.respond = func(x *exchange) {
-		if stream {
-			streamGemini(x, model, c)
-		} else {
-			x.respondJSON(geminiBody(x, model, c, x.usage, true))
-		}
-	}
-	return j, nil
+	return ts, tools, asked, nil
 }
 
 func (c *completion) geminiFinishReason() string {
@@ -279,8 +299,13 @@ func streamGemini(x *exchange, model string, c *completion) {
 // serveGemini routes the Gemini API: POST
 // /v1beta/models/{model}:generateContent and :streamGenerateContent are
 // model calls, :countTokens counts a request's prompt; anything else is a
-// Google-shaped 404.
+// Google-shaped 404. The cachedContents routes are explicit caches
+// (gemini_cache.go).
 func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request) {
+	if name, collection, ok := gemini.CachePath(r.URL.Path); ok {
+		s.serveGeminiCaches(w, r, name, collection)
+		return
+	}
 	model, method, ok := gemini.ParsePath(r.URL.EscapedPath())
 	if !ok {
 		writeError(w, familyGemini, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
@@ -313,7 +338,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request) {
 	if len(wrap.GenerateContentRequest) > 0 {
 		body = wrap.GenerateContentRequest
 	}
-	n, err := geminiPromptTokens(body)
+	n, err := geminiPromptTokens(model, body, s.geminiCacheFinder(r))
 	if err != nil {
 		writeErr(w, familyGemini, err)
 		return
@@ -324,9 +349,9 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request) {
 
 // geminiPromptTokens counts the prompt tokens of a GenerateContentRequest
 // body as a generate call would bill them.
-func geminiPromptTokens(body []byte) (int, error) {
-	r, _ := http.NewRequest(http.MethodPost, "/"+gemini.APIVersion+"/models/gemini-2.5-flash:"+gemini.MethodGenerate, nil)
-	j, err := parseGemini(r, body, seed{})
+func geminiPromptTokens(model string, body []byte, cache func(string) (*geminiCache, error)) (int, error) {
+	r, _ := http.NewRequest(http.MethodPost, "/"+gemini.APIVersion+"/models/"+model+":"+gemini.MethodGenerate, nil)
+	j, err := parseGemini(r, body, seed{}, cache)
 	if err != nil {
 		return 0, err
 	}

@@ -87,8 +87,12 @@ type Server struct {
 	inflight   inflight
 	billMu     sync.Mutex
 	bill       Bill
-	onHang     func() // test hook: a request starts hanging (timeout fault)
-	fs         fileStore
+	// rentReset is the explicit caches' rent (cacheRent) already counted
+	// by a bill that ResetBill returned.
+	rentReset groundhog.Money
+	gcaches   geminiCaches // Gemini explicit caches (gemini_cache.go)
+	onHang    func()       // test hook: a request starts hanging (timeout fault)
+	fs        fileStore
 	// anthropicMins is Config.AnthropicMinTokens.
 	anthropicMins map[string]int
 	diag          diagStore // Anthropic cache diagnostics (anthropic_diagnostics.go)
@@ -160,8 +164,17 @@ func timerSleep(ctx context.Context, d time.Duration) error {
 //
 // where uncached = InputTokens − CachedInputTokens − CacheWriteTokens and the
 // 1h rate is write1hRate's.
+//
+// Gemini explicit caches add to it: each creation (CacheCreations) bills
+// its tokens (CacheCreateTokens, also counted in InputTokens) at the
+// model's input rate into InputUSD, and StorageUSD is their storage rent
+// up to the moment the bill is read (see gemini_cache.go), so
+//
+//	USD = InputUSD + OutputUSD + StorageUSD
 type Bill struct {
 	Calls              int64           `json:"calls"`
+	CacheCreations     int64           `json:"cache_creations"`
+	CacheCreateTokens  int64           `json:"cache_create_tokens"`
 	InputTokens        int64           `json:"input_tokens"`
 	CachedInputTokens  int64           `json:"cached_input_tokens"`
 	CacheWriteTokens   int64           `json:"cache_write_tokens"`
@@ -170,18 +183,22 @@ type Bill struct {
 	USD                groundhog.Money `json:"-"`
 	InputUSD           groundhog.Money `json:"-"`
 	OutputUSD          groundhog.Money `json:"-"`
+	StorageUSD         groundhog.Money `json:"-"`
 }
 
-// MarshalJSON renders the bill with usd, input_usd and output_usd as
-// six-decimal dollar strings.
+// MarshalJSON renders the bill with usd, input_usd, output_usd and
+// storage_usd as six-decimal dollar strings; storage_usd_exact is the
+// storage rent with all twelve decimals (picodollars).
 func (b Bill) MarshalJSON() ([]byte, error) {
 	type plain Bill
 	return json.Marshal(struct {
 		plain
-		USD       string `json:"usd"`
-		InputUSD  string `json:"input_usd"`
-		OutputUSD string `json:"output_usd"`
-	}{plain(b), b.USD.String(), b.InputUSD.String(), b.OutputUSD.String()})
+		USD             string `json:"usd"`
+		InputUSD        string `json:"input_usd"`
+		OutputUSD       string `json:"output_usd"`
+		StorageUSD      string `json:"storage_usd"`
+		StorageUSDExact string `json:"storage_usd_exact"`
+	}{plain(b), b.USD.String(), b.InputUSD.String(), b.OutputUSD.String(), b.StorageUSD.String(), b.StorageUSD.Format(12)})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -189,14 +206,22 @@ func (b *Bill) UnmarshalJSON(data []byte) error {
 	type plain Bill
 	var v struct {
 		plain
-		USD       string `json:"usd"`
-		InputUSD  string `json:"input_usd"`
-		OutputUSD string `json:"output_usd"`
+		USD             string `json:"usd"`
+		InputUSD        string `json:"input_usd"`
+		OutputUSD       string `json:"output_usd"`
+		StorageUSDExact string `json:"storage_usd_exact"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
 	*b = Bill(v.plain)
+	if v.StorageUSDExact != "" {
+		m, err := groundhog.ParseMoney(v.StorageUSDExact)
+		if err != nil {
+			return fmt.Errorf("bill storage_usd_exact: %w", err)
+		}
+		b.StorageUSD = m
+	}
 	for _, f := range []struct {
 		name string
 		s    string
@@ -211,18 +236,31 @@ func (b *Bill) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Bill returns a snapshot of the bill.
+// Bill returns a snapshot of the bill, the explicit caches' storage rent
+// counted up to the clock's now.
 func (s *Server) Bill() Bill {
 	s.billMu.Lock()
 	defer s.billMu.Unlock()
-	return s.bill
+	return s.billAt(s.clock.Now())
 }
 
-// ResetBill zeroes the bill and returns it as it was just before, atomically.
+// billAt is the bill with the rent up to now. Callers hold billMu.
+func (s *Server) billAt(now time.Time) Bill {
+	b := s.bill
+	rent, _ := s.cacheRent(now)
+	b.StorageUSD = rent - s.rentReset
+	b.USD += b.StorageUSD
+	return b
+}
+
+// ResetBill zeroes the bill and returns it as it was just before,
+// atomically. The rent that explicit caches accrue after it is the next
+// bill's.
 func (s *Server) ResetBill() Bill {
 	s.billMu.Lock()
 	defer s.billMu.Unlock()
-	b := s.bill
+	b := s.billAt(s.clock.Now())
+	s.rentReset += b.StorageUSD
 	s.bill = Bill{}
 	return b
 }

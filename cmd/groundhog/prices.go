@@ -21,8 +21,10 @@ func init() {
 		Long: `Without MODEL, print the effective price table — the built-in one, then
 prices_file, then the configuration's prices: over it — in USD per million tokens:
 input, cached input (a prompt-cache read), cache write (Anthropic 5 minutes, OpenAI
-30 minutes), cache write 1h (Anthropic 1 hour, OpenAI 12 hours) and output, with
-the source of each entry.
+30 minutes), cache write 1h (Anthropic 1 hour, OpenAI 12 hours), output and
+the storage rent of an explicit cache per million tokens per hour (Gemini's
+cachedContents; "-" when the entry has none: such a rent is unknown), with the
+source of each entry.
 
 With MODEL, print the entry it resolves to — the exact name, its dated family
 ("gpt-4o-2024-08-06" → "gpt-4o") or the longest "*" prefix entry — and where that
@@ -57,8 +59,8 @@ calls would cost "unknown", never 0.`,
 			}
 			fmt.Fprintf(out, "model:   %s\nentry:   %s (%s)\nsource:  %s\n", model, entry, how, src)
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "USD per million tokens:\tinput\tcached\twrite 5m\twrite 1h\toutput")
-			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\n", rate(p.Input), rate(p.CachedInput), rate(p.CacheWrite), rate(p.CacheWrite1h), rate(p.Output))
+			fmt.Fprintln(tw, "USD per million tokens:\tinput\tcached\twrite 5m\twrite 1h\toutput\tstorage/h")
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\t%s\n", rate(p.Input), rate(p.CachedInput), rate(p.CacheWrite), rate(p.CacheWrite1h), rate(p.Output), storageRate(p.CacheStoragePerHour))
 			return tw.Flush()
 		},
 	}
@@ -113,13 +115,22 @@ func sourceOf(entry string, layers []priceLayer) string {
 func writePriceTable(w io.Writer, t pricing.Table, layers []priceLayer) error {
 	fmt.Fprintf(w, "prices in USD per million tokens (built-in prices taken %s)\n\n", pricing.PricesTaken)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "model\tinput\tcached\twrite 5m\twrite 1h\toutput\tsource")
+	fmt.Fprintln(tw, "model\tinput\tcached\twrite 5m\twrite 1h\toutput\tstorage/h\tsource")
 	for _, m := range t.Models() {
 		p := t[m]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m, rate(p.Input), rate(p.CachedInput), rate(p.CacheWrite),
-			rate(p.CacheWrite1h), rate(p.Output), sourceOf(m, layers))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m, rate(p.Input), rate(p.CachedInput), rate(p.CacheWrite),
+			rate(p.CacheWrite1h), rate(p.Output), storageRate(p.CacheStoragePerHour), sourceOf(m, layers))
 	}
 	return tw.Flush()
+}
+
+// storageRate shows an explicit cache's storage rent per million tokens
+// per hour, "-" when the entry has none (such a rent is unknown).
+func storageRate(microPerMillionHour int64) string {
+	if microPerMillionHour <= 0 {
+		return "-"
+	}
+	return rate(microPerMillionHour)
 }
 
 // rate shows microdollars per million tokens as dollars per million, with

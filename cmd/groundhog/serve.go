@@ -233,6 +233,12 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	defer stopBG()
 	go idem.PurgeLoop(bg, time.Hour)
 	go purgeCache(bg, st.Cache, log)
+	// Managed Gemini explicit caches: swept every 30 seconds; the ones
+	// left are deleted on shutdown, before the ledger closes.
+	ectx, stopExplicit := context.WithCancel(context.Background())
+	defer stopExplicit()
+	explicitDone := make(chan struct{})
+	go func() { gw.ExplicitCacheLoop(ectx, 30*time.Second); close(explicitDone) }()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		_ = lw.Close(context.Background())
@@ -275,6 +281,8 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if err := gw.Drain(dctx); err != nil {
 		log.Error("shutdown: work still running", "err", err)
 	}
+	stopExplicit()
+	<-explicitDone
 	if rec.Access != nil {
 		rec.Access.Close()
 	}

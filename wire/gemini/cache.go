@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"time"
 
 	groundhog "github.com/groundhog-ai/groundhog"
 )
@@ -101,6 +102,46 @@ func CreatedCacheName(body []byte) string {
 		return ""
 	}
 	return c.Name
+}
+
+// CachedContent is what groundhog reads of a CachedContent answer (a
+// create, get or update): its name, model ("models/…"), life and size.
+type CachedContent struct {
+	Name       string
+	Model      string
+	CreateTime time.Time
+	ExpireTime time.Time
+	Tokens     int64 // usageMetadata.totalTokenCount
+}
+
+// ParseCachedContent reads a CachedContent answer; ok is false when body
+// is not one (no name, or times that are not RFC 3339).
+func ParseCachedContent(body []byte) (c CachedContent, ok bool) {
+	var v struct {
+		Name          string `json:"name"`
+		Model         string `json:"model"`
+		CreateTime    string `json:"createTime"`
+		ExpireTime    string `json:"expireTime"`
+		UsageMetadata struct {
+			TotalTokenCount int64 `json:"totalTokenCount"`
+		} `json:"usageMetadata"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.Name == "" || v.UsageMetadata.TotalTokenCount < 0 {
+		return c, false
+	}
+	c = CachedContent{Name: v.Name, Model: v.Model, Tokens: v.UsageMetadata.TotalTokenCount}
+	var err error
+	if v.CreateTime != "" {
+		if c.CreateTime, err = time.Parse(time.RFC3339Nano, v.CreateTime); err != nil {
+			return c, false
+		}
+	}
+	if v.ExpireTime != "" {
+		if c.ExpireTime, err = time.Parse(time.RFC3339Nano, v.ExpireTime); err != nil {
+			return c, false
+		}
+	}
+	return c, true
 }
 
 // cacheList is a ListCachedContentsResponse; its other members are kept
