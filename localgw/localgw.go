@@ -1,5 +1,5 @@
 // Package localgw runs a complete groundhog gateway in process, on loopback:
-// the simulated provider, one SQLite file, the response cache, the ledger,
+// the simulated provider (OpenAI, Anthropic and Gemini routes), one SQLite file, the response cache, the ledger,
 // the operations API, the report, the state and evidence endpoints, and the
 // session context and compaction endpoints. Tests and examples/agent use it; `groundhog serve` wires the
 // same parts in cmd/groundhog.
@@ -51,10 +51,10 @@ type Options struct {
 	Configure func(*config.Config)
 	Routes    func(mux *http.ServeMux, auth func(*http.Request) (string, error), db *sqlite.DB)
 	Logger    *slog.Logger
-	// OpenAI and Anthropic, when their BaseURL is set, replace the
+	// OpenAI, Anthropic and Gemini, when their BaseURL is set, replace the
 	// simulated provider as the upstream of that provider's routes (a
 	// replay of recorded traffic, for instance).
-	OpenAI, Anthropic gateway.Upstream
+	OpenAI, Anthropic, Gemini gateway.Upstream
 }
 
 // Start runs a gateway whose database lives in dir. Close stops it.
@@ -113,6 +113,10 @@ func Start(ctx context.Context, dir string, o Options) (g *Gateway, err error) {
 	if o.Anthropic.BaseURL != "" {
 		anthropic = o.Anthropic
 	}
+	gemini := gateway.Upstream{BaseURL: simURL, Provider: "sim"} // the sim serves /v1beta/models/{model}:generateContent at its root
+	if o.Gemini.BaseURL != "" {
+		gemini = o.Gemini
+	}
 
 	// The compactor calls the gateway itself, which exists only once New
 	// returns: it reaches it through gw, set right after.
@@ -120,7 +124,7 @@ func Start(ctx context.Context, dir string, o Options) (g *Gateway, err error) {
 	self := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })
 	comp := &compaction.Compactor{Gateway: self, States: db, Evidence: db, Config: cfg.Compaction, Prices: cfg.PriceTable, MaxStateBytes: cfg.State.MaxBytes}
 	gw = gateway.New(gateway.Options{
-		Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem, OpenAI: openai, Anthropic: anthropic,
+		Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem, OpenAI: openai, Anthropic: anthropic, Gemini: gemini,
 		Logger: log, Ready: db.Ping, Keyless: true, // loopback, started without keys, as serve would
 		Extra: func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
 			d := dashboard.New(dashboard.Options{Store: db, Auth: auth, Logger: log})

@@ -64,8 +64,10 @@ func GuessShape(body []byte) (groundhog.Shape, error) {
 		return groundhog.ShapeMessages, nil
 	case has("messages"):
 		return groundhog.ShapeChat, nil
+	case has("contents"):
+		return groundhog.ShapeGemini, nil
 	}
-	return "", groundhog.Errorf(groundhog.EINVALID, "cannot tell the API shape: no messages or input")
+	return "", groundhog.Errorf(groundhog.EINVALID, "cannot tell the API shape: no messages, input or contents")
 }
 
 // Diff compares the prefix of b with that of a (the earlier request) as

@@ -15,6 +15,7 @@ func TestGuessShape(t *testing.T) {
 		`{"model":"c","messages":[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]}`: messages,
 		`{"model":"gpt-5","input":"hi"}`:                                                              responses,
 		`{"model":"text-embedding-3-small","input":["a"]}`:                                            groundhog.ShapeEmbeddings,
+		`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`:                                      groundhog.ShapeGemini,
 	} {
 		if got, err := GuessShape([]byte(body)); err != nil || got != want {
 			t.Errorf("%s: %v %v, want %v", body, got, err, want)

@@ -125,4 +125,5 @@ func TestFuzzCorpus(t *testing.T) {
 			"[]byte("+strconv.Quote(string(bytes.Replace(b, []byte("s1"), []byte("s2"), 1)))+")")
 	})
 	converseSeeds(func(b []byte) { write("FuzzConverseInject", "[]byte("+strconv.Quote(string(b))+")") })
+	geminiSeeds(func(b []byte) { write("FuzzGeminiParse", "[]byte("+strconv.Quote(string(b))+")") })
 }

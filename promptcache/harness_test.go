@@ -14,6 +14,7 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/sim"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // fakeClock is a groundhog.Clock that moves only when told.
@@ -66,6 +67,7 @@ type convo struct {
 	explicit   bool   // Responses explicit mode
 	marks      []int  // turns (indexes) whose user block the client marks
 	extraTools bool   // Responses: an additional_tools item after the newest turn
+	cached     string // Gemini: the cachedContent the request names
 }
 
 func baseConvo(shape groundhog.Shape) convo {
@@ -211,6 +213,35 @@ func (c convo) body() []byte {
 			}
 		}
 		m["messages"] = msgs
+	case groundhog.ShapeGemini:
+		// The model is the path's (callSim), not the body's.
+		delete(m, "model")
+		var decls []any
+		for _, t := range c.tools {
+			decls = append(decls, map[string]any{"name": t.name, "description": t.desc, "parameters": map[string]any{"type": "OBJECT"}})
+		}
+		if len(decls) > 0 {
+			m["tools"] = []any{map[string]any{"functionDeclarations": decls}}
+		}
+		if c.toolChoice != "" {
+			m["toolConfig"] = map[string]any{"functionCallingConfig": map[string]any{"mode": c.toolChoice}}
+		}
+		if c.cached != "" {
+			m["cachedContent"] = c.cached
+		}
+		m["generationConfig"] = map[string]any{"maxOutputTokens": 100}
+		m["systemInstruction"] = map[string]any{"parts": []any{map[string]any{"text": c.system}}}
+		for i, t := range c.turns {
+			parts := []any{map[string]any{"text": t.user}}
+			if t.image {
+				parts = append(parts, map[string]any{"inlineData": map[string]any{"mimeType": "image/png", "data": "AAAA"}})
+			}
+			msgs = append(msgs, map[string]any{"role": "user", "parts": parts})
+			if i < last {
+				msgs = append(msgs, map[string]any{"role": "model", "parts": []any{map[string]any{"text": t.assistant}}})
+			}
+		}
+		m["contents"] = msgs
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -236,13 +267,17 @@ func callSim(t testing.TB, s *sim.Server, shape groundhog.Shape, apiKey string, 
 func callSimModel(t testing.TB, s *sim.Server, shape groundhog.Shape, model, apiKey string, body []byte) groundhog.Usage {
 	t.Helper()
 	path := shapePath[shape]
-	if shape == groundhog.ShapeConverse {
+	switch shape {
+	case groundhog.ShapeConverse:
 		path = "/model/" + model + "/converse"
+	case groundhog.ShapeGemini:
+		path = gemini.Path(gemini.APIVersion, model, false)
 	}
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+apiKey)
 	req.Header.Set("x-api-key", apiKey)
+	req.Header.Set("x-goog-api-key", apiKey)
 	if shape == groundhog.ShapeMessages {
 		req.Header.Set("anthropic-version", "2023-06-01")
 	}
@@ -268,6 +303,13 @@ func callSimModel(t testing.TB, s *sim.Server, shape groundhog.Shape, model, api
 			ConverseRead  int64 `json:"cacheReadInputTokens"`
 			ConverseWrite int64 `json:"cacheWriteInputTokens"`
 		} `json:"usage"`
+	}
+	if shape == groundhog.ShapeGemini {
+		_, u, err := gemini.UsageFromBody(w.Body.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &r); err != nil {
 		t.Fatal(err)

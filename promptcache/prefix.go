@@ -68,6 +68,7 @@ type Segment struct {
 	wrap       span   // a plain-string value (Anthropic string system or message content) an injected marker turns into one text block
 	turnEnd    bool   // the last block of a user turn (user message, tool result)
 	textTokens bool   // value is text (tokens counted on the decoded string)
+	noTokens   bool   // a setting, not prompt text: zero tokens (Gemini toolConfig)
 }
 
 // Path returns the JSON path of the segment's value in the request body,
@@ -124,6 +125,8 @@ func markerKey(shape groundhog.Shape) string {
 		return "cache_control"
 	case groundhog.ShapeConverse:
 		return "cachePoint"
+	case groundhog.ShapeGemini:
+		return geminiNoMarker
 	}
 	return "prompt_cache_breakpoint"
 }
@@ -186,7 +189,7 @@ func parse(shape groundhog.Shape, body []byte, model string, hint func(*Prefix) 
 		// Room for one segment per top-level element (tools, messages):
 		// the common case needs no growing.
 		n := 4
-		for _, k := range []string{"tools", "functions", "system", "messages", "input"} {
+		for _, k := range []string{"tools", "functions", "system", "messages", "input", "contents"} {
 			if ks, ok := ix.children(p.fields.get(k)); ok {
 				n += len(ks)
 			}
@@ -208,6 +211,8 @@ func parse(shape groundhog.Shape, body []byte, model string, hint func(*Prefix) 
 		err = bd.responses()
 	case groundhog.ShapeConverse:
 		err = bd.converse()
+	case groundhog.ShapeGemini:
+		err = bd.gemini()
 	}
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EINVALID, "request body", err)
@@ -276,9 +281,9 @@ func (bd *builder) scanObj(v span, others bool) objInfo {
 // markers counts the marker in v: bytes.Count of the marker pattern. A
 // Converse cachePoint is a block of its own, never a member of a segment's
 // value (converse.go): a "cachePoint" key inside a block (a tool's input)
-// is content, not a marker.
+// is content, not a marker. Gemini has no marker at all (gemini.go).
 func (bd *builder) markers(v span) int {
-	if bd.p.Shape == groundhog.ShapeConverse {
+	if bd.p.Shape == groundhog.ShapeConverse || bd.p.Shape == groundhog.ShapeGemini {
 		return 0
 	}
 	if bd.ix == nil {
@@ -772,7 +777,7 @@ func (bd *builder) count(seg *Segment, data []byte) int {
 	b := bd.p.body
 	if !fullPath {
 		switch {
-		case seg.Kind == KindParams:
+		case seg.Kind == KindParams || seg.noTokens:
 			return 0
 		case seg.textTokens:
 			return bd.countString(seg.val)
@@ -782,7 +787,7 @@ func (bd *builder) count(seg *Segment, data []byte) int {
 		return countTokens(data)
 	}
 	switch {
-	case seg.Kind == KindParams:
+	case seg.Kind == KindParams || seg.noTokens:
 		return 0
 	case seg.textTokens:
 		return sim.CountTokens(strView(b, seg.val))

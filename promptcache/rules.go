@@ -42,12 +42,17 @@ var providerRules = map[string]Rules{
 	// models that cache through Converse are Anthropic's and Amazon's).
 	"bedrock": {MaxBreakpoints: 4, Lookback: 20, TTL: 5 * time.Minute, LongTTL: time.Hour},
 	"openai":  {MaxBreakpoints: 4, Considered: 80, Step: 128, TTL: 5 * time.Minute, LongTTL: 30 * time.Minute},
+	// Gemini: implicit caching only, no marker. Google documents neither
+	// the step of the prefixes it keeps nor their lifetime; groundhog
+	// assumes what the simulator does (128-token steps, 5 minutes after
+	// the last use).
+	"gemini": {Step: 128, TTL: 5 * time.Minute},
 }
 
 // minTokens is the table of minimum cacheable prefixes, by model name
 // prefix (the longest matching prefix wins); defaultMinTokens for any
 // other model. Anthropic's minimum is per model (1,024 to 4,096 tokens);
-// OpenAI's is 1,024 for every model. Config.MinTokens overrides it. A
+// OpenAI's is 1,024 for every model; Gemini's is per model class. Config.MinTokens overrides it. A
 // Bedrock model id is looked up by its base model without the vendor
 // ("us.anthropic.claude-sonnet-4-5-20250929-v1:0" as "claude-sonnet-4-5-…",
 // baseModel).
@@ -75,6 +80,15 @@ var minTokens = []struct {
 	{"o1", 1024},
 	{"o3", 1024},
 	{"o4", 1024},
+	// Gemini implicit caching (ai.google.dev/gemini-api/docs/caching):
+	// 1,024 tokens on the Flash and Flash-Lite models, 4,096 on the Pro
+	// models, as the simulator enforces (sim.GeminiMinTokens,
+	// sim.GeminiProMinTokens).
+	{"gemini-", 1024},
+	{"gemini-pro", 4096},
+	{"gemini-2.5-pro", 4096},
+	{"gemini-3-pro", 4096},
+	{"gemini-3.1-pro", 4096},
 }
 
 const defaultMinTokens = 1024

@@ -90,7 +90,8 @@ type Request struct {
 	// prompt_cache.breakpoints: auto, or Groundhog-Prompt-Cache-Breakpoints: auto).
 	Breakpoints bool
 	// CacheKey asks for a stable prompt_cache_key (Groundhog-Prompt-Cache-Key:
-	// auto); App and PromptVersion name it (defaults: Operation, "v1").
+	// auto) on an OpenAI chat or responses body (no other shape has one);
+	// App and PromptVersion name it (defaults: Operation, "v1").
 	CacheKey           bool
 	App, PromptVersion string
 	// AskProvider asks the provider for its own cache diagnostics, naming
@@ -173,7 +174,7 @@ func chainKeys(tenant, op, key string, shape groundhog.Shape, model string) (ck,
 func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 	body := req.Body
 	c := &Call{Body: body}
-	if req.CacheKey && req.Shape != groundhog.ShapeMessages && req.Shape != groundhog.ShapeEmbeddings {
+	if req.CacheKey && (req.Shape == groundhog.ShapeChat || req.Shape == groundhog.ShapeResponses) {
 		app, ver := req.App, req.PromptVersion
 		if app == "" {
 			app = req.Operation
