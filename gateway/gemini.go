@@ -12,6 +12,9 @@ import (
 // geminiPrefix is the path prefix of the Gemini API routes.
 const geminiPrefix = "/" + gemini.APIVersion + "/"
 
+// geminiUploadPrefix is the path prefix of the Gemini media upload routes.
+const geminiUploadPrefix = gemini.UploadPrefix
+
 // gemini serves every Gemini API route (/v1beta/…, and /v1/models/{model}:…
 // and /v1/cachedContents…, gemini.IsPath): generateContent and
 // streamGenerateContent run the pipeline (shape gemini); every other
@@ -25,6 +28,9 @@ func (s *Server) gemini(generate http.Handler) http.HandlerFunc {
 				generate.ServeHTTP(w, r)
 				return
 			}
+		}
+		if s.geminiOwned(w, r) { // geminiowned.go: the tenant's own files, batches and tuned models only
+			return
 		}
 		if s.geminiCachedContents(w, r) { // geminicache.go: the tenant's own caches only
 			return
@@ -75,13 +81,14 @@ func withoutKey(rawQuery string) string {
 }
 
 // geminiPassthroughCost prices a relayed Gemini API response: countTokens,
-// reads and deletions (GET, DELETE) and error answers are free; everything
+// reads and deletions (GET, DELETE), uploads and the files routes
+// (geminiFreeRoute) and error answers are free; everything
 // else the provider may bill by tokens or storage (embedContent,
 // creating or extending a cachedContent, …) is unknown — never a silent
 // zero.
 func geminiPassthroughCost(r *http.Request, status int) (string, groundhog.Money) {
 	model, method, _ := gemini.ParsePath(r.URL.EscapedPath())
-	if status/100 != 2 || method == gemini.MethodCountTokens || r.Method == http.MethodGet || r.Method == http.MethodDelete {
+	if status/100 != 2 || method == gemini.MethodCountTokens || r.Method == http.MethodGet || r.Method == http.MethodDelete || geminiFreeRoute(r) {
 		return model, 0
 	}
 	return model, groundhog.CostUnknown
