@@ -14,7 +14,7 @@ const ResourceKindGeminiCache = "gemini.cachedContents"
 // what makes the resource the tenant's own.
 type Resource struct {
 	Tenant    string
-	Kind      string // ResourceKindGeminiCache, …
+	Kind      string // ResourceKindGeminiCache, ResourceKindOpenAIFile, …
 	Name      string // the provider's name of the resource
 	CreatedAt time.Time
 }
@@ -53,4 +53,15 @@ const (
 	ResourceKindOpenAIEval           = "openai.evals"
 	ResourceKindOpenAIFineTuningJob  = "openai.fine_tuning.jobs"
 	ResourceKindOpenAIFineTunedModel = "openai.fine_tuned_models"
+)
+
+// The kinds of the Gemini resources a tenant creates besides explicit
+// caches: their names are Google's ("files/{id}", "batches/{id}",
+// "tunedModels/{id}"); a resumable upload in progress is named by its
+// upload_id.
+const (
+	ResourceKindGeminiFile       = "gemini.files"
+	ResourceKindGeminiBatch      = "gemini.batches"
+	ResourceKindGeminiTunedModel = "gemini.tunedModels"
+	ResourceKindGeminiUpload     = "gemini.uploads"
 )

@@ -12,6 +12,9 @@ import (
 // geminiPrefix is the path prefix of the Gemini API routes.
 const geminiPrefix = "/" + gemini.APIVersion + "/"
 
+// geminiUploadPrefix is the path prefix of the Gemini media upload routes.
+const geminiUploadPrefix = gemini.UploadPrefix
+
 // gemini serves every Gemini API route (/v1beta/…, and /v1/models/{model}:…
 // and /v1/cachedContents…, gemini.IsPath): generateContent and
 // streamGenerateContent run the pipeline (shape gemini); every other
@@ -25,6 +28,9 @@ func (s *Server) gemini(generate http.Handler) http.HandlerFunc {
 				generate.ServeHTTP(w, r)
 				return
 			}
+		}
+		if s.geminiOwned(w, r) { // geminiowned.go: the tenant's own files, batches and tuned models only
+			return
 		}
 		if s.geminiCachedContents(w, r) { // geminicache.go: the tenant's own caches only
 			return
@@ -75,7 +81,8 @@ func withoutKey(rawQuery string) string {
 }
 
 // geminiPassthroughCost prices a relayed Gemini API response: countTokens,
-// reads and deletions (GET, DELETE) and error answers are free; the
+// reads and deletions (GET, DELETE), uploads and the files routes
+// (geminiFreeRoute) and error answers are free; the
 // creation of an explicit cache (POST …/cachedContents) is its tokens
 // (the answer's usageMetadata.totalTokenCount) at the model's input rate,
 // as Google bills it; everything else the provider may bill by tokens
@@ -83,7 +90,7 @@ func withoutKey(rawQuery string) string {
 // bills nothing itself: the storage it extends is the cache's rent.
 func (s *Server) geminiPassthroughCost(r *http.Request, status int, answer *capped) (string, groundhog.Usage, groundhog.Money) {
 	model, method, _ := gemini.ParsePath(r.URL.EscapedPath())
-	if status/100 != 2 || method == gemini.MethodCountTokens || r.Method == http.MethodGet || r.Method == http.MethodDelete {
+	if status/100 != 2 || method == gemini.MethodCountTokens || r.Method == http.MethodGet || r.Method == http.MethodDelete || geminiFreeRoute(r) {
 		return model, groundhog.Usage{}, 0
 	}
 	if _, collection, ok := gemini.CachePath(r.URL.Path); ok {

@@ -102,7 +102,7 @@ func (s *Server) passthroughUpstream(r *http.Request) (*Upstream, groundhog.Shap
 }
 
 // safePassthroughPath reports whether the escaped path stays inside /v1/
-// (/v1beta/ for the Gemini routes): no
+// (/v1beta/ or /upload/v1beta/ for the Gemini routes): no
 // empty, "." or ".." segments, no encoded slash or backslash, no control
 // characters. Anything else could make the provider URL climb out of its
 // base and carry the provider key elsewhere.
@@ -110,6 +110,9 @@ func safePassthroughPath(escaped string, geminiRoute bool) bool {
 	prefix := "/v1/"
 	if geminiRoute && strings.HasPrefix(escaped, geminiPrefix) {
 		prefix = geminiPrefix
+	}
+	if geminiRoute && gemini.IsUploadPath(escaped) {
+		prefix = gemini.UploadPrefix
 	}
 	if !strings.HasPrefix(escaped, prefix) || strings.ContainsAny(escaped, "\\") || strings.ContainsFunc(escaped, unicode.IsControl) {
 		return false

@@ -141,6 +141,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 		if err := s.checkGeminiBodyCaches(r.Context(), tenant, body); err != nil {
 			return nil, err
 		}
+		// So is a file or a tuned model (geminiowned.go).
+		if err := s.checkGeminiBodyFiles(r.Context(), tenant, body); err != nil {
+			return nil, err
+		}
 	}
 	// A file, vector store or conversation the tenant did not create is
 	// not found (owned.go).

@@ -246,6 +246,8 @@ func (s *Server) routes() {
 	m.HandleFunc("/v1/models/{id}", s.geminiOr(gemini, s.models)) // /v1/models/{model}:generateContent is Gemini's stable API
 	m.HandleFunc("/v1/cachedContents", gemini)
 	m.HandleFunc("/v1/cachedContents/", gemini)
+	m.HandleFunc(geminiUploadPrefix, s.geminiUpload) // Gemini media uploads (geminiowned.go)
+
 	m.HandleFunc("/v1/", s.v1) // files, batches and uploads are the tenant's own (owned.go); every other provider route passes through
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

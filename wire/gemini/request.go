@@ -54,11 +54,12 @@ func Version(path string) string {
 }
 
 // IsPath reports whether path is a Gemini API route: anything under
-// /v1beta/, and under /v1/ the cachedContents routes and the
+// /v1beta/ and /upload/v1beta/ (media uploads), and under /v1/ the
+// cachedContents routes and the
 // models/{model}:{method} ones (a colon in the last segment: OpenAI's
 // /v1/models/{id} has none).
 func IsPath(path string) bool {
-	if strings.HasPrefix(path, "/"+APIVersion+"/") || strings.HasPrefix(path, "/"+StableVersion+"/cachedContents") {
+	if strings.HasPrefix(path, "/"+APIVersion+"/") || strings.HasPrefix(path, "/"+StableVersion+"/cachedContents") || IsUploadPath(path) {
 		return true
 	}
 	rest, ok := strings.CutPrefix(path, "/"+StableVersion+"/models/")
