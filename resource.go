@@ -42,3 +42,8 @@ const (
 	ResourceKindAnthropicFile         = "anthropic.files"
 	ResourceKindAnthropicMessageBatch = "anthropic.message_batches"
 )
+
+// ResourceKindMCPSession is an MCP session a tenant opened through the
+// gateway: its name is "SERVER/SESSION-ID" (the upstream server's session
+// id, or for a stdio server the gateway's own).
+const ResourceKindMCPSession = "mcp.sessions"
