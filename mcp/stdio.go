@@ -125,10 +125,10 @@ type stdioServer struct {
 	mu       sync.Mutex
 	asked    map[string]*serverRequest // the process's requests forwarded to clients, by the gateway's id
 	proc     *stdioProc                // the running process; nil when none
-	starting chan struct{} // closed when the start in progress ends
-	startErr error         // the last start's error, for those who waited on it
-	exitedAt time.Time     // when the last process exited
-	backoff  time.Duration // wait after exitedAt before the next start
+	starting chan struct{}             // closed when the start in progress ends
+	startErr error                     // the last start's error, for those who waited on it
+	exitedAt time.Time                 // when the last process exited
+	backoff  time.Duration             // wait after exitedAt before the next start
 	closed   bool
 }
 
@@ -522,7 +522,6 @@ func (p *stdioProc) notification(m *jsonrpc.Request) {
 		c.events <- stdioEvent{note: note}
 	}
 }
-
 
 // stderrLog logs a process's stderr line by line at debug level (lines cut
 // at stderrLineBytes) and keeps the last lines for the exit log.
