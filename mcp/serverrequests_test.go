@@ -9,7 +9,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/mcp"
+	"github.com/groundhog-ai/groundhog/sim"
 )
 
 // askingClient is the official SDK's client with sampling and elicitation
@@ -46,6 +48,14 @@ func askingClient(e *env, key, who string, hold func(question string)) *sdk.Clie
 	return cs
 }
 
+// withAsk gives the stdio server the tool "ask".
+func withAsk(s *config.MCPServer, _ *sim.Config) {
+	if s.Env == nil {
+		s.Env = map[string]string{}
+	}
+	s.Env["STDIOSIM_ASK"] = "1"
+}
+
 func ask(question string, token any) *sdk.CallToolParams {
 	p := &sdk.CallToolParams{Name: "ask", Arguments: map[string]any{"question": question}}
 	if token != nil {
@@ -58,7 +68,7 @@ func ask(question string, token any) *sdk.CallToolParams {
 // reach the client that made the call, and the tool's result holds what
 // that client answered.
 func TestStdioServerRequestsReachTheCallingClient(t *testing.T) {
-	e, _ := newStdioEnv(t, false)
+	e, _ := newStdioEnv(t, false, withAsk)
 	cs := askingClient(e, e.KeyA, "alpha", nil)
 	res, err := cs.CallTool(context.Background(), ask("which colour?", nil))
 	if err != nil {
@@ -74,7 +84,7 @@ func TestStdioServerRequestsReachTheCallingClient(t *testing.T) {
 // its own progress token: each gets the server's requests of its own call
 // (both are in flight together) and its own answers back.
 func TestStdioServerRequestsOfConcurrentClients(t *testing.T) {
-	e, _ := newStdioEnv(t, false)
+	e, _ := newStdioEnv(t, false, withAsk)
 	var arrived sync.WaitGroup
 	arrived.Add(2)
 	both := make(chan struct{})
@@ -123,7 +133,7 @@ func TestStdioServerRequestsOfConcurrentClients(t *testing.T) {
 // and it names neither — is answered by the gateway with an error, and
 // the other client is not asked.
 func TestStdioServerRequestWithoutItsClientIsRefused(t *testing.T) {
-	e, _ := newStdioEnv(t, false)
+	e, _ := newStdioEnv(t, false, withAsk)
 	holding := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once

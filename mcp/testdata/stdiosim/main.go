@@ -5,8 +5,9 @@
 //	                arrival, before the server runs it
 //	STDIOSIM_PIDS   a file it appends its process id to when it starts
 //	STDIOSIM_GATE   a file whose existence every tool call waits for
+//	STDIOSIM_ASK    "1" adds the tool "ask"
 //
-// Besides the simulated server's tools it offers "ask", which asks its
+// With STDIOSIM_ASK, besides the simulated server's tools it offers "ask", which asks its
 // client before it answers: a sampling/createMessage with the question,
 // then an elicitation/create, both carrying the call's progress token in
 // _meta; the result says what the client answered to each.
@@ -46,7 +47,9 @@ func main() {
 		}
 	}
 	s := sim.New(cfg)
-	mcp.AddTool(s.MCPServer(), &mcp.Tool{Name: "ask", Description: "Ask the client (sampling, then elicitation) and report its answers."}, ask)
+	if os.Getenv("STDIOSIM_ASK") == "1" {
+		mcp.AddTool(s.MCPServer(), &mcp.Tool{Name: "ask", Description: "Ask the client (sampling, then elicitation) and report its answers."}, ask)
+	}
 	// Every message passes through here, so the calls file counts the tool
 	// calls that reached the process.
 	pr, pw := io.Pipe()
