@@ -65,3 +65,8 @@ const (
 	ResourceKindGeminiTunedModel = "gemini.tunedModels"
 	ResourceKindGeminiUpload     = "gemini.uploads"
 )
+
+// ResourceKindMCPSession is an MCP session a tenant opened through the
+// gateway: its name is "SERVER/SESSION-ID" (the upstream server's session
+// id, or for a stdio server the gateway's own).
+const ResourceKindMCPSession = "mcp.sessions"

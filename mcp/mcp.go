@@ -80,6 +80,10 @@ type Options struct {
 	// PolicyTTL is how long tool annotations read from a server are
 	// trusted; 0 is five minutes.
 	PolicyTTL time.Duration
+	// Resources records which tenant opened which session (sessions.go);
+	// replicas that share it accept each other's sessions. nil keeps the
+	// bindings in this process only.
+	Resources groundhog.ResourceStore
 }
 
 // Gateway is the MCP stage. Create it with New.
@@ -176,10 +180,12 @@ func (g *Gateway) Handler(auth func(*http.Request) (string, error)) http.Handler
 		}
 		up := &upstream{name: name, cfg: srv, stdio: g.stdio[name]}
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-			g.mu.Lock()
-			owner, known := g.sessions[sid]
-			g.mu.Unlock()
-			if !known || owner != tenant {
+			owned, err := g.ownsSession(r.Context(), tenant, name, sid)
+			if err != nil {
+				writeError(w, statusFor(err), nil, codeInternal, groundhog.ErrorMessage(err))
+				return
+			}
+			if !owned {
 				// Another tenant's session is as unknown as a made-up one.
 				writeError(w, http.StatusNotFound, nil, codeInvalidRequest, "session not found: initialize a new session")
 				return
@@ -285,26 +291,13 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, tenant string, u
 		return
 	}
 	defer res.Body.Close()
-	g.bindSession(tenant, r, res)
+	if err := g.bindSession(r.Context(), tenant, up.name, r, res); err != nil {
+		writeError(w, statusFor(err), nil, codeInternal, groundhog.ErrorMessage(err))
+		return
+	}
 	copyHeaders(w.Header(), res.Header)
 	w.WriteHeader(res.StatusCode)
 	flushCopy(w, res.Body)
-}
-
-// bindSession remembers which tenant an upstream session belongs to (and
-// forgets it when the client deletes it).
-func (g *Gateway) bindSession(tenant string, r *http.Request, res *http.Response) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if sid := res.Header.Get("Mcp-Session-Id"); sid != "" && res.StatusCode < 300 {
-		if len(g.sessions) > 100_000 {
-			clear(g.sessions)
-		}
-		g.sessions[sid] = tenant
-	}
-	if r.Method == http.MethodDelete && res.StatusCode < 300 {
-		delete(g.sessions, r.Header.Get("Mcp-Session-Id"))
-	}
 }
 
 // copyHeaders copies the MCP-relevant response headers.

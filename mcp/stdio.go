@@ -36,12 +36,19 @@ import (
 //     token of its own when the request carries one), so the ids of
 //     concurrent clients never collide, and answers each client under the
 //     client's id; progress notifications go to the request they belong to;
-//   - the process's own requests are answered by the gateway (ping with an
-//     empty result, anything else "method not found": the gateway offers the
-//     process no client capabilities), its other notifications are logged;
-//   - the clients' notifications and responses stay at the gateway (the
-//     gateway sent notifications/initialized itself; a request whose client
-//     goes away is cancelled upstream under the gateway's id);
+//   - the process's own requests (sampling/createMessage,
+//     elicitation/create, roots/list…) go to the client whose request
+//     caused them (serverrequests.go): the one whose progress token the
+//     request carries, else the only client request in flight; they reach
+//     that client on its request's SSE stream under an id of the gateway's,
+//     and the client's response goes back to the process under the
+//     process's id. A request no client request explains is answered by the
+//     gateway with an error, a ping with an empty result; the process's
+//     other notifications are logged;
+//   - the clients' notifications stay at the gateway (the gateway sent
+//     notifications/initialized itself; a request whose client goes away
+//     is cancelled upstream under the gateway's id), as do responses that
+//     answer no forwarded request;
 //   - when the process exits, the exit is logged, requests waiting on it
 //     fail, and the next message starts it again — no sooner than a backoff
 //     that doubles from stdioMinBackoff to stdioMaxBackoff while the process
@@ -116,11 +123,12 @@ type stdioServer struct {
 	log  *slog.Logger
 
 	mu       sync.Mutex
-	proc     *stdioProc    // the running process; nil when none
-	starting chan struct{} // closed when the start in progress ends
-	startErr error         // the last start's error, for those who waited on it
-	exitedAt time.Time     // when the last process exited
-	backoff  time.Duration // wait after exitedAt before the next start
+	asked    map[string]*serverRequest // the process's requests forwarded to clients, by the gateway's id
+	proc     *stdioProc                // the running process; nil when none
+	starting chan struct{}             // closed when the start in progress ends
+	startErr error                     // the last start's error, for those who waited on it
+	exitedAt time.Time                 // when the last process exited
+	backoff  time.Duration             // wait after exitedAt before the next start
 	closed   bool
 }
 
@@ -219,9 +227,12 @@ func (s *stdioServer) start(ctx context.Context, wait time.Duration) (*stdioProc
 	p := &stdioProc{s: s, conn: conn, pid: cmd.Process.Pid, started: time.Now(), stderr: stderr,
 		pending: map[int64]*stdioCall{}, tokens: map[string]*stdioCall{}, exited: make(chan struct{})}
 	go p.readLoop()
-	params := jsonOf(map[string]any{"protocolVersion": stdioProtocolVersion, "capabilities": map[string]any{},
+	// The capabilities are the clients': the gateway relays what the
+	// process asks of them (a client without one answers "method not
+	// found" itself).
+	params := jsonOf(map[string]any{"protocolVersion": stdioProtocolVersion, "capabilities": relayedCapabilities,
 		"clientInfo": map[string]any{"name": "groundhog", "version": "1"}})
-	resp, _, err := p.call(ctx, "initialize", params, nil)
+	resp, _, err := p.call(ctx, "initialize", params, nil, nil)
 	if err == nil && resp.Error != nil {
 		err = resp.Error
 	}
@@ -258,13 +269,13 @@ func stdioEnv(extra map[string]string) []string {
 // request that could not be written to a process that had just exited
 // goes once more, to the process started after it: nothing was sent.
 // sent reports whether the request reached a process.
-func (s *stdioServer) roundTrip(ctx context.Context, method string, params json.RawMessage, sink func([]byte)) (resp *jsonrpc.Response, sent bool, err error) {
+func (s *stdioServer) roundTrip(ctx context.Context, method string, params json.RawMessage, owner *stdioClient, sink func([]byte)) (resp *jsonrpc.Response, sent bool, err error) {
 	for attempt := 0; ; attempt++ {
 		p, err := s.get(ctx)
 		if err != nil {
 			return nil, false, err
 		}
-		resp, sent, err = p.call(ctx, method, params, sink)
+		resp, sent, err = p.call(ctx, method, params, owner, sink)
 		if err != nil && !sent && attempt == 0 && ctx.Err() == nil {
 			continue
 		}
@@ -309,13 +320,17 @@ type stdioProc struct {
 
 // stdioCall is one request waiting for its response.
 type stdioCall struct {
-	token  json.RawMessage // the client's progress token; nil when none
-	events chan stdioEvent // notifications, then the response: in the order the process sent them
+	token   json.RawMessage // the client's progress token; nil when none
+	upToken string          // the gateway's progress token in its place
+	owner   *stdioClient    // the client it was sent for; nil for the gateway's own
+	events  chan stdioEvent // notifications and the process's requests, then the response: in the order the process sent them
+	asked   []string        // the gateway's ids of the process's requests forwarded for it
 }
 
 type stdioEvent struct {
-	note []byte // a notification for the client, with the client's token
-	resp *jsonrpc.Response
+	note []byte            // a notification for the client, with the client's token
+	req  *jsonrpc.Request  // a request of the process for the client
+	resp *jsonrpc.Response // the response
 }
 
 func (p *stdioProc) hasExited() bool {
@@ -330,10 +345,16 @@ func (p *stdioProc) hasExited() bool {
 // call sends a request under an id of the gateway's own and waits for its
 // response. Notifications the process sends for it (progress) go to sink
 // (nil drops them), in order, from the caller's goroutine.
-func (p *stdioProc) call(ctx context.Context, method string, params json.RawMessage, sink func([]byte)) (*jsonrpc.Response, bool, error) {
+func (p *stdioProc) call(ctx context.Context, method string, params json.RawMessage, owner *stdioClient, sink func([]byte)) (*jsonrpc.Response, bool, error) {
 	id := p.next.Add(1)
-	c := &stdioCall{events: make(chan stdioEvent, stdioEvents+1)}
 	upToken := "groundhog-" + strconv.FormatInt(id, 10)
+	c := &stdioCall{events: make(chan stdioEvent, stdioEvents+1), upToken: upToken, owner: owner}
+	var gone <-chan struct{}
+	if owner != nil && sink != nil {
+		gone = owner.gone
+	} else {
+		c.owner = nil // nowhere to send the process's requests
+	}
 	params, c.token = withProgressToken(params, upToken)
 	p.mu.Lock()
 	if p.hasExited() {
@@ -350,6 +371,7 @@ func (p *stdioProc) call(ctx context.Context, method string, params json.RawMess
 		delete(p.pending, id)
 		delete(p.tokens, upToken)
 		p.mu.Unlock()
+		p.s.unanswered(c, "the client's request ended before the client answered")
 	}()
 	rid, _ := jsonrpc.MakeID(float64(id)) // an int64 id; cannot fail
 	if err := p.conn.Write(ctx, &jsonrpc.Request{ID: rid, Method: method, Params: params}); err != nil {
@@ -358,12 +380,19 @@ func (p *stdioProc) call(ctx context.Context, method string, params json.RawMess
 	for {
 		select {
 		case ev := <-c.events:
-			if ev.resp != nil {
+			switch {
+			case ev.resp != nil:
 				return ev.resp, true, nil
-			}
-			if sink != nil {
+			case ev.req != nil:
+				p.forward(c, ev.req, sink)
+			case sink != nil:
 				sink(ev.note)
 			}
+		case <-gone:
+			// The call goes on (a side-effect call runs to its end), but
+			// no one is left to answer the process's requests.
+			gone = nil
+			p.s.unanswered(c, "the client went away")
 		case <-p.exited:
 			// The response may have arrived just before the end.
 			for {
@@ -416,7 +445,7 @@ func (p *stdioProc) readLoop() {
 			p.route(m)
 		case *jsonrpc.Request:
 			if m.IsCall() {
-				p.answerServerRequest(m)
+				p.serverRequest(m)
 			} else {
 				p.notification(m)
 			}
@@ -494,20 +523,6 @@ func (p *stdioProc) notification(m *jsonrpc.Request) {
 	}
 }
 
-// answerServerRequest answers a request of the process: the gateway
-// offers it no client capabilities.
-func (p *stdioProc) answerServerRequest(m *jsonrpc.Request) {
-	resp := &jsonrpc.Response{ID: m.ID}
-	if m.Method == "ping" {
-		resp.Result = json.RawMessage("{}")
-	} else {
-		resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "groundhog does not relay a stdio server's requests to its clients: " + m.Method}
-	}
-	// Not from the read loop: a process that does not read its stdin
-	// while its stdout is full would block both.
-	go func() { _ = p.conn.Write(context.Background(), resp) }()
-}
-
 // stderrLog logs a process's stderr line by line at debug level (lines cut
 // at stderrLineBytes) and keeps the last lines for the exit log.
 type stderrLog struct {
@@ -576,13 +591,15 @@ func (g *Gateway) relayStdio(w http.ResponseWriter, r *http.Request, tenant stri
 		writeError(w, http.StatusMethodNotAllowed, nil, codeInvalidRequest, "MCP server "+up.name+" offers no stream at GET")
 		return
 	case r.Method == http.MethodDelete:
-		g.mu.Lock()
-		delete(g.sessions, r.Header.Get("Mcp-Session-Id"))
-		g.mu.Unlock()
+		g.closeSession(r.Context(), tenant, up.name, r.Header.Get("Mcp-Session-Id"))
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case !msg.isCall():
-		// Notifications and responses stay here (see the top of this file).
+		// A response to a request of the process goes back to it; other
+		// responses and notifications stay here (see the top of this file).
+		if msg.Method == "" {
+			up.stdio.answered(r.Context(), tenant, msg)
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case msg.Method == "initialize":
@@ -592,18 +609,16 @@ func (g *Gateway) relayStdio(w http.ResponseWriter, r *http.Request, tenant stri
 			return
 		}
 		sid := newSessionID()
-		g.mu.Lock()
-		if len(g.sessions) > 100_000 {
-			clear(g.sessions)
+		if err := g.openSession(r.Context(), tenant, up.name, sid); err != nil {
+			writeError(w, statusFor(err), msg.ID, codeInternal, groundhog.ErrorMessage(err))
+			return
 		}
-		g.sessions[sid] = tenant
-		g.mu.Unlock()
 		w.Header().Set("Mcp-Session-Id", sid)
 		(&clientStream{w: w}).finish(response(msg.ID, &stored{body: initFor(p.init, msg.Params)}))
 		return
 	}
 	out := &clientStream{w: w}
-	resp, _, err := up.stdio.roundTrip(r.Context(), msg.Method, msg.Params, out.send)
+	resp, _, err := up.stdio.roundTrip(r.Context(), msg.Method, msg.Params, &stdioClient{tenant: tenant, gone: r.Context().Done()}, out.send)
 	if err != nil {
 		if out.started {
 			out.send(jsonOf(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": codeInternal, "message": "MCP server " + up.name + " gave no answer"}}))
@@ -621,7 +636,7 @@ func (g *Gateway) executeStdio(ctx context.Context, c *call, sink func([]byte)) 
 	if err := json.Unmarshal(c.body, &m); err != nil {
 		return nil, false, groundhog.WrapError(groundhog.EINTERNAL, "re-reading a tools/call", err)
 	}
-	resp, sent, err := c.up.stdio.roundTrip(ctx, m.Method, m.Params, sink)
+	resp, sent, err := c.up.stdio.roundTrip(ctx, m.Method, m.Params, &stdioClient{tenant: c.tenant, gone: c.gone}, sink)
 	if err != nil {
 		return nil, sent, groundhog.WrapError(groundhog.EUPSTREAM, "MCP server "+c.up.name+" gave no answer", err)
 	}
@@ -649,7 +664,7 @@ func (s *stdioServer) stdioTools(ctx context.Context) (map[string]bool, error) {
 		if cursor != "" {
 			params = jsonOf(map[string]string{"cursor": cursor})
 		}
-		resp, _, err := s.roundTrip(ctx, "tools/list", params, nil)
+		resp, _, err := s.roundTrip(ctx, "tools/list", params, nil, nil)
 		if err == nil && resp.Error != nil {
 			err = resp.Error
 		}

@@ -79,7 +79,10 @@ func newStdioEnv(t *testing.T, gated bool, opts ...envOpt) (*env, *stdioFiles) {
 	f := &stdioFiles{t: t, calls: filepath.Join(dir, "calls"), pids: filepath.Join(dir, "pids"), gate: filepath.Join(dir, "gate")}
 	opts = append(opts, func(s *config.MCPServer, _ *sim.Config) {
 		s.Command = []string{bin}
-		s.Env = map[string]string{"STDIOSIM_CALLS": f.calls, "STDIOSIM_PIDS": f.pids}
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		s.Env["STDIOSIM_CALLS"], s.Env["STDIOSIM_PIDS"] = f.calls, f.pids
 		if gated {
 			s.Env["STDIOSIM_GATE"] = f.gate
 		}

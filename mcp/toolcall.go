@@ -59,6 +59,7 @@ type call struct {
 	hdr    http.Header // the client's headers
 	body   []byte      // the message as posted
 	out    *clientStream
+	gone   <-chan struct{} // closed when the client's request ends
 	row    groundhog.LedgerEntry
 	g      *Gateway
 	start  time.Time
@@ -106,7 +107,7 @@ func (g *Gateway) toolCall(w http.ResponseWriter, r *http.Request, tenant string
 		return
 	}
 	c := &call{tenant: tenant, up: up, tool: p.Name, key: key, hash: callHash(tenant, up.name, p.Name, canon),
-		id: msg.ID, hdr: r.Header.Clone(), body: body, out: &clientStream{w: w}, g: g, start: start}
+		id: msg.ID, hdr: r.Header.Clone(), body: body, out: &clientStream{w: w}, gone: r.Context().Done(), g: g, start: start}
 	c.row = groundhog.LedgerEntry{ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant,
 		Operation: "mcp:" + up.name + "/" + p.Name, RequestHash: c.hash, Shape: Shape, Model: p.Name,
 		Provider: "mcp:" + up.name, Idempotent: key != "", Status: http.StatusOK,

@@ -128,6 +128,10 @@ func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport) error {
 	return s.mcp.srv.Run(ctx, t)
 }
 
+// MCPServer returns the simulated MCP server (Config.MCP) itself, for a
+// harness that adds tools of its own before serving it.
+func (s *Server) MCPServer() *mcp.Server { return s.mcp.srv }
+
 // Effects returns what the simulated MCP server did so far.
 func (s *Server) Effects() MCPEffects {
 	m := s.mcp

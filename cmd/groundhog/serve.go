@@ -210,7 +210,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		Notifier: st.notifier()})
 	var mcpGW *mcp.Gateway
 	if len(cfg.MCP.Servers) > 0 {
-		mcpGW = mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: rec, Logger: log})
+		mcpGW = mcp.New(mcp.Options{Config: cfg.MCP, Idem: idem, Cache: c, Ledger: rec, Logger: log, Resources: db})
 		// Last out: the stdio MCP servers outlive the requests drained below.
 		defer func() {
 			if err := mcpGW.Close(); err != nil {

@@ -5,6 +5,12 @@
 //	                arrival, before the server runs it
 //	STDIOSIM_PIDS   a file it appends its process id to when it starts
 //	STDIOSIM_GATE   a file whose existence every tool call waits for
+//	STDIOSIM_ASK    "1" adds the tool "ask"
+//
+// With STDIOSIM_ASK, besides the simulated server's tools it offers "ask", which asks its
+// client before it answers: a sampling/createMessage with the question,
+// then an elicitation/create, both carrying the call's progress token in
+// _meta; the result says what the client answered to each.
 package main
 
 import (
@@ -41,6 +47,9 @@ func main() {
 		}
 	}
 	s := sim.New(cfg)
+	if os.Getenv("STDIOSIM_ASK") == "1" {
+		mcp.AddTool(s.MCPServer(), &mcp.Tool{Name: "ask", Description: "Ask the client (sampling, then elicitation) and report its answers."}, ask)
+	}
 	// Every message passes through here, so the calls file counts the tool
 	// calls that reached the process.
 	pr, pw := io.Pipe()
@@ -71,6 +80,37 @@ func main() {
 	if err := s.ServeMCP(context.Background(), &mcp.IOTransport{Reader: pr, Writer: nopCloser{os.Stdout}}); err != nil {
 		fmt.Fprintln(os.Stderr, "stdiosim:", err)
 	}
+}
+
+// AskInput is the argument of the ask tool.
+type AskInput struct {
+	Question string `json:"question" jsonschema:"what to ask the client"`
+}
+
+func ask(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, any, error) {
+	var meta mcp.Meta
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		meta = mcp.Meta{"progressToken": tok}
+	}
+	failed := func(what string, err error) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: what + ": " + err.Error()}}}, nil, nil
+	}
+	msg, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{Meta: meta, MaxTokens: 16,
+		Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Question}}}})
+	if err != nil {
+		return failed("sampling", err)
+	}
+	sampled := ""
+	if tc, ok := msg.Content.(*mcp.TextContent); ok {
+		sampled = tc.Text
+	}
+	el, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Meta: meta, Message: "confirm: " + in.Question})
+	if err != nil {
+		return failed("elicitation", err)
+	}
+	content, _ := json.Marshal(el.Content)
+	text := fmt.Sprintf("sampled %q; elicitation %s %s", sampled, el.Action, content)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 }
 
 func appendLine(path, line string) {
