@@ -185,6 +185,7 @@ func (c *call) book() {
 // fail books the row as outcome and answers c with a JSON-RPC error.
 func (c *call) fail(status, code int, msg string, outcome groundhog.Outcome) {
 	c.row.Outcome, c.row.Status = outcome, status
+	c.row.ResultBytes = int64(len(jsonOf(map[string]any{"code": code, "message": msg})))
 	c.book()
 	c.out.fail(status, c.id, code, msg)
 }
@@ -192,6 +193,7 @@ func (c *call) fail(status, code int, msg string, outcome groundhog.Outcome) {
 // answer books the row as outcome and sends st to c's client.
 func (c *call) answer(st *stored, outcome groundhog.Outcome) {
 	c.row.Outcome = outcome
+	c.row.ResultBytes = int64(len(st.body))
 	c.book()
 	c.out.finish(response(c.id, st))
 }
