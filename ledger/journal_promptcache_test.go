@@ -11,10 +11,10 @@ import (
 )
 
 // v1Record frames e as a version-1 record (before the prompt-cache fields):
-// e must have zero prompt-cache fields and no session, whose current
-// encoding is the eight zero bytes at the end of the payload.
+// e must have zero prompt-cache fields, no session and no result bytes,
+// whose current encoding is the nine zero bytes at the end of the payload.
 func v1Record(t *testing.T, e groundhog.LedgerEntry) []byte {
-	return olderRecord(t, e, recVersion1, 8)
+	return olderRecord(t, e, recVersion1, 9)
 }
 
 // v2Record frames e as a version-2 record (before ProviderCacheReason): e
