@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -176,6 +177,26 @@ func TestResumeReplayAndRefusals(t *testing.T) {
 	}
 	if fx := e.effects(); fx.ToolCalls["search"] != 1 {
 		t.Fatalf("search ran %d times, want 1", fx.ToolCalls["search"])
+	}
+	// The row's result bytes are the JSON-RPC result the client got.
+	var answer struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(evs[1].data), &answer); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Ledger.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var booked []int64
+	if err := e.DB.ScanLedger(context.Background(), groundhog.LedgerFilter{Operation: "mcp:sim/search", From: time.Unix(0, 0), To: time.Now().Add(time.Hour)}, func(r *groundhog.LedgerEntry) error {
+		booked = append(booked, r.ResultBytes)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(booked) != 1 || booked[0] != int64(len(answer.Result)) {
+		t.Fatalf("result bytes booked %v, want [%d]", booked, len(answer.Result))
 	}
 	res, rest := get(e.KeyA, csA.ID(), evs[1].id)
 	if res.StatusCode != http.StatusOK || len(events(t, rest)) != 0 {
