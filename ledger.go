@@ -96,6 +96,11 @@ type LedgerEntry struct {
 	// ValidSessionID.
 	Session       string
 	ParentSession string
+
+	// ResultBytes is the size of the answer relayed to the client of an
+	// MCP tool call: the JSON-RPC result (or error object) in bytes; 0 on
+	// other rows.
+	ResultBytes int64
 }
 
 // Stage is one timed stage of a call's pipeline, for observers such as

@@ -16,7 +16,32 @@ type MCPConfig struct {
 	// MaxMessageBytes bounds one JSON-RPC message a client posts (413 past
 	// it); 0 is DefaultMCPMaxMessageBytes.
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	// Resume bounds the SSE streams the gateway keeps so that a client
+	// whose connection broke can resume one (GET with Last-Event-ID).
+	Resume MCPResume `yaml:"resume"`
 }
+
+// MCPResume is the retention of the gateway's answer streams: every event
+// of a stream the gateway answered a POST with is kept, in the gateway's
+// memory, until Retention after the stream ended, within MaxBytes for all
+// streams together (the oldest streams are dropped first past it).
+type MCPResume struct {
+	// Retention is how long a stream stays resumable after its last event;
+	// 0 is DefaultMCPResumeRetention.
+	Retention time.Duration `yaml:"retention"`
+	// MaxBytes bounds the events kept across all streams; 0 is
+	// DefaultMCPResumeMaxBytes.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// Disabled answers tool calls without a resumable stream (plain JSON
+	// unless the server sends messages before the answer).
+	Disabled bool `yaml:"disabled"`
+}
+
+// Defaults of mcp.resume.
+const (
+	DefaultMCPResumeRetention = 5 * time.Minute
+	DefaultMCPResumeMaxBytes  = 64 << 20
+)
 
 // DefaultMCPMaxMessageBytes bounds a posted MCP message when
 // mcp.max_message_bytes is not set.
@@ -76,6 +101,15 @@ func (c *MCPConfig) finish() error {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMCPMaxMessageBytes
+	}
+	if c.Resume.Retention < 0 || c.Resume.MaxBytes < 0 {
+		return fmt.Errorf("mcp.resume.retention and mcp.resume.max_bytes must be ≥ 0")
+	}
+	if c.Resume.Retention == 0 {
+		c.Resume.Retention = DefaultMCPResumeRetention
+	}
+	if c.Resume.MaxBytes == 0 {
+		c.Resume.MaxBytes = DefaultMCPResumeMaxBytes
 	}
 	for name, s := range c.Servers {
 		if !mcpNameRE.MatchString(name) {

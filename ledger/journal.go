@@ -34,7 +34,8 @@ import (
 // flag byte with the prompt-cache fields (Usage.CacheWrite1hTokens,
 // PromptCacheSaved, PromptCacheBreak, PromptCacheLostTokens, and FanOutHeld
 // as a byte); version 3 adds ProviderCacheReason after them and version 4
-// Session and ParentSession after that. Version 3 records replay with no
+// Session and ParentSession after that, version 5 ResultBytes. Version 4
+// records replay with no result bytes, version 3 records replay with no
 // agent run, version 2 records with no provider verdict either, and version 1
 // records, written before the prompt-cache fields existed, with an unknown
 // PromptCacheSaved when they had cache tokens.
@@ -52,7 +53,9 @@ const (
 	segMagic      = "GHLEDGR1"
 	segSuffix     = ".seg"
 	recHeaderSize = 8
-	recVersion    = 4
+	recVersion    = recVersion5
+	recVersion5   = 5
+	recVersion4   = 4 // before ResultBytes
 	recVersion3   = 3 // before Session and ParentSession
 	recVersion2   = 2 // before ProviderCacheReason
 	recVersion1   = 1 // before the prompt-cache fields
@@ -114,6 +117,7 @@ func appendRecord(b []byte, e *groundhog.LedgerEntry) []byte {
 	b = appendString(b, e.ProviderCacheReason)
 	b = appendString(b, e.Session)
 	b = appendString(b, e.ParentSession)
+	b = binary.AppendVarint(b, e.ResultBytes)
 	payload := b[start+recHeaderSize:]
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, crcTable))
@@ -150,7 +154,7 @@ func (r *payloadReader) str() string {
 
 // decodePayload decodes a payload written by appendRecord.
 func decodePayload(p []byte, e *groundhog.LedgerEntry) error {
-	if len(p) < 2 || (p[0] != recVersion && p[0] != recVersion3 && p[0] != recVersion2 && p[0] != recVersion1) {
+	if len(p) < 2 || (p[0] != recVersion && p[0] != recVersion4 && p[0] != recVersion3 && p[0] != recVersion2 && p[0] != recVersion1) {
 		return fmt.Errorf("%w: unknown record version", errCorrupt)
 	}
 	version := p[0]
@@ -215,6 +219,9 @@ func decodePayload(p []byte, e *groundhog.LedgerEntry) error {
 	}
 	e.Session = r.str()
 	e.ParentSession = r.str()
+	if version == recVersion5 {
+		e.ResultBytes = r.varint()
+	}
 	if r.bad || len(r.b) != 0 {
 		return fmt.Errorf("%w: malformed payload", errCorrupt)
 	}

@@ -11,24 +11,30 @@ import (
 )
 
 // v1Record frames e as a version-1 record (before the prompt-cache fields):
-// e must have zero prompt-cache fields and no session, whose current
-// encoding is the eight zero bytes at the end of the payload.
+// e must have zero prompt-cache fields, no session and no result bytes,
+// whose current encoding is the nine zero bytes at the end of the payload.
 func v1Record(t *testing.T, e groundhog.LedgerEntry) []byte {
-	return olderRecord(t, e, recVersion1, 8)
+	return olderRecord(t, e, recVersion1, 9)
 }
 
 // v2Record frames e as a version-2 record (before ProviderCacheReason): e
-// must have none and no session, whose encoding is the three zero bytes at
-// the end.
+// must have none, no session and no result bytes, whose encoding is the
+// four zero bytes at the end.
 func v2Record(t *testing.T, e groundhog.LedgerEntry) []byte {
-	return olderRecord(t, e, recVersion2, 3)
+	return olderRecord(t, e, recVersion2, 4)
 }
 
 // v3Record frames e as a version-3 record (before Session and
-// ParentSession): e must have neither, whose encoding is the two zero bytes
-// at the end.
+// ParentSession): e must have neither and no result bytes, whose encoding
+// is the three zero bytes at the end.
 func v3Record(t *testing.T, e groundhog.LedgerEntry) []byte {
-	return olderRecord(t, e, recVersion3, 2)
+	return olderRecord(t, e, recVersion3, 3)
+}
+
+// v4Record frames e as a version-4 record (before ResultBytes): e must have
+// none, whose encoding is the zero byte at the end.
+func v4Record(t *testing.T, e groundhog.LedgerEntry) []byte {
+	return olderRecord(t, e, recVersion4, 1)
 }
 
 func olderRecord(t *testing.T, e groundhog.LedgerEntry, version byte, cut int) []byte {

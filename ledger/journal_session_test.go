@@ -11,6 +11,7 @@ func TestJournalSessionFieldsRoundTrip(t *testing.T) {
 	e := testEntry(5)
 	e.Session, e.ParentSession = "run-7.sub:2", "run-7"
 	e.ProviderCacheReason = "input_changed"
+	e.ResultBytes = 70_000
 	got, err := readOne(t, appendRecord(nil, &e))
 	if err != nil {
 		t.Fatal(err)
@@ -40,5 +41,19 @@ func TestJournalVersion3StillReplays(t *testing.T) {
 	binary.LittleEndian.PutUint32(bad[4:], crc32.Checksum(payload, crcTable))
 	if _, err := readOne(t, append(bad, payload...)); err == nil {
 		t.Fatal("a version-3 record with a trailing byte was accepted")
+	}
+}
+
+// TestJournalVersion4StillReplays reads a record written before result
+// bytes existed: the same entry, its session kept, no result bytes.
+func TestJournalVersion4StillReplays(t *testing.T) {
+	e := testEntry(7)
+	e.Session, e.ParentSession = "run-8", "run-1"
+	got, err := readOne(t, v4Record(t, e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, e) {
+		t.Fatalf("version 4\n got %+v\nwant %+v", got, e)
 	}
 }

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -296,3 +297,18 @@ func readAll(res *http.Response) string {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// answerOf is the JSON-RPC message of an answer: the body of a JSON
+// answer, or the data of an SSE answer's last event.
+func answerOf(body []byte) []byte {
+	var last []byte
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok && len(bytes.TrimSpace(d)) > 0 {
+			last = bytes.TrimSpace(d)
+		}
+	}
+	if last == nil {
+		return body
+	}
+	return last
+}

@@ -98,6 +98,8 @@ type Gateway struct {
 
 	stdio map[string]*stdioServer // servers run as a command, by name
 
+	streams *streamStore // the answer streams kept for resumption; nil when disabled
+
 	mu       sync.Mutex
 	sessions map[string]string        // upstream (or, for a stdio server, the gateway's) session id → tenant
 	policies map[string]*serverPolicy // server name → annotations read from it
@@ -129,6 +131,16 @@ func New(o Options) *Gateway {
 	g := &Gateway{o: o, clock: o.Clock, log: o.Logger, client: c, stdio: map[string]*stdioServer{},
 		sessions: map[string]string{}, policies: map[string]*serverPolicy{},
 		seen: map[string]seenCall{}, running: map[string]chan struct{}{}}
+	if rc := o.Config.Resume; !rc.Disabled {
+		retain, maxBytes := rc.Retention, rc.MaxBytes
+		if retain <= 0 {
+			retain = config.DefaultMCPResumeRetention
+		}
+		if maxBytes <= 0 {
+			maxBytes = config.DefaultMCPResumeMaxBytes
+		}
+		g.streams = newStreamStore(o.Clock, retain, maxBytes)
+	}
 	for name, srv := range o.Config.Servers {
 		if srv.Command != nil {
 			g.stdio[name] = newStdioServer(name, srv, o.Logger)
@@ -190,6 +202,15 @@ func (g *Gateway) Handler(auth func(*http.Request) (string, error)) http.Handler
 				writeError(w, http.StatusNotFound, nil, codeInvalidRequest, "session not found: initialize a new session")
 				return
 			}
+		}
+		if last := r.Header.Get("Last-Event-ID"); r.Method == http.MethodGet && (strings.HasPrefix(last, eventIDPrefix) || last != "" && up.stdio != nil) {
+			// One of the gateway's own streams (a stdio server has no
+			// others); any other id is an HTTP server's, relayed to it.
+			g.resume(w, r, tenant)
+			return
+		}
+		if r.Method == http.MethodDelete && g.streams != nil {
+			defer g.streams.dropSession(r.Header.Get("Mcp-Session-Id"))
 		}
 		switch r.Method {
 		case http.MethodGet, http.MethodDelete:
@@ -326,6 +347,20 @@ func flushCopy(w http.ResponseWriter, src io.Reader) {
 			return
 		}
 	}
+}
+
+// acceptsSSE reports whether a client's Accept header lists
+// text/event-stream, as a Streamable HTTP client does.
+func acceptsSSE(h http.Header) bool {
+	for _, v := range h.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && mt == "text/event-stream" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isJSON reports whether a Content-Type is application/json (parameters

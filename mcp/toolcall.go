@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
@@ -108,6 +109,9 @@ func (g *Gateway) toolCall(w http.ResponseWriter, r *http.Request, tenant string
 	}
 	c := &call{tenant: tenant, up: up, tool: p.Name, key: key, hash: callHash(tenant, up.name, p.Name, canon),
 		id: msg.ID, hdr: r.Header.Clone(), body: body, out: &clientStream{w: w}, gone: r.Context().Done(), g: g, start: start}
+	if sid := r.Header.Get("Mcp-Session-Id"); g.streams != nil && sid != "" && acceptsSSE(r.Header) {
+		c.out.store, c.out.st = g.streams, g.streams.open(tenant, sid)
+	}
 	c.row = groundhog.LedgerEntry{ID: groundhog.NewTimeID(start), Time: start.UTC(), Tenant: tenant,
 		Operation: "mcp:" + up.name + "/" + p.Name, RequestHash: c.hash, Shape: Shape, Model: p.Name,
 		Provider: "mcp:" + up.name, Idempotent: key != "", Status: http.StatusOK,
@@ -118,15 +122,17 @@ func (g *Gateway) toolCall(w http.ResponseWriter, r *http.Request, tenant string
 		leave()
 		c.book() // a path that answered nothing
 	}()
-	pol := g.policy(r.Context(), up, p.Name)
+	c.out.prime()
+	ctx := c.detach(r.Context())
+	pol := g.policy(ctx, up, p.Name)
 	c.row.CacheOn = pol.readOnly && pol.cacheTTL > 0
 	switch {
 	case pol.readOnly:
-		g.readOnly(r.Context(), c, pol)
+		g.readOnly(ctx, c, pol)
 	case key != "":
-		g.withKey(r.Context(), c)
+		g.withKey(ctx, c)
 	default:
-		g.withoutKey(r.Context(), c, pol)
+		g.withoutKey(ctx, c, pol)
 	}
 }
 
@@ -180,13 +186,15 @@ func (c *call) book() {
 // fail books the row as outcome and answers c with a JSON-RPC error.
 func (c *call) fail(status, code int, msg string, outcome groundhog.Outcome) {
 	c.row.Outcome, c.row.Status = outcome, status
+	c.row.ResultBytes = int64(len(jsonOf(map[string]any{"code": code, "message": msg})))
 	c.book()
-	writeError(c.out.w, status, c.id, code, msg)
+	c.out.fail(status, c.id, code, msg)
 }
 
 // answer books the row as outcome and sends st to c's client.
 func (c *call) answer(st *stored, outcome groundhog.Outcome) {
 	c.row.Outcome = outcome
+	c.row.ResultBytes = int64(len(st.body))
 	c.book()
 	c.out.finish(response(c.id, st))
 }
@@ -440,19 +448,56 @@ func sameID(a, b json.RawMessage) bool {
 }
 
 // clientStream is the answer to one client: plain JSON, or an SSE stream
-// once the server has sent a message before the answer.
+// once the server has sent a message before the answer — or from the
+// start when the answer is resumable (st non-nil: the client accepts SSE
+// and has a session; see resume.go), every event then kept in store.
 type clientStream struct {
-	w       http.ResponseWriter
+	w     http.ResponseWriter
+	store *streamStore
+	st    *stream
+
+	mu      sync.Mutex // send is called from the upstream's reader too
 	started bool
+	gone    bool // a write failed: the client went away
+}
+
+// start sends the SSE headers, and the priming event of a resumable
+// stream; s.mu held.
+func (s *clientStream) start() {
+	s.w.Header().Set("Content-Type", "text/event-stream")
+	s.w.Header().Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+	s.started = true
+	if s.st != nil && writeEvent(s.w, s.st.eventID(0), nil) != nil {
+		s.gone = true
+	}
+}
+
+// prime starts a resumable answer's stream before anything else is sent.
+func (s *clientStream) prime() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st != nil && !s.started {
+		s.start()
+	}
 }
 
 // send relays one server message as an SSE event.
-func (s *clientStream) send(data []byte) {
+func (s *clientStream) send(data []byte) { s.event(data, false) }
+
+// event writes one SSE event; last ends a resumable stream.
+func (s *clientStream) event(data []byte, last bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !s.started {
-		s.w.Header().Set("Content-Type", "text/event-stream")
-		s.w.Header().Set("Cache-Control", "no-cache")
-		s.w.WriteHeader(http.StatusOK)
-		s.started = true
+		s.start()
+	}
+	if s.st != nil {
+		n := s.store.append(s.st, data, last)
+		if !s.gone && writeEvent(s.w, s.st.eventID(n), data) != nil {
+			s.gone = true
+		}
+		return
 	}
 	fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data)
 	_ = http.NewResponseController(s.w).Flush()
@@ -460,11 +505,30 @@ func (s *clientStream) send(data []byte) {
 
 // finish writes the answer.
 func (s *clientStream) finish(msg []byte) {
-	if s.started {
-		s.send(msg)
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if started {
+		s.event(msg, true)
 		return
 	}
 	s.w.Header().Set("Content-Type", "application/json")
 	s.w.WriteHeader(http.StatusOK)
 	_, _ = s.w.Write(msg)
+}
+
+// fail writes a JSON-RPC error: with status as plain JSON, or as the last
+// event of a stream already started (whose status was 200).
+func (s *clientStream) fail(status int, id json.RawMessage, code int, msg string) {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if !started {
+		writeError(s.w, status, id, code, msg)
+		return
+	}
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	s.event(jsonOf(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}}), true)
 }

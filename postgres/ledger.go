@@ -19,7 +19,7 @@ const ledgerColumns = `id, time, tenant, operation, request_hash, shape, model, 
 	latency, attempt, in_flight, cache_on, idempotent, stream,
 	cache_write_1h_tokens, prompt_cache_saved, prompt_cache_break, prompt_cache_lost_tokens, fan_out_held,
 	provider_cache_reason,
-	session, parent_session`
+	session, parent_session, result_bytes`
 
 // qAppendLedger inserts a whole chunk of rows as one statement: each column
 // arrives as one array parameter and unnest turns them back into rows, so
@@ -33,7 +33,7 @@ const qAppendLedger = `INSERT INTO ledger (` + ledgerColumns + `)
 		$15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::integer[], $20::boolean[],
 		$21::boolean[], $22::boolean[], $23::boolean[],
 		$24::bigint[], $25::bigint[], $26::text[], $27::bigint[], $28::boolean[], $29::text[],
-		$30::text[], $31::text[])
+		$30::text[], $31::text[], $32::bigint[])
 	ON CONFLICT (time, id) DO NOTHING`
 
 // ledgerChunk bounds the rows of one statement (and the memory of its
@@ -100,7 +100,7 @@ func (db *DB) appendLedger(ctx context.Context, rows []groundhog.LedgerEntry) er
 	return nil
 }
 
-// ledgerArrays turns rows into the 31 column arrays of qAppendLedger.
+// ledgerArrays turns rows into the 32 column arrays of qAppendLedger.
 func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 	n := len(rows)
 	strs := func() []string { return make([]string, n) }
@@ -112,7 +112,7 @@ func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 	status, attempt := i32s(), i32s()
 	inFlight, cacheOn, idem, stream := bools(), bools(), bools(), bools()
 	write1h, pcSaved, pcBreak, pcLost, held, reason := ints(), ints(), strs(), ints(), bools(), strs()
-	session, parent := strs(), strs()
+	session, parent, resultBytes := strs(), strs(), ints()
 	for i := range rows {
 		e := &rows[i]
 		id[i], t[i], tenant[i], op[i], hash[i] = e.ID, e.Time.UnixNano(), e.Tenant, e.Operation, e.RequestHash
@@ -123,11 +123,11 @@ func ledgerArrays(rows []groundhog.LedgerEntry) []any {
 		inFlight[i], cacheOn[i], idem[i], stream[i] = e.InFlight, e.CacheOn, e.Idempotent, e.Stream
 		write1h[i], pcSaved[i], pcBreak[i] = e.Usage.CacheWrite1hTokens, int64(e.PromptCacheSaved), e.PromptCacheBreak
 		pcLost[i], held[i], reason[i] = e.PromptCacheLostTokens, e.FanOutHeld, e.ProviderCacheReason
-		session[i], parent[i] = e.Session, e.ParentSession
+		session[i], parent[i], resultBytes[i] = e.Session, e.ParentSession, e.ResultBytes
 	}
 	return []any{id, t, tenant, op, hash, shape, model, provider, outcome, status,
 		in, cached, write, out, cost, saved, full, lat, attempt, inFlight, cacheOn, idem, stream,
-		write1h, pcSaved, pcBreak, pcLost, held, reason, session, parent}
+		write1h, pcSaved, pcBreak, pcLost, held, reason, session, parent, resultBytes}
 }
 
 // ScanLedger calls fn for every row matching f in (Time, ID) order and
@@ -159,7 +159,7 @@ func (db *DB) ScanLedger(ctx context.Context, f groundhog.LedgerFilter, fn func(
 			&e.Usage.InputTokens, &e.Usage.CachedInputTokens, &e.Usage.CacheWriteTokens, &e.Usage.OutputTokens,
 			&cost, &saved, &full, &latency, &attempt, &e.InFlight, &e.CacheOn, &e.Idempotent, &e.Stream,
 			&e.Usage.CacheWrite1hTokens, &pcSaved, &e.PromptCacheBreak, &e.PromptCacheLostTokens, &e.FanOutHeld,
-			&e.ProviderCacheReason, &e.Session, &e.ParentSession); err != nil {
+			&e.ProviderCacheReason, &e.Session, &e.ParentSession, &e.ResultBytes); err != nil {
 			return mapErr(fmt.Errorf("postgres: scan ledger: %w", err))
 		}
 		e.Time = time.Unix(0, t).UTC()

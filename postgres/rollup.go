@@ -234,9 +234,9 @@ func rollupCols() []string {
 	return cols
 }
 
-// qAppendRollup inserts a chunk of rows (qAppendLedger's parameters, $32:
+// qAppendRollup inserts a chunk of rows (qAppendLedger's parameters, $33:
 // their days) and rolls up those actually inserted.
-var qAppendRollup = rollupStatement(strings.Replace(qAppendLedger, "DO NOTHING", "DO NOTHING RETURNING *", 1), "$32::bigint[]")
+var qAppendRollup = rollupStatement(strings.Replace(qAppendLedger, "DO NOTHING", "DO NOTHING RETURNING *", 1), "$33::bigint[]")
 
 // qRebuildRollup rolls up the stored rows of day [$1, $2) ($3: that day).
 var qRebuildRollup = rollupStatement("SELECT * FROM ledger WHERE time >= $1 AND time < $2", "$3::bigint[]")

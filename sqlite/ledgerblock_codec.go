@@ -118,13 +118,25 @@ func (w *blockEncoder) add(e *groundhog.LedgerEntry) {
 	num(e.PromptCacheLostTokens, p.PromptCacheLostTokens)
 	num(int64(boolInt(e.FanOutHeld)), int64(boolInt(p.FanOutHeld)))
 	text(e.ProviderCacheReason, p.ProviderCacheReason)
-	if e.Session != "" || e.ParentSession != "" { // as appendPackedLedger: absent when both are empty
-		pHas := p.Session != "" || p.ParentSession != ""
-		if pHas {
+	// The optional fields, as appendPackedLedger writes them; one the
+	// previous row lacks is written in full.
+	ext, pext := packedExtras(e), packedExtras(p)
+	if first {
+		pext = 0
+	}
+	if ext >= 2 {
+		if pext >= 2 {
 			text(e.Session, p.Session)
 			text(e.ParentSession, p.ParentSession)
 		} else {
 			r = packText(packText(r, e.Session), e.ParentSession)
+		}
+	}
+	if ext >= 3 {
+		if pext >= 3 {
+			num(e.ResultBytes, p.ResultBytes)
+		} else {
+			r = packInt(r, e.ResultBytes)
 		}
 	}
 	if n := len(r) - start - 1; n < 0x80 {

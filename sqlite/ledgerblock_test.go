@@ -57,6 +57,13 @@ func TestBlockCodecRoundTrip(t *testing.T) {
 	add(func(e *groundhog.LedgerEntry) { e.ID, e.Session, e.ParentSession = "07", "run-1.a", "run-1" })
 	add(func(e *groundhog.LedgerEntry) { e.ID, e.Session, e.ParentSession = "08", "", "" })
 	add(func(e *groundhog.LedgerEntry) { e.ID, e.ParentSession = "09", "run-1" })
+	// A tool call's result bytes: after the agent-run fields, without
+	// them, the same again, changed, absent again.
+	add(func(e *groundhog.LedgerEntry) { e.ID, e.ResultBytes = "0a", 512 })
+	add(func(e *groundhog.LedgerEntry) { e.ID, e.Session, e.ParentSession, e.ResultBytes = "0b", "", "", 512 })
+	add(func(e *groundhog.LedgerEntry) { e.ID, e.ResultBytes = "0c", 512 })
+	add(func(e *groundhog.LedgerEntry) { e.ID, e.ResultBytes = "0d", 1<<40 })
+	add(func(e *groundhog.LedgerEntry) { e.ID, e.ResultBytes = "0e", 0 })
 	add(func(e *groundhog.LedgerEntry) {
 		e.ID, e.RequestHash = strings.Repeat("ab", 40), "sha256:"+strings.Repeat("cd", 40)
 	})

@@ -162,7 +162,7 @@ func (u *ledgerUnpacker) unpack(row []byte, e *groundhog.LedgerEntry) error {
 		// (never a silent 0).
 		e.Usage.CacheWrite1hTokens, e.PromptCacheSaved, e.PromptCacheBreak = 0, 0, ""
 		e.PromptCacheLostTokens, e.FanOutHeld, e.ProviderCacheReason = 0, false, ""
-		e.Session, e.ParentSession = "", ""
+		e.Session, e.ParentSession, e.ResultBytes = "", "", 0
 		if e.Usage.CachedInputTokens != 0 || e.Usage.CacheWriteTokens != 0 {
 			e.PromptCacheSaved = groundhog.CostUnknown
 		}
@@ -173,7 +173,7 @@ func (u *ledgerUnpacker) unpack(row []byte, e *groundhog.LedgerEntry) error {
 	e.PromptCacheBreak = u.common()
 	e.PromptCacheLostTokens = u.int()
 	e.FanOutHeld = u.int() != 0
-	e.Session, e.ParentSession = "", ""
+	e.Session, e.ParentSession, e.ResultBytes = "", "", 0
 	if u.err == nil && len(u.b) == 0 {
 		e.ProviderCacheReason = "" // packed before the provider's verdict was booked
 		return nil
@@ -182,6 +182,9 @@ func (u *ledgerUnpacker) unpack(row []byte, e *groundhog.LedgerEntry) error {
 	if u.err == nil && len(u.b) != 0 {
 		e.Session = u.common()
 		e.ParentSession = u.common()
+	}
+	if u.err == nil && len(u.b) != 0 {
+		e.ResultBytes = u.int()
 	}
 	if u.err == nil && len(u.b) != 0 {
 		u.err = errBadPack

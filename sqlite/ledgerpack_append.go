@@ -43,19 +43,38 @@ func appendPackedLedger(b []byte, e *groundhog.LedgerEntry) []byte {
 	// The provider's cache verdict, after them (a row packed before it
 	// ends at FanOutHeld).
 	b = packText(b, e.ProviderCacheReason)
-	// Agent-run fields, after the verdict; a row with neither stops here
-	// (rows packed before they existed read the same).
-	if e.Session == "" && e.ParentSession == "" {
+	// Agent-run fields, after the verdict, then a tool call's result
+	// bytes; a row with none of them stops here, one with no result bytes
+	// after the agent-run fields (rows packed before they existed read the
+	// same).
+	switch packedExtras(e) {
+	case 0:
 		return b
+	case 2:
+		b = packText(b, e.Session)
+		return packText(b, e.ParentSession)
 	}
 	b = packText(b, e.Session)
-	return packText(b, e.ParentSession)
+	b = packText(b, e.ParentSession)
+	return packInt(b, e.ResultBytes)
+}
+
+// packedExtras is how many optional fields follow ProviderCacheReason in
+// e's packed form: 0, 2 (Session, ParentSession) or 3 (and ResultBytes).
+func packedExtras(e *groundhog.LedgerEntry) int {
+	switch {
+	case e.ResultBytes != 0:
+		return 3
+	case e.Session != "" || e.ParentSession != "":
+		return 2
+	}
+	return 0
 }
 
 // packedLedgerSize bounds the packed size of e, to size a buffer once.
 func packedLedgerSize(e *groundhog.LedgerEntry) int {
 	return len(e.ID) + len(e.Tenant) + len(e.Operation) + len(e.RequestHash) + len(e.Shape) + len(e.Model) +
-		len(e.Provider) + len(e.Outcome) + len(e.PromptCacheBreak) + len(e.ProviderCacheReason) + len(e.Session) + len(e.ParentSession) + 31*(1+binary.MaxVarintLen64)
+		len(e.Provider) + len(e.Outcome) + len(e.PromptCacheBreak) + len(e.ProviderCacheReason) + len(e.Session) + len(e.ParentSession) + 32*(1+binary.MaxVarintLen64)
 }
 
 func packInt(b []byte, v int64) []byte {

@@ -53,6 +53,7 @@ func ledgerRow(id string, when time.Time) groundhog.LedgerEntry {
 		ProviderCacheReason:   "input_changed",
 		Session:               "run-42.sub:1",
 		ParentSession:         "run-42",
+		ResultBytes:           1_234_567,
 	}
 }
 
@@ -93,6 +94,7 @@ func testLedgerRoundTrip(t *testing.T, s Stores) {
 		ID: "b2", Time: at(time.Nanosecond), Tenant: "tenant-2", Shape: groundhog.ShapeChat,
 		Outcome: groundhog.OutcomeUpstream, Status: 200, Cost: groundhog.CostUnknown, FullCost: groundhog.CostUnknown, Attempt: 1,
 		PromptCacheSaved: groundhog.CostUnknown,
+		ResultBytes:      4096, // without the agent-run fields
 	}
 	must(t, s.AppendLedger(ctx, []groundhog.LedgerEntry{full, other}), "AppendLedger")
 	got := scanAll(t, s, groundhog.LedgerFilter{})
