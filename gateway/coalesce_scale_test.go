@@ -34,7 +34,7 @@ import (
 // stacks are not heap: stack-B/follower and goroutines/follower (both
 // runs have the same goroutines per stream but the flight's) are reported
 // apart. GROUNDHOG_BENCH_HEAPPROFILE=FILE writes a heap profile of the
-// gateway's run while the followers wait.
+// gateway's run while the followers wait, and FILE.floor the floor's.
 //
 // The streams share a few HTTP/2 cleartext connections: 10,000 HTTP/1.1
 // connections would need 20,000 descriptors in one process, over this
@@ -45,6 +45,9 @@ func BenchmarkCoalesceStreamsAtScale(b *testing.B) {
 	n := 10_000
 	if v, err := strconv.Atoi(os.Getenv("GROUNDHOG_BENCH_STREAMS")); err == nil && v > 0 {
 		n = v
+	}
+	if os.Getenv("GROUNDHOG_BENCH_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 512 // fine enough to attribute a few KB per follower
 	}
 	body := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"one answer for ten thousand"}]}`
 	for i := 0; i < b.N; i++ {
@@ -60,14 +63,18 @@ func BenchmarkCoalesceStreamsAtScale(b *testing.B) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"one\"}}]}\n\ndata: [DONE]\n\n")
 		})
-		fl := streamMany(b, n, floor, body, func() { held.Wait() }, func() { close(release) }, "")
+		prof, floorProf := os.Getenv("GROUNDHOG_BENCH_HEAPPROFILE"), ""
+		if prof != "" {
+			floorProf = prof + ".floor"
+		}
+		fl := streamMany(b, n, floor, body, func() { held.Wait() }, func() { close(release) }, floorProf)
 
 		g := newGate()
 		h := newHarness(b, withGate(g))
 		gw := streamMany(b, n, h.GW, body, func() {
 			<-g.arrived // the leader is at the provider
 			waitForB(b, func() bool { return h.GW.Followers("local", hashOf(b, "chat", body)) == n-1 })
-		}, g.open, os.Getenv("GROUNDHOG_BENCH_HEAPPROFILE"))
+		}, g.open, prof)
 		if calls := h.bill().Calls; calls != 1 {
 			b.Fatalf("%d upstream calls for %d identical streams, want 1", calls, n)
 		}
@@ -114,6 +121,7 @@ func streamMany(b *testing.B, n int, handler http.Handler, body string, waiting,
 	client := &http.Client{Transport: tr}
 	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
 
+	runtime.GC() // two cycles: sync.Pool keeps what a previous run left for one
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -153,10 +161,16 @@ func streamMany(b *testing.B, n int, handler http.Handler, body string, waiting,
 		}(j)
 	}
 	waiting()
+	// Live bytes only: without a collection the figure would hold
+	// whatever garbage the start of the streams left, more or less of it
+	// by chance. Two cycles also let the runtime shrink stacks that grew
+	// deep once and are now mostly unused, as a long wait would.
+	runtime.GC()
+	runtime.GC()
 	var during runtime.MemStats
 	runtime.ReadMemStats(&during)
 	out := held{
-		heap:       int64(during.HeapInuse) - int64(before.HeapInuse),
+		heap:       int64(during.HeapAlloc) - int64(before.HeapAlloc),
 		stack:      int64(during.StackInuse) - int64(before.StackInuse),
 		goroutines: int64(runtime.NumGoroutine() - g0),
 	}
