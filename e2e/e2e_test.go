@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 
 // proc is a running groundhog process.
 type proc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	URL  string
 	mu   sync.Mutex
@@ -57,7 +57,7 @@ func (p *proc) output() string {
 	return p.out.String()
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,7 +69,7 @@ func freeAddr(t *testing.T) string {
 
 // start runs `groundhog args... --addr <free>` with extra environment and
 // waits until it answers /healthz.
-func start(t *testing.T, env []string, args ...string) *proc {
+func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, append(args, "--addr", addr)...)
@@ -167,7 +167,7 @@ func post(ctx context.Context, url, body string, hdr map[string]string) result {
 	return result{status: res.StatusCode, header: res.Header, body: b, err: err}
 }
 
-func simCalls(t *testing.T, simURL string) int64 {
+func simCalls(t testing.TB, simURL string) int64 {
 	t.Helper()
 	return simBill(t, simURL).Calls
 }
@@ -179,7 +179,7 @@ type bill struct {
 	CacheWriteTokens  int64 `json:"cache_write_tokens"`
 }
 
-func simBill(t *testing.T, simURL string) bill {
+func simBill(t testing.TB, simURL string) bill {
 	t.Helper()
 	res, err := http.Get(simURL + "/sim/v1/bill")
 	if err != nil {

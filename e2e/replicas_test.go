@@ -30,10 +30,10 @@ type cluster struct {
 
 // freshPostgres creates a schema dropped when t ends and returns the URL
 // that selects it.
-func freshPostgres(t *testing.T) string { return storetest.FreshPostgres(t) }
+func freshPostgres(t testing.TB) string { return storetest.FreshPostgres(t) }
 
 // freshRedisPrefix returns a key prefix whose keys are deleted when t ends.
-func freshRedisPrefix(t *testing.T, redisURL string) string {
+func freshRedisPrefix(t testing.TB, redisURL string) string {
 	t.Helper()
 	prefix := "ghe2e:" + groundhog.NewID()[:12] + ":"
 	t.Cleanup(func() {
@@ -60,7 +60,7 @@ func startCluster(t *testing.T, n int) *cluster {
 
 // startClusterWith starts a cluster whose sim takes simArgs and whose
 // replicas run with env added to their environment.
-func startClusterWith(t *testing.T, n int, simArgs, env []string) *cluster {
+func startClusterWith(t testing.TB, n int, simArgs, env []string) *cluster {
 	t.Helper()
 	redisURL := storetest.RedisURL(t)
 	pg := freshPostgres(t)

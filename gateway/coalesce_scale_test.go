@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,9 +20,22 @@ import (
 
 // BenchmarkCoalesceStreamsAtScale: N concurrent identical streaming calls
 // (GROUNDHOG_BENCH_STREAMS, default 10,000) cost exactly one upstream call,
-// and every client receives the complete stream. Reported: the gateway's
-// heap per waiting follower, and each follower's added latency (when it
-// received the terminal event, after the first client did), p50 and p99.
+// and every client receives the complete stream. Reported: each follower's
+// added latency (when it received the terminal event, after the first
+// client did), p50 and p99, and what a waiting follower costs in memory.
+//
+// The clients run in the benchmark's process, so the heap measured while
+// the followers wait holds the client side too. The same run therefore
+// measures a floor first: the same N streams, same clients, same server
+// settings, against a bare handler that reads the body and waits, as a
+// follower does, then writes a stream. heap-B/follower is the gateway's
+// run; floor-heap-B/stream the floor's; own-heap-B/follower their
+// difference, what groundhog itself holds per waiting follower. Goroutine
+// stacks are not heap: stack-B/follower and goroutines/follower (both
+// runs have the same goroutines per stream but the flight's) are reported
+// apart. GROUNDHOG_BENCH_HEAPPROFILE=FILE writes a heap profile of the
+// gateway's run while the followers wait, and FILE.floor the floor's.
+//
 // The streams share a few HTTP/2 cleartext connections: 10,000 HTTP/1.1
 // connections would need 20,000 descriptors in one process, over this
 // machine's limit.
@@ -32,92 +46,159 @@ func BenchmarkCoalesceStreamsAtScale(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("GROUNDHOG_BENCH_STREAMS")); err == nil && v > 0 {
 		n = v
 	}
+	if os.Getenv("GROUNDHOG_BENCH_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 512 // fine enough to attribute a few KB per follower
+	}
+	body := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"one answer for ten thousand"}]}`
 	for i := 0; i < b.N; i++ {
+		// The floor: a handler that holds each request as a follower is
+		// held, then answers a short stream.
+		release := make(chan struct{})
+		var held sync.WaitGroup
+		held.Add(n)
+		floor := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			held.Done()
+			<-release
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"one\"}}]}\n\ndata: [DONE]\n\n")
+		})
+		prof, floorProf := os.Getenv("GROUNDHOG_BENCH_HEAPPROFILE"), ""
+		if prof != "" {
+			floorProf = prof + ".floor"
+		}
+		fl := streamMany(b, n, floor, body, func() { held.Wait() }, func() { close(release) }, floorProf)
+
 		g := newGate()
 		h := newHarness(b, withGate(g))
-		var protos http.Protocols
-		protos.SetHTTP1(true)
-		protos.SetUnencryptedHTTP2(true)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
+		gw := streamMany(b, n, h.GW, body, func() {
+			<-g.arrived // the leader is at the provider
+			waitForB(b, func() bool { return h.GW.Followers("local", hashOf(b, "chat", body)) == n-1 })
+		}, g.open, prof)
+		if calls := h.bill().Calls; calls != 1 {
+			b.Fatalf("%d upstream calls for %d identical streams, want 1", calls, n)
 		}
-		srv := &http.Server{Handler: h.GW, Protocols: &protos, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n + 10}}
-		go srv.Serve(ln)
-		var clientProtos http.Protocols
-		clientProtos.SetUnencryptedHTTP2(true)
-		client := &http.Client{Transport: &http.Transport{Protocols: &clientProtos, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n + 10}}}
-		url := "http://" + ln.Addr().String() + "/v1/chat/completions"
-		body := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"one answer for ten thousand"}]}`
+		per := func(v int64) float64 { return float64(v) / float64(n-1) }
+		b.ReportMetric(per(gw.heap), "heap-B/follower")
+		b.ReportMetric(per(fl.heap), "floor-heap-B/stream")
+		b.ReportMetric(per(gw.heap-fl.heap), "own-heap-B/follower")
+		b.ReportMetric(per(gw.stack), "stack-B/follower")
+		b.ReportMetric(per(fl.stack), "floor-stack-B/stream")
+		b.ReportMetric(per(gw.goroutines), "goroutines/follower")
+		b.ReportMetric(float64(gw.added[n/2].Microseconds()), "p50-added-µs")
+		b.ReportMetric(float64(gw.added[n*99/100].Microseconds()), "p99-added-µs")
+		b.ReportMetric(float64(n), "streams")
+	}
+}
 
-		runtime.GC()
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
-		done := make([]time.Time, n)
-		events := make([]int, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for j := 0; j < n; j++ {
-			wg.Add(1)
-			go func(j int) {
-				defer wg.Done()
-				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Groundhog-Cache", "use")
-				res, err := client.Do(req)
+// held is what N waiting streams cost a process, and when they ended.
+type held struct {
+	heap, stack, goroutines int64
+	added                   []time.Duration // per stream, after the first one ended; sorted
+}
+
+// streamMany serves handler over HTTP/2 cleartext, starts n identical
+// streaming calls, calls waiting once they are all held, measures the
+// process, calls release and checks that every client received the same
+// complete stream. profile, when set, names a heap profile written while
+// the streams are held.
+func streamMany(b *testing.B, n int, handler http.Handler, body string, waiting, release func(), profile string) held {
+	b.Helper()
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler, Protocols: &protos, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n + 10}}
+	go srv.Serve(ln)
+	defer srv.Close()
+	var clientProtos http.Protocols
+	clientProtos.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &clientProtos, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n + 10}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
+
+	runtime.GC() // two cycles: sync.Pool keeps what a previous run left for one
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	g0 := runtime.NumGoroutine()
+	done := make([]time.Time, n)
+	events := make([]int, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for j := 0; j < n; j++ {
+		wg.Add(1)
+		go func(j int) {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Groundhog-Cache", "use")
+			res, err := client.Do(req)
+			if err != nil {
+				errs[j] = err
+				return
+			}
+			defer res.Body.Close()
+			rd := wire.NewSSEReader(res.Body)
+			for {
+				ev, err := rd.Next()
+				if err == io.EOF {
+					break
+				}
 				if err != nil {
 					errs[j] = err
 					return
 				}
-				defer res.Body.Close()
-				rd := wire.NewSSEReader(res.Body)
-				for {
-					ev, err := rd.Next()
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						errs[j] = err
-						return
-					}
-					events[j]++
-					if string(ev.Data) == "[DONE]" {
-						done[j] = time.Now()
-					}
+				events[j]++
+				if string(ev.Data) == "[DONE]" {
+					done[j] = time.Now()
 				}
-			}(j)
-		}
-		<-g.arrived // the leader is at the provider
-		waitForB(b, func() bool { return h.GW.Followers("local", hashOf(b, "chat", body)) == n-1 })
-		var during runtime.MemStats
-		runtime.ReadMemStats(&during)
-		g.open()
-		wg.Wait()
-		_ = srv.Close()
-		for j := 0; j < n; j++ {
-			if errs[j] != nil || done[j].IsZero() || events[j] != events[0] {
-				b.Fatalf("client %d: err %v, %d events (client 0: %d), done %v", j, errs[j], events[j], events[0], !done[j].IsZero())
 			}
-		}
-		if calls := h.bill().Calls; calls != 1 {
-			b.Fatalf("%d upstream calls for %d identical streams, want 1", calls, n)
-		}
-		first := done[0]
-		for _, t := range done {
-			if t.Before(first) {
-				first = t
-			}
-		}
-		added := make([]time.Duration, n)
-		for j, t := range done {
-			added[j] = t.Sub(first)
-		}
-		sort.Slice(added, func(a, c int) bool { return added[a] < added[c] })
-		b.ReportMetric(float64(int64(during.HeapInuse)-int64(before.HeapInuse))/float64(n-1), "heap-B/follower")
-		b.ReportMetric(float64(added[n/2].Microseconds()), "p50-added-µs")
-		b.ReportMetric(float64(added[n*99/100].Microseconds()), "p99-added-µs")
-		b.ReportMetric(float64(n), "streams")
+		}(j)
 	}
+	waiting()
+	// Live bytes only: without a collection the figure would hold
+	// whatever garbage the start of the streams left, more or less of it
+	// by chance. Two cycles also let the runtime shrink stacks that grew
+	// deep once and are now mostly unused, as a long wait would.
+	runtime.GC()
+	runtime.GC()
+	var during runtime.MemStats
+	runtime.ReadMemStats(&during)
+	out := held{
+		heap:       int64(during.HeapAlloc) - int64(before.HeapAlloc),
+		stack:      int64(during.StackInuse) - int64(before.StackInuse),
+		goroutines: int64(runtime.NumGoroutine() - g0),
+	}
+	if profile != "" {
+		if f, err := os.Create(profile); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			_ = f.Close()
+		}
+	}
+	release()
+	wg.Wait()
+	for j := 0; j < n; j++ {
+		if errs[j] != nil || done[j].IsZero() || events[j] != events[0] {
+			b.Fatalf("client %d: err %v, %d events (client 0: %d), done %v", j, errs[j], events[j], events[0], !done[j].IsZero())
+		}
+	}
+	first := done[0]
+	for _, t := range done {
+		if t.Before(first) {
+			first = t
+		}
+	}
+	out.added = make([]time.Duration, n)
+	for j, t := range done {
+		out.added[j] = t.Sub(first)
+	}
+	sort.Slice(out.added, func(a, c int) bool { return out.added[a] < out.added[c] })
+	return out
 }
 
 // waitForB polls cond for up to 60 s (a counter, not a result).

@@ -346,9 +346,14 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 	keep := outlivesClient(c)
 	refs := c.missBodyRefs() // missbody.go: the pooled body goes back when its last reader lets go
 	if refs != nil {
-		defer refs.release() // the handler's reference
-		refs.acquire()       // the flight's, taken before it can start
+		refs.acquire() // the flight's, taken before it can start
 	}
+	held := refs // the handler's reference
+	defer func() {
+		if held != nil {
+			held.release() // unless a follower let go of it early
+		}
+	}()
 	var sub *coalesce.Subscription
 	leader := true
 	fn := func(ctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
@@ -367,6 +372,13 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 		c.follows = sub
 		if refs != nil {
 			refs.release() // fn never runs: the flight's reference is not needed
+		}
+		// A follower waits as long as the flight runs, perhaps minutes:
+		// it keeps only what it still reads of its body (body.go).
+		c.body = followerBody(c)
+		if held != nil {
+			held.release() // nothing reads the pooled buffer now
+			held = nil
 		}
 	}
 	defer leaveFlight(sub, keep)
@@ -542,7 +554,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	buf := make([]byte, 0, 4096)
+	var buf []byte // grows to the largest event: a follower that waits holds none
 	recorded := false
 	echo := echoRewriter(c, leader)
 	unflushed := false
