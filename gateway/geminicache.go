@@ -74,14 +74,16 @@ func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body 
 // some spelling (mayHoldName).
 func mayNameCache(body []byte) bool { return mayHoldName(body, "cached") }
 
-// mayHoldName reports whether body may spell a member name holding part:
-// it holds part, or an escaped letter or underscore (\u0041–\u007f), with
+// mayHoldName reports whether body may spell a member name holding one of
+// parts: it holds one, or an escaped letter or underscore (\u0041–\u007f), with
 // which a member name can spell it without those bytes. Escapes of other
 // characters (Go's encoder writes < > & as \u003c, \u003e, \u0026) do not
 // count, so most bodies are not read twice.
-func mayHoldName(body []byte, part string) bool {
-	if bytes.Contains(body, []byte(part)) {
-		return true
+func mayHoldName(body []byte, parts ...string) bool {
+	for _, part := range parts {
+		if bytes.Contains(body, []byte(part)) {
+			return true
+		}
 	}
 	for i := 0; ; {
 		j := bytes.Index(body[i:], []byte(`\u00`))

@@ -200,8 +200,13 @@ func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.S
 	if !sharedAccount(up) || s.singleTenant(ctx) {
 		return nil
 	}
-	if !mayHoldName(body, "file_id") && !mayHoldName(body, `"training_file"`) && !mayHoldName(body, `"validation_file"`) &&
-		!mayHoldName(body, `"vector_store_ids"`) && !mayHoldName(body, `"conversation"`) {
+	names := []string{"file_id"} // chat and messages name files only
+	if shape == groundhog.ShapeResponses {
+		// A Responses call, or a create on an OpenAI resource route:
+		// training_file and validation_file end in _file".
+		names = append(names, `"vector_store_ids"`, `"conversation"`, `_file"`)
+	}
+	if !mayHoldName(body, names...) {
 		return nil
 	}
 	refs := wire.BodyRefs(body)
