@@ -455,3 +455,27 @@ func TestGeminiProviderKeyAndPassthrough(t *testing.T) {
 		t.Fatalf("%d passthrough rows, want 1", pass)
 	}
 }
+
+// TestGeminiSDKEmbedContent: the SDK's embedContent (sent as
+// batchEmbedContents) passes through to the provider and is ledgered with
+// an unknown cost: Google's answer carries no token count to price.
+func TestGeminiSDKEmbedContent(t *testing.T) {
+	h := newHarness(t)
+	cl := geminiClient(t, h, "any-key-while-keyless", nil)
+	res, err := cl.Models.EmbedContent(context.Background(), "gemini-embedding-001",
+		[]*genai.Content{genai.NewContentFromText("the harbor at dawn", genai.RoleUser), genai.NewContentFromText("the harbor at dusk", genai.RoleUser)},
+		&genai.EmbedContentConfig{OutputDimensionality: genai.Ptr[int32](768)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Embeddings) != 2 || len(res.Embeddings[0].Values) != 768 {
+		t.Fatalf("embeddings: %d", len(res.Embeddings))
+	}
+	rows := h.ledgerRows()
+	if len(rows) != 1 || rows[0].Outcome != groundhog.OutcomePassthrough || rows[0].Cost.Known() {
+		t.Fatalf("ledger: %+v, want one passthrough row of unknown cost", rows)
+	}
+	if bill := h.bill(); bill.Calls != 1 || !bill.USD.Known() || bill.USD == 0 {
+		t.Fatalf("the simulator billed %+v", bill)
+	}
+}

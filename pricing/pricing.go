@@ -124,6 +124,7 @@ func Default() Table {
 		"gemini-3-pro-preview":      {"2.00", "0.20", "2.00", "2.00", "12.00"},
 		"gemini-3-pro-preview>200k": {"4.00", "0.40", "4.00", "4.00", "18.00"},
 		"gemini-3-flash-preview":    {"0.50", "0.05", "0.50", "0.50", "3.00"},
+		"gemini-embedding-001":      {"0.15", "0.15", "0.15", "0.15", "0"},
 	} {
 		pr, err := parsePrice(p[0], p[1], p[2], p[4])
 		if err == nil {

@@ -111,10 +111,10 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 			return
 		}
 	}
-	if shape == groundhog.ShapeGemini {
+	geminiModel, geminiMethod, _ := gemini.ParsePath(r.URL.EscapedPath())
+	if shape == groundhog.ShapeGemini && !isGeminiEmbed(geminiMethod) {
 		// The content depends on the path's model; the route picks the stream.
-		model, _, _ := gemini.ParsePath(r.URL.EscapedPath())
-		if seedBody, err = gemini.FingerprintBody(model, body); err != nil {
+		if seedBody, err = gemini.FingerprintBody(geminiModel, body); err != nil {
 			writeErr(w, fam, err)
 			return
 		}
@@ -137,7 +137,11 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 	case groundhog.ShapeConverse:
 		j, err = parseConverse(r, body, sd)
 	case groundhog.ShapeGemini:
-		j, err = parseGemini(r, body, sd, s.geminiCacheFinder(r))
+		if isGeminiEmbed(geminiMethod) {
+			j, err = parseGeminiEmbed(geminiModel, geminiMethod, body, sd)
+		} else {
+			j, err = parseGemini(r, body, sd, s.geminiCacheFinder(r))
+		}
 	}
 	if err != nil {
 		writeErr(w, fam, err)

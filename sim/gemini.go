@@ -311,7 +311,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request) {
 		writeError(w, familyGemini, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 		return
 	}
-	if gen, _ := gemini.IsGenerate(method); gen {
+	if gen, _ := gemini.IsGenerate(method); gen || isGeminiEmbed(method) {
 		s.modelCall(w, r, groundhog.ShapeGemini)
 		return
 	}
