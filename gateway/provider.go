@@ -84,13 +84,23 @@ type call struct {
 	follows       *coalesce.Subscription // the flight a coalesced follower joined (overhead.go)
 	start         time.Time
 	inFlight      bool
-	pc            pcState    // prompt-cache stage (gateway/promptcache.go)
-	hv            headerVals // the response head's values (hdrfast.go)
+	stored        storedObjects // what the answer makes that the tenant owns (stored.go)
+	pc            pcState       // prompt-cache stage (gateway/promptcache.go)
+	hv            headerVals    // the response head's values (hdrfast.go)
 }
 
 // provider returns the handler of one provider route.
 func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if shape == groundhog.ShapeChat && r.Method == http.MethodGet {
+			// The list of stored chat completions: the tenant's own
+			// (stored.go), or the provider's when its account is not
+			// shared.
+			if !s.ownedResources(w, r) {
+				s.passthrough(w, r)
+			}
+			return
+		}
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		c, err := s.admit(w, r, shape)
@@ -151,6 +161,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if err := s.checkRefs(r.Context(), tenant, shape, body); err != nil {
 		return nil, err
 	}
+	c.stored = s.storedFor(r.Context(), shape, body) // stored.go
 	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
 	c.fp, err = s.fpMemo.Compute(params, fpBody)
 	if err != nil {

@@ -215,9 +215,15 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	var (
 		parts          []groundhog.UsagePart // the iterations of a usage that ran in several
 		providerFailed bool                  // a stream the provider ended with its own error
+		bodyRec        *pendingRecord        // the objects a body answer makes, being recorded (stored.go)
 	)
 	if isEventStream(ct) || c.bedrockFramed() && isAWSEventStream(ct) {
 		pub.Head(res.StatusCode, ct, true)
+		var rec *streamRecorder // the objects the answer makes (stored.go)
+		if c.stored != 0 {
+			rec = &streamRecorder{s: s, c: c}
+			defer rec.wait() // an answer cut short: its object may exist all the same
+		}
 		limit := s.maxUpstreamBytes()
 		var rd eventReader
 		switch {
@@ -243,6 +249,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 				return nil, upstreamError(ctx, err)
 			}
 			resp.Events = append(resp.Events, ev)
+			if rec != nil {
+				rec.event(ev) // before the event: a terminal event waits for the records
+			}
 			pub.Event(ev)
 			if wire.IsTerminal(c.shape, ev) {
 				break // done: do not wait for a server that keeps the stream open
@@ -277,6 +286,11 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response body is incomplete or not JSON")
 		}
 		resp.Body = body
+		if c.stored != 0 {
+			// Written while the answer is priced and cached, durable
+			// before the flight returns it (stored.go).
+			bodyRec = s.recordBody(c, body)
+		}
 		resp.Model, resp.Usage, parts, _ = wire.UsagePartsFromValidBody(c.shape, body) // json.Valid above
 		pub.Head(res.StatusCode, ct, false)
 	}
@@ -293,6 +307,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if c.policy.on() && !c.noStore && !providerFailed && storable(c.shape, resp) {
 		s.store(ctx, c, resp)
 	}
+	bodyRec.wait() // before any replica's client reads the answer
 	lead.End(resp) // after the cache write: wakes the other replicas' waiters
 	return resp, nil
 }
