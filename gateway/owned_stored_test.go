@@ -35,6 +35,9 @@ type storedProvider struct {
 	chats      []map[string]any // stored completions, in creation order
 	containers []map[string]any
 	seen       []string
+	// hold, when set, holds a streamed Responses call whose input is
+	// "hold" after its response.created event until it is closed.
+	hold chan struct{}
 }
 
 func newStoredProvider(t *testing.T) (*storedProvider, string) {
@@ -155,8 +158,14 @@ func (p *storedProvider) serve(w http.ResponseWriter, r *http.Request) {
 			created[k] = v
 		}
 		created["status"], created["output"] = "in_progress", []any{}
-		events(map[string]any{"type": "response.created", "sequence_number": 0, "response": created},
-			map[string]any{"type": "response.completed", "sequence_number": 1, "response": resp})
+		events(map[string]any{"type": "response.created", "sequence_number": 0, "response": created})
+		if body["input"] == "hold" && p.hold != nil {
+			w.(http.Flusher).Flush()
+			p.mu.Unlock()
+			<-p.hold
+			p.mu.Lock()
+		}
+		events(map[string]any{"type": "response.completed", "sequence_number": 1, "response": resp})
 	case strings.HasPrefix(path, "responses/"):
 		id, sub, _ := strings.Cut(strings.TrimPrefix(path, "responses/"), "/")
 		resp := p.responses[id]
@@ -391,6 +400,35 @@ func TestOwnedStoredResponses(t *testing.T) {
 	n = len(p.requests())
 	_, err = acme.Responses.Get(ctx, a.ID, responses.ResponseGetParams{})
 	notOwnedUntouched(t, p, n, err, a.ID, "acme reading its deleted response")
+}
+
+// TestOwnedStoredResponseMidStream: the client of a stream may use the
+// response's id as soon as response.created reaches it, before the stream
+// ends: the id is its tenant's already, and still not another tenant's.
+func TestOwnedStoredResponseMidStream(t *testing.T) {
+	ctx := context.Background()
+	p, acme, globex := newStoredHarness(t)
+	p.hold = make(chan struct{})
+	st := acme.Responses.NewStreaming(ctx, respParams("hold"))
+	defer st.Close()
+	if !st.Next() || st.Current().Type != "response.created" {
+		t.Fatalf("the stream's first event: %+v %v", st.Current(), st.Err())
+	}
+	id := st.Current().Response.ID
+	if got, err := acme.Responses.Get(ctx, id, responses.ResponseGetParams{}); err != nil || got.ID != id {
+		t.Errorf("acme reading its response mid-stream: %+v %v", got, err)
+	}
+	n := len(p.requests())
+	_, err := globex.Responses.Cancel(ctx, id)
+	notOwnedUntouched(t, p, n, err, id, "globex cancelling acme's response mid-stream")
+	_, err = globex.Responses.Get(ctx, id, responses.ResponseGetParams{})
+	notOwnedUntouched(t, p, n, err, id, "globex reading acme's response mid-stream")
+	close(p.hold)
+	for st.Next() {
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestOwnedStoredChatCompletions: a chat completion stored by a body or a
