@@ -17,6 +17,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/groundhog-ai/groundhog"
 )
 
 // storedProvider is the part of OpenAI's API that keeps what model calls
@@ -271,9 +273,9 @@ func (p *storedProvider) serve(w http.ResponseWriter, r *http.Request) {
 
 // newStoredHarness is a gateway whose OpenAI upstream is a storedProvider,
 // with two tenants; it returns their clients.
-func newStoredHarness(t *testing.T) (p *storedProvider, acme, globex openai.Client) {
+func newStoredHarness(t *testing.T, opts ...harnessOpt) (p *storedProvider, acme, globex openai.Client) {
 	p, url := newStoredProvider(t)
-	h := newHarness(t, withUpstream(url+"/v1", "sk-provider"))
+	h := newHarness(t, append(opts, withUpstream(url+"/v1", "sk-provider"))...)
 	return p, ownedOpenAI(h, createGatewayKey(t, h, "acme")), ownedOpenAI(h, createGatewayKey(t, h, "globex"))
 }
 
@@ -423,6 +425,76 @@ func TestOwnedStoredResponseMidStream(t *testing.T) {
 	notOwnedUntouched(t, p, n, err, id, "globex cancelling acme's response mid-stream")
 	_, err = globex.Responses.Get(ctx, id, responses.ResponseGetParams{})
 	notOwnedUntouched(t, p, n, err, id, "globex reading acme's response mid-stream")
+	close(p.hold)
+	for st.Next() {
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// slowRecords is the gateway's resource records with the writes of
+// stored responses held until release is closed; asked receives each
+// look-up of a stored response.
+type slowRecords struct {
+	groundhog.ResourceStore
+	release chan struct{}
+	asked   chan string
+}
+
+func (s *slowRecords) PutResource(ctx context.Context, r groundhog.Resource) error {
+	if r.Kind == groundhog.ResourceKindOpenAIResponse {
+		<-s.release
+	}
+	return s.ResourceStore.PutResource(ctx, r)
+}
+
+func (s *slowRecords) OwnedResources(ctx context.Context, tenant, kind string, names []string) ([]string, error) {
+	own, err := s.ResourceStore.OwnedResources(ctx, tenant, kind, names)
+	if kind == groundhog.ResourceKindOpenAIResponse {
+		s.asked <- tenant
+	}
+	return own, err
+}
+
+// TestOwnedStoredResponseRecordInFlight: a client that uses a streamed
+// response's id while its record is still being written is answered once
+// the record is durable, not with a 404; another tenant is answered 404
+// all the same.
+func TestOwnedStoredResponseRecordInFlight(t *testing.T) {
+	ctx := context.Background()
+	slow := &slowRecords{release: make(chan struct{}), asked: make(chan string, 8)}
+	p, acme, globex := newStoredHarness(t, func(s *setup) {
+		s.resources = func(db groundhog.ResourceStore) groundhog.ResourceStore { slow.ResourceStore = db; return slow }
+	})
+	p.hold = make(chan struct{})
+	st := acme.Responses.NewStreaming(ctx, respParams("hold"))
+	defer st.Close()
+	if !st.Next() || st.Current().Type != "response.created" {
+		t.Fatalf("the stream's first event: %+v %v", st.Current(), st.Err())
+	}
+	id := st.Current().Response.ID
+
+	n := len(p.requests())
+	_, err := globex.Responses.Get(ctx, id, responses.ResponseGetParams{})
+	notOwnedUntouched(t, p, n, err, id, "globex reading acme's response while its record is written")
+	<-slow.asked // globex's look-up
+
+	got := make(chan error, 1)
+	go func() {
+		r, err := acme.Responses.Get(ctx, id, responses.ResponseGetParams{})
+		if err == nil && r.ID != id {
+			err = fmt.Errorf("got response %s", r.ID)
+		}
+		got <- err
+	}()
+	if who := <-slow.asked; who != "acme" { // acme's look-up found no record yet
+		t.Fatalf("look-up by %s", who)
+	}
+	close(slow.release)
+	if err := <-got; err != nil {
+		t.Errorf("acme reading its response while its record was written: %v", err)
+	}
 	close(p.hold)
 	for st.Next() {
 	}

@@ -84,7 +84,7 @@ type call struct {
 	follows       *coalesce.Subscription // the flight a coalesced follower joined (overhead.go)
 	start         time.Time
 	inFlight      bool
-	stored        storedObjects // what the answer makes that the tenant owns (stored.go)
+	stored        storedObjects // what the answer makes that the tenant owns (stored.go); the flight's own
 	pc            pcState       // prompt-cache stage (gateway/promptcache.go)
 	hv            headerVals    // the response head's values (hdrfast.go)
 }
@@ -161,7 +161,6 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if err := s.checkRefs(r.Context(), tenant, shape, body); err != nil {
 		return nil, err
 	}
-	c.stored = s.storedFor(r.Context(), shape, body) // stored.go
 	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
 	c.fp, err = s.fpMemo.Compute(params, fpBody)
 	if err != nil {

@@ -38,7 +38,8 @@ import (
 // path, started as that event is published, and the terminal event is
 // held until it is durable (as the ledger row is). A look-up of an id
 // whose record is still being written waits for it (pendingRecords), so a
-// client of this replica never sees its own object missing.
+// client of this replica never sees its own object missing; another
+// replica may answer 404 until the write lands.
 //
 // A record that cannot be written is logged and the answer served all the
 // same: the call was paid for, and an unrecorded object is one the tenant
@@ -54,7 +55,8 @@ const (
 
 // storedFor returns what a chat or Responses call with body makes that is
 // recorded for its tenant: nothing when the account is not shared or the
-// gateway is keyless (owned.go), and nothing for any other shape.
+// gateway is keyless (owned.go), and nothing for any other shape. The
+// flight asks before it calls the provider: a cache hit never does.
 func (s *Server) storedFor(ctx context.Context, shape groundhog.Shape, body []byte) storedObjects {
 	if shape != groundhog.ShapeChat && shape != groundhog.ShapeResponses {
 		return 0
