@@ -55,6 +55,17 @@ const (
 	ResourceKindOpenAIFineTunedModel = "openai.fine_tuned_models"
 )
 
+// The kinds of the OpenAI objects a model call makes: stored responses
+// ("resp_…", a Responses call with store not false), stored chat
+// completions ("chatcmpl-…", a chat call with store true) and containers
+// ("cntr_…", made by their own API or by a code interpreter tool whose
+// container is "auto").
+const (
+	ResourceKindOpenAIResponse       = "openai.responses"
+	ResourceKindOpenAIChatCompletion = "openai.chat.completions"
+	ResourceKindOpenAIContainer      = "openai.containers"
+)
+
 // The kinds of the Gemini resources a tenant creates besides explicit
 // caches: their names are Google's ("files/{id}", "batches/{id}",
 // "tunedModels/{id}"); a resumable upload in progress is named by its

@@ -34,7 +34,7 @@ func TestBadInput(t *testing.T) {
 		{"one byte over the limit", "POST", "/v1/chat/completions", overLimit, nil, 413, ""},
 		{"wrong content type", "POST", "/v1/chat/completions", ok, map[string]string{"Content-Type": "text/plain"}, 415, ""},
 		{"unknown route", "POST", "/v1/completions/legacy", ok, nil, 404, ""},
-		{"wrong method", "GET", "/v1/chat/completions", "", nil, 405, ""},
+		{"wrong method", "PUT", "/v1/chat/completions", "", nil, 405, ""},
 		{"bad cache policy", "POST", "/v1/chat/completions", ok, map[string]string{"Groundhog-Cache": "sometimes"}, 400, "invalid_request_error"},
 		{"bad TTL", "POST", "/v1/chat/completions", ok, map[string]string{"Groundhog-Cache-TTL": "-5"}, 400, "invalid_request_error"},
 		{"bad operation", "POST", "/v1/chat/completions", ok, map[string]string{"Groundhog-Operation": "has space"}, 400, "invalid_request_error"},

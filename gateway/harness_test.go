@@ -55,13 +55,14 @@ type setup struct {
 	apiKey    string // provider key sent upstream
 	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
 	flights   gateway.Flights
-	clock     groundhog.Clock                                // the gateway's and the sim's (nil: wall clock)
-	fanOut    *fanout.Group                                  // nil: the gateway builds one from the config
-	tap       func(path string, body []byte)                 // sees every body the gateway sends upstream
-	bedrock   *gateway.Upstream                              // the Converse upstream instead of the sim
-	onBedrock bool                                           // the OpenAI routes go to the sim's Bedrock OpenAI-compatible endpoint
-	gemini    *gateway.Upstream                              // the Gemini upstream instead of the sim
-	onRow     func(groundhog.LedgerEntry, []groundhog.Stage) // sees every row and its stages, as the ledger's observers do
+	clock     groundhog.Clock                                       // the gateway's and the sim's (nil: wall clock)
+	fanOut    *fanout.Group                                         // nil: the gateway builds one from the config
+	tap       func(path string, body []byte)                        // sees every body the gateway sends upstream
+	bedrock   *gateway.Upstream                                     // the Converse upstream instead of the sim
+	onBedrock bool                                                  // the OpenAI routes go to the sim's Bedrock OpenAI-compatible endpoint
+	gemini    *gateway.Upstream                                     // the Gemini upstream instead of the sim
+	onRow     func(groundhog.LedgerEntry, []groundhog.Stage)        // sees every row and its stages, as the ledger's observers do
+	resources func(groundhog.ResourceStore) groundhog.ResourceStore // wraps the resource records (the database)
 }
 
 type harnessOpt func(*setup)
@@ -214,7 +215,11 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if st.onRow != nil && rec != nil {
 		rec = teeRecorder{rec, st.onRow}
 	}
-	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem,
+	var resources groundhog.ResourceStore = db
+	if st.resources != nil {
+		resources = st.resources(db)
+	}
+	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Resources: resources,
 		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Gemini: geminiUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
 	running := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

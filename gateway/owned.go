@@ -78,6 +78,9 @@ var (
 	kindOpenAIEval      = ownedKind{groundhog.ResourceKindOpenAIEval, groundhog.ShapeResponses, "Eval"}
 	kindOpenAIFineTune  = ownedKind{groundhog.ResourceKindOpenAIFineTuningJob, groundhog.ShapeResponses, "Fine-tuning job"}
 	kindOpenAIFTModel   = ownedKind{groundhog.ResourceKindOpenAIFineTunedModel, groundhog.ShapeResponses, "Model"}
+	kindOpenAIResponse  = ownedKind{groundhog.ResourceKindOpenAIResponse, groundhog.ShapeResponses, "Response"}
+	kindOpenAIChat      = ownedKind{groundhog.ResourceKindOpenAIChatCompletion, groundhog.ShapeChat, "ChatCompletion"}
+	kindOpenAIContainer = ownedKind{groundhog.ResourceKindOpenAIContainer, groundhog.ShapeResponses, "Container"}
 )
 
 // ownedListFollow bounds the provider pages one list call reads past pages
@@ -109,12 +112,21 @@ func (s *Server) ownedRoute(r *http.Request) (k ownedKind, id, sub string, ok bo
 		{"/v1/conversations", false, kindOpenAIConv},
 		{"/v1/evals", false, kindOpenAIEval},
 		{"/v1/fine_tuning/jobs", false, kindOpenAIFineTune},
+		{"/v1/containers", false, kindOpenAIContainer},
+		{"/v1/chat/completions", false, kindOpenAIChat}, // the collection only for a GET: its POST is a model call
+		{"/v1/responses", false, kindOpenAIResponse},
 	} {
 		if c.anthropic != anthropic {
 			continue
 		}
 		if rest, cut := strings.CutPrefix(p, c.prefix); cut && (rest == "" || rest[0] == '/') {
 			id, sub, _ = strings.Cut(strings.TrimPrefix(rest, "/"), "/")
+			if c.k == kindOpenAIResponse && (id == "" || countRoutes[p] != "") {
+				break // a model call, or one that reads a model call's body (v1)
+			}
+			if c.k == kindOpenAIChat && id == "" && r.Method == http.MethodPost {
+				break
+			}
 			return c.k, id, sub, true
 		}
 	}
@@ -204,7 +216,10 @@ func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.S
 	if shape == groundhog.ShapeResponses {
 		// A Responses call, or a create on an OpenAI resource route:
 		// training_file and validation_file end in _file".
-		names = append(names, `"vector_store_ids"`, `"conversation"`, `_file"`)
+		names = append(names, `"vector_store_ids"`, `"conversation"`, `_file"`, `"previous_response_id"`)
+	}
+	if shape != groundhog.ShapeMessages {
+		names = append(names, `"container"`) // a code interpreter tool's
 	}
 	if !mayHoldName(body, names...) {
 		return nil
@@ -216,13 +231,14 @@ func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.S
 	}
 	checks := []check{{file, refs.Files}}
 	if file == kindOpenAIFile {
-		checks = append(checks, check{kindOpenAIVector, refs.VectorStores}, check{kindOpenAIConv, refs.Conversations})
+		checks = append(checks, check{kindOpenAIVector, refs.VectorStores}, check{kindOpenAIConv, refs.Conversations},
+			check{kindOpenAIResponse, refs.Responses}, check{kindOpenAIContainer, refs.Containers})
 	}
 	for _, c := range checks {
 		if len(c.refs) == 0 {
 			continue
 		}
-		own, err := s.opts.Resources.OwnedResources(ctx, tenant, c.k.kind, c.refs)
+		own, err := s.owned(ctx, tenant, c.k, c.refs)
 		if err != nil {
 			return groundhog.WrapError(groundhog.EUNAVAILABLE, "the resource records are unavailable", err)
 		}
@@ -277,7 +293,7 @@ func (s *Server) checkModel(ctx context.Context, tenant string, shape groundhog.
 // ownsOrNotFound reports whether tenant owns the resource id of kind k;
 // when it does not, it has answered the provider's not-found.
 func (s *Server) ownsOrNotFound(w http.ResponseWriter, r *http.Request, tenant string, k ownedKind, id string) bool {
-	own, err := s.opts.Resources.OwnedResources(r.Context(), tenant, k.kind, []string{id})
+	own, err := s.owned(r.Context(), tenant, k, []string{id})
 	if err != nil {
 		s.writeError(w, r, k.shape, groundhog.WrapError(groundhog.EUNAVAILABLE, "the resource records are unavailable", err))
 		return false
@@ -484,15 +500,18 @@ func nextPage(r *http.Request, k ownedKind, page wire.ListPage, ids []string) *h
 }
 
 // countRoutes are the passthrough routes that read a model call's body
-// (and so the files it names) without running it.
+// (and so the files, responses and containers it names) without making the
+// objects a model call makes: token counts, and the compaction of a
+// Responses conversation.
 var countRoutes = map[string]groundhog.Shape{
 	"/v1/messages/count_tokens":  groundhog.ShapeMessages,
 	"/v1/responses/input_tokens": groundhog.ShapeResponses,
+	"/v1/responses/compact":      groundhog.ShapeResponses,
 }
 
 // v1 serves every /v1/ route the gateway does not model: the resources a
-// tenant owns (ownedResources) scoped to it, a token count naming only the
-// tenant's own files, everything else passed through.
+// tenant owns (ownedResources) scoped to it, a token count or compaction
+// naming only the tenant's own resources, everything else passed through.
 func (s *Server) v1(w http.ResponseWriter, r *http.Request) {
 	if s.ownedResources(w, r) {
 		return

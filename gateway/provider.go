@@ -84,13 +84,23 @@ type call struct {
 	follows       *coalesce.Subscription // the flight a coalesced follower joined (overhead.go)
 	start         time.Time
 	inFlight      bool
-	pc            pcState    // prompt-cache stage (gateway/promptcache.go)
-	hv            headerVals // the response head's values (hdrfast.go)
+	stored        storedObjects // what the answer makes that the tenant owns (stored.go); the flight's own
+	pc            pcState       // prompt-cache stage (gateway/promptcache.go)
+	hv            headerVals    // the response head's values (hdrfast.go)
 }
 
 // provider returns the handler of one provider route.
 func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if shape == groundhog.ShapeChat && r.Method == http.MethodGet {
+			// The list of stored chat completions: the tenant's own
+			// (stored.go), or the provider's when its account is not
+			// shared.
+			if !s.ownedResources(w, r) {
+				s.passthrough(w, r)
+			}
+			return
+		}
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		c, err := s.admit(w, r, shape)

@@ -150,6 +150,7 @@ type Server struct {
 	tracker  coalesce.Tracker  // every call in flight, for the ledger's in-flight flag
 	inflight atomic.Int64      // provider-route handlers running
 	working  atomic.Int64      // upstream flights running (they may outlive their handlers)
+	pending  pendingRecords    // records of objects model calls made, being written (stored.go)
 
 	pc       *promptcache.Stage     // provider prompt-cache stage (gateway/promptcache.go)
 	explicit *explicitcache.Manager // managed Gemini explicit caches (gateway/explicitcache.go)

@@ -134,6 +134,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	// explicit-cache hook: may name a managed Gemini cache instead of the
 	// prefix it holds (explicitcache.go); the client's body stays the key.
 	clientBody := body
+	c.stored = s.storedFor(ctx, c.shape, c.body) // what the answer makes that the tenant owns (stored.go): a hit never asks
 	ec := s.explicitBefore(ctx, c, body)
 	if ec != nil {
 		body = ec.Body
@@ -215,9 +216,15 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	var (
 		parts          []groundhog.UsagePart // the iterations of a usage that ran in several
 		providerFailed bool                  // a stream the provider ended with its own error
+		bodyRec        *pendingRecord        // the objects a body answer makes, being recorded (stored.go)
 	)
 	if isEventStream(ct) || c.bedrockFramed() && isAWSEventStream(ct) {
 		pub.Head(res.StatusCode, ct, true)
+		var rec *streamRecorder // the objects the answer makes (stored.go)
+		if c.stored != 0 {
+			rec = &streamRecorder{s: s, c: c}
+			defer rec.wait() // an answer cut short: its object may exist all the same
+		}
 		limit := s.maxUpstreamBytes()
 		var rd eventReader
 		switch {
@@ -243,6 +250,9 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 				return nil, upstreamError(ctx, err)
 			}
 			resp.Events = append(resp.Events, ev)
+			if rec != nil {
+				rec.event(ev) // before the event: a terminal event waits for the records
+			}
 			pub.Event(ev)
 			if wire.IsTerminal(c.shape, ev) {
 				break // done: do not wait for a server that keeps the stream open
@@ -277,6 +287,11 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response body is incomplete or not JSON")
 		}
 		resp.Body = body
+		if c.stored != 0 {
+			// Written while the answer is priced and cached, durable
+			// before the flight returns it (stored.go).
+			bodyRec = s.recordBody(c, body)
+		}
 		resp.Model, resp.Usage, parts, _ = wire.UsagePartsFromValidBody(c.shape, body) // json.Valid above
 		pub.Head(res.StatusCode, ct, false)
 	}
@@ -293,6 +308,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if c.policy.on() && !c.noStore && !providerFailed && storable(c.shape, resp) {
 		s.store(ctx, c, resp)
 	}
+	bodyRec.wait() // before any replica's client reads the answer
 	lead.End(resp) // after the cache write: wakes the other replicas' waiters
 	return resp, nil
 }

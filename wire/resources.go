@@ -196,6 +196,12 @@ type Refs struct {
 	// Conversations: the top-level conversation member of a Responses
 	// call, as a string or as an object's id.
 	Conversations []string
+	// Responses: the top-level previous_response_id of a Responses call
+	// (a string).
+	Responses []string
+	// Containers: every member named container whose value is a string
+	// (a code interpreter tool run in an existing container).
+	Containers []string
 }
 
 // FileRefs returns Refs(body).Files: the files a model call asks the
@@ -233,6 +239,9 @@ func BodyRefs(body []byte) Refs {
 				out.Conversations = append(out.Conversations, id)
 			}
 		}
+		if id, ok := top["previous_response_id"].(string); ok {
+			out.Responses = append(out.Responses, id)
+		}
 	}
 	var walk func(v any)
 	walk = func(v any) {
@@ -262,6 +271,10 @@ func BodyRefs(body []byte) Refs {
 					strs(m, &out.Files)
 				case "vector_store_ids":
 					strs(m, &out.VectorStores)
+				case "container":
+					if id, ok := m.(string); ok {
+						out.Containers = append(out.Containers, id)
+					}
 				}
 				walk(m)
 			}
