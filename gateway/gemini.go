@@ -113,7 +113,7 @@ func (s *Server) geminiPassthroughCost(r *http.Request, status int, answer *capp
 // OpenAI model listing).
 func (s *Server) geminiOr(gemini, other http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.PathValue("id"), ":") {
+		if id := r.PathValue("id"); strings.Contains(id, ":") && !strings.HasPrefix(id, "ft:") { // OpenAI's fine-tuned models are ft:…
 			gemini(w, r)
 			return
 		}

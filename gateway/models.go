@@ -1,23 +1,35 @@
 package gateway
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	neturl "net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/groundhog-ai/groundhog"
 )
 
-// models proxies GET /v1/models[/{id}] to the OpenAI upstream. Listings are
+// models proxies GET /v1/models[/{id}] and DELETE /v1/models/{ft:…} (a
+// fine-tuned model) to the OpenAI upstream. Listings are
 // not fingerprinted, cached or recorded: they are not model work.
+//
+// In a shared provider account (owned.go) the account's fine-tuned models
+// ("ft:…") are each the tenant's whose job made them: another tenant's is
+// the provider's 404 on GET /v1/models/{id}, and the list leaves it out.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.authenticate(r); err != nil {
+	tenant, err := s.authenticate(r)
+	if err != nil {
 		s.writeError(w, r, "", err)
 		return
 	}
-	if r.Method != http.MethodGet {
+	// A fine-tuned model can be deleted (DELETE /v1/models/ft:…).
+	deleteTuned := r.Method == http.MethodDelete && strings.HasPrefix(r.PathValue("id"), "ft:")
+	if r.Method != http.MethodGet && !deleteTuned {
 		w.Header().Set("Allow", http.MethodGet)
 		s.writeError(w, r, "", groundhog.Errorf(codeMethod, "method %s not allowed on %s (use GET)", r.Method, r.URL.Path))
 		return
@@ -35,7 +47,12 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		}
 		url += "/" + neturl.PathEscape(id)
 	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, url, nil)
+	scoped := sharedAccount(&s.opts.OpenAI) && !s.singleTenant(r.Context())
+	if scoped && r.URL.Path != "/v1/models" && strings.HasPrefix(r.PathValue("id"), "ft:") &&
+		!s.ownsOrNotFound(w, r, tenant, kindOpenAIModel, r.PathValue("id")) {
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, url, nil)
 	if err != nil {
 		s.writeError(w, r, "", groundhog.WrapError(groundhog.EINTERNAL, "", err))
 		return
@@ -49,7 +66,72 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer res.Body.Close()
+	if deleteTuned && scoped && res.StatusCode/100 == 2 {
+		if err := s.opts.Resources.DeleteResource(context.WithoutCancel(r.Context()), tenant, kindOpenAIModel.kind, r.PathValue("id")); err != nil {
+			s.log.Error("forgetting a deleted resource failed", "tenant", tenant, "kind", kindOpenAIModel.kind, "id", r.PathValue("id"), "err", err)
+		}
+	}
+	body := io.LimitReader(res.Body, 16<<20)
+	if scoped && r.URL.Path == "/v1/models" && res.StatusCode == http.StatusOK {
+		b, err := io.ReadAll(body)
+		if err == nil {
+			b, err = s.ownModels(r, tenant, b)
+		}
+		if err != nil {
+			s.writeError(w, r, "", err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b)
+		return
+	}
 	w.Header().Set("Content-Type", firstNonEmpty(res.Header.Get("Content-Type"), "application/json"))
 	w.WriteHeader(res.StatusCode)
-	_, _ = io.Copy(w, io.LimitReader(res.Body, 16<<20))
+	_, _ = io.Copy(w, body)
+}
+
+// kindOpenAIModel is a fine-tuned model read through /v1/models.
+var kindOpenAIModel = ownedKind{groundhog.ResourceKindOpenAIFineTunedModel, groundhog.ShapeChat, "Model"}
+
+// ownModels returns the provider's model list without the fine-tuned
+// models tenant does not own; the other members and every base model stay
+// as the provider wrote them.
+func (s *Server) ownModels(r *http.Request, tenant string, body []byte) ([]byte, error) {
+	var list map[string]json.RawMessage
+	var items []json.RawMessage
+	if json.Unmarshal(body, &list) != nil || json.Unmarshal(list["data"], &items) != nil {
+		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's model list is not a list")
+	}
+	ids := make([]string, len(items))
+	var tuned []string
+	for i, it := range items {
+		var m struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(it, &m)
+		if ids[i] = m.ID; strings.HasPrefix(m.ID, "ft:") {
+			tuned = append(tuned, m.ID)
+		}
+	}
+	if len(tuned) == 0 {
+		return body, nil
+	}
+	own, err := s.owned(r.Context(), tenant, kindOpenAIModel, tuned)
+	if err != nil {
+		return nil, groundhog.WrapError(groundhog.EUNAVAILABLE, "the resource records are unavailable", err)
+	}
+	kept := items[:0]
+	for i, it := range items {
+		if !strings.HasPrefix(ids[i], "ft:") || slices.Contains(own, ids[i]) {
+			kept = append(kept, it)
+		}
+	}
+	data, _ := json.Marshal(kept)
+	if len(kept) == 0 {
+		data = []byte("[]")
+	}
+	list["data"] = data
+	return json.Marshal(list)
 }

@@ -81,6 +81,10 @@ var (
 	kindOpenAIResponse  = ownedKind{groundhog.ResourceKindOpenAIResponse, groundhog.ShapeResponses, "Response"}
 	kindOpenAIChat      = ownedKind{groundhog.ResourceKindOpenAIChatCompletion, groundhog.ShapeChat, "ChatCompletion"}
 	kindOpenAIContainer = ownedKind{groundhog.ResourceKindOpenAIContainer, groundhog.ShapeResponses, "Container"}
+	// A fine-tuned model's checkpoint (ft:…:ckpt-step-N) is a model too: a
+	// job's checkpoint list records them, and the permissions of one
+	// (/v1/fine_tuning/checkpoints/{model}/permissions) are its owner's.
+	kindOpenAICheckpoint = ownedKind{groundhog.ResourceKindOpenAIFineTunedModel, groundhog.ShapeResponses, "Checkpoint"}
 )
 
 // ownedListFollow bounds the provider pages one list call reads past pages
@@ -112,6 +116,7 @@ func (s *Server) ownedRoute(r *http.Request) (k ownedKind, id, sub string, ok bo
 		{"/v1/conversations", false, kindOpenAIConv},
 		{"/v1/evals", false, kindOpenAIEval},
 		{"/v1/fine_tuning/jobs", false, kindOpenAIFineTune},
+		{"/v1/fine_tuning/checkpoints", false, kindOpenAICheckpoint},
 		{"/v1/containers", false, kindOpenAIContainer},
 		{"/v1/chat/completions", false, kindOpenAIChat}, // the collection only for a GET: its POST is a model call
 		{"/v1/responses", false, kindOpenAIResponse},
@@ -188,6 +193,8 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 			s.ownedHeld(w, r, tenant, kindOpenAIFile, wire.BatchFileIDs)
 		case k == kindOpenAIFineTune && sub == "" && r.Method == http.MethodGet:
 			s.ownedHeld(w, r, tenant, kindOpenAIFTModel, wire.FineTunedModels)
+		case k == kindOpenAIFineTune && sub == "checkpoints" && r.Method == http.MethodGet:
+			s.ownedHeld(w, r, tenant, kindOpenAIFTModel, wire.CheckpointModels)
 		default:
 			s.passthrough(w, r)
 		}

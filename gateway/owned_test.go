@@ -78,6 +78,9 @@ func (f *fakeResources) serve(w http.ResponseWriter, r *http.Request) {
 	f.seen = append(f.seen, r.Method+" "+r.URL.RequestURI())
 	anth := r.Header.Get("Anthropic-Version") != ""
 	p := strings.TrimPrefix(r.URL.Path, "/v1/")
+	if f.serveModels(w, r, p) {
+		return
+	}
 	var coll, rest, noun, prefix string
 	for _, c := range []struct {
 		anth                 bool
@@ -290,6 +293,60 @@ func (f *fakeResources) serve(w http.ResponseWriter, r *http.Request) {
 			f.notFound(w, anth, "Route", r.URL.Path)
 		}
 	}
+}
+
+// serveModels answers the model list and a model (a base model and the
+// models the account's fine-tuning jobs made), a job's checkpoints (one,
+// at step 10) and a checkpoint's permissions; it reports false for every
+// other path.
+func (f *fakeResources) serveModels(w http.ResponseWriter, r *http.Request, p string) bool {
+	reply := func(v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	models := []any{map[string]any{"id": "gpt-4o-mini", "object": "model", "created": 1700000000, "owned_by": "system"}}
+	for _, job := range f.items["openai/fine_tuning/jobs"] {
+		if m, ok := job["fine_tuned_model"].(string); ok {
+			models = append(models, map[string]any{"id": m, "object": "model", "created": 1700000000, "owned_by": "org"})
+		}
+	}
+	switch id, isModel := strings.CutPrefix(p, "models/"); {
+	case p == "models":
+		reply(map[string]any{"object": "list", "data": models})
+	case isModel && r.Method == http.MethodDelete:
+		for _, job := range f.items["openai/fine_tuning/jobs"] {
+			if job["fine_tuned_model"] == id {
+				delete(job, "fine_tuned_model")
+				job["status"] = "deleted"
+				reply(map[string]any{"id": id, "object": "model", "deleted": true})
+				return true
+			}
+		}
+		f.notFound(w, false, "Model", id)
+	case isModel:
+		for _, m := range models {
+			if m.(map[string]any)["id"] == id {
+				reply(m)
+				return true
+			}
+		}
+		f.notFound(w, false, "Model", id)
+	case strings.HasPrefix(p, "fine_tuning/jobs/") && strings.HasSuffix(p, "/checkpoints"):
+		job := strings.TrimSuffix(strings.TrimPrefix(p, "fine_tuning/jobs/"), "/checkpoints")
+		_, it := f.find("openai/fine_tuning/jobs", job)
+		if it == nil || it["fine_tuned_model"] == nil {
+			f.notFound(w, false, "Fine-tuning job", job)
+			return true
+		}
+		reply(map[string]any{"object": "list", "has_more": false, "data": []any{map[string]any{
+			"object": "fine_tuning.job.checkpoint", "id": "ftckpt_" + job, "fine_tuning_job_id": job, "step_number": 10,
+			"fine_tuned_model_checkpoint": it["fine_tuned_model"].(string) + ":ckpt-step-10", "created_at": 1700000000, "metrics": map[string]any{}}}})
+	case strings.HasPrefix(p, "fine_tuning/checkpoints/"):
+		reply(map[string]any{"object": "list", "has_more": false, "data": []any{}})
+	default:
+		return false
+	}
+	return true
 }
 
 // newOwnedHarness is a gateway whose OpenAI and Anthropic upstream is a
@@ -928,4 +985,64 @@ func TestOwnedVectorStoresConversationsJobsAndEvals(t *testing.T) {
 	chat := `{"model":"` + done.FineTunedModel + `","messages":[{"role":"user","content":"hi"}]}`
 	refused("a chat call on another tenant's fine-tuned model", func() (int, string) { return do("POST", "/v1/chat/completions", globexKey, chat) })
 	reached("a chat call on an own fine-tuned model", func() (int, string) { return do("POST", "/v1/chat/completions", acmeKey, chat) })
+
+	// The model list and a model: another tenant's fine-tuned model is not
+	// there.
+	if _, err := globex.Models.Get(ctx, done.FineTunedModel); err == nil {
+		t.Error("globex read acme's fine-tuned model")
+	}
+	if m, err := acme.Models.Get(ctx, done.FineTunedModel); err != nil || m.ID != done.FineTunedModel {
+		t.Errorf("acme's fine-tuned model: %+v %v", m, err)
+	}
+	listed := func(cl openai.Client) []string {
+		t.Helper()
+		page, err := cl.Models.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range page.Data {
+			ids = append(ids, m.ID)
+		}
+		return ids
+	}
+	if ids := listed(globex); slices.Contains(ids, done.FineTunedModel) || !slices.Contains(ids, "gpt-4o-mini") {
+		t.Errorf("globex's model list: %v", ids)
+	}
+	if ids := listed(acme); !slices.Contains(ids, done.FineTunedModel) || !slices.Contains(ids, "gpt-4o-mini") {
+		t.Errorf("acme's model list: %v", ids)
+	}
+
+	// A job's checkpoints are models of the job's owner: usable by it, and
+	// their permissions its own.
+	refused("another tenant's job's checkpoints", func() (int, string) {
+		return do("GET", "/v1/fine_tuning/jobs/"+job.ID+"/checkpoints", globexKey, "")
+	})
+	ckpts, err := acme.FineTuning.Jobs.Checkpoints.List(ctx, job.ID, openai.FineTuningJobCheckpointListParams{})
+	if err != nil || len(ckpts.Data) != 1 {
+		t.Fatalf("acme's checkpoints: %+v %v", ckpts, err)
+	}
+	ckpt := ckpts.Data[0].FineTunedModelCheckpoint
+	ckptChat := `{"model":"` + ckpt + `","messages":[{"role":"user","content":"hi"}]}`
+	refused("a chat call on another tenant's checkpoint", func() (int, string) { return do("POST", "/v1/chat/completions", globexKey, ckptChat) })
+	reached("a chat call on an own checkpoint", func() (int, string) { return do("POST", "/v1/chat/completions", acmeKey, ckptChat) })
+	for _, model := range []string{done.FineTunedModel, ckpt} {
+		perms := "/v1/fine_tuning/checkpoints/" + model + "/permissions"
+		refused("sharing another tenant's model "+model, func() (int, string) {
+			return do("POST", perms, globexKey, `{"project_ids":["proj_globex"]}`)
+		})
+		refused("reading another tenant's model's permissions", func() (int, string) { return do("GET", perms, globexKey, "") })
+		refused("revoking another tenant's model's permission", func() (int, string) { return do("DELETE", perms+"/cp_1", globexKey, "") })
+		reached("reading an own model's permissions", func() (int, string) { return do("GET", perms, acmeKey, "") })
+	}
+
+	// Deleting a fine-tuned model: only its owner's reaches the provider,
+	// and the model is then no one's.
+	refused("deleting another tenant's fine-tuned model", func() (int, string) {
+		return do("DELETE", "/v1/models/"+done.FineTunedModel, globexKey, "")
+	})
+	if code, body := do("DELETE", "/v1/models/"+done.FineTunedModel, acmeKey, ""); code != http.StatusOK {
+		t.Fatalf("acme deleting its fine-tuned model: %d %s", code, body)
+	}
+	refused("a chat call on a deleted fine-tuned model", func() (int, string) { return do("POST", "/v1/chat/completions", acmeKey, chat) })
 }

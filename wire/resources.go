@@ -310,3 +310,24 @@ func FineTunedModels(body []byte) []string {
 	}
 	return out
 }
+
+// CheckpointModels returns the models a page of a fine-tuning job's
+// checkpoints names (fine_tuned_model_checkpoint): each is a model the job
+// made, usable and shareable as its fine-tuned model is.
+func CheckpointModels(body []byte) []string {
+	var v struct {
+		Data []struct {
+			Model string `json:"fine_tuned_model_checkpoint"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	var out []string
+	for _, c := range v.Data {
+		if c.Model != "" {
+			out = append(out, c.Model)
+		}
+	}
+	return out
+}

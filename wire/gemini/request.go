@@ -57,13 +57,13 @@ func Version(path string) string {
 // /v1beta/ and /upload/v1beta/ (media uploads), and under /v1/ the
 // cachedContents routes and the
 // models/{model}:{method} ones (a colon in the last segment: OpenAI's
-// /v1/models/{id} has none).
+// /v1/models/{id} has none, but for its fine-tuned models, "ft:…").
 func IsPath(path string) bool {
 	if strings.HasPrefix(path, "/"+APIVersion+"/") || strings.HasPrefix(path, "/"+StableVersion+"/cachedContents") || IsUploadPath(path) {
 		return true
 	}
 	rest, ok := strings.CutPrefix(path, "/"+StableVersion+"/models/")
-	return ok && strings.Contains(rest, ":")
+	return ok && strings.Contains(rest, ":") && !strings.HasPrefix(rest, "ft:")
 }
 
 // ParsePath reads an escaped request path /v1beta/models/{model}:{method}
