@@ -324,3 +324,81 @@ func TestGeminiVideoOperationsAreTenantScoped(t *testing.T) {
 		t.Fatalf("get own video operation: %+v %v", got, err)
 	}
 }
+
+// uploadJSONL uploads a batch's input file through the SDK (a resumable
+// upload, in 8 MiB chunks).
+func uploadJSONL(t *testing.T, cl *genai.Client, jsonl string) *genai.File {
+	t.Helper()
+	f, err := cl.Files.Upload(context.Background(), strings.NewReader(jsonl), &genai.UploadFileConfig{MIMEType: "application/jsonl", DisplayName: "requests.jsonl"})
+	if err != nil || !strings.HasPrefix(f.Name, "files/") {
+		t.Fatalf("upload: %+v %v", f, err)
+	}
+	return f
+}
+
+// batchLine is one line of a batch's input file with parts.
+func batchLine(parts string) string {
+	return `{"key":"k","request":{"contents":[{"role":"user","parts":[` + parts + `]}]}}` + "\n"
+}
+
+// straddling returns an input file of over 8 MiB — two chunks of the
+// SDK's upload — whose parts, in one line, cross the chunks' boundary.
+func straddling(parts string) string {
+	var b strings.Builder
+	filler := batchLine(`{"text":"` + strings.Repeat("groundhog ", 100) + `"}`)
+	for b.Len()+len(filler) < 8<<20-40 {
+		b.WriteString(filler)
+	}
+	const head = `{"key":"k","request":{"contents":[{"role":"user","parts":[{"text":"`
+	pad := 8<<20 - b.Len() - len(head) - len(`"},`) - 15 // parts start 15 bytes before the boundary
+	b.WriteString(batchLine(`{"text":"` + strings.Repeat("x", pad) + `"},` + parts))
+	b.WriteString(filler)
+	return b.String()
+}
+
+// TestGeminiBatchInputFileNamesAreChecked: the lines of a batch's input
+// file, uploaded through the SDK, are read as they pass through the
+// gateway: a batch whose input file names another tenant's file (as
+// files/{id} or Google's URL, under an escaped member name), a cache or a
+// file search store the tenant did not create, or holds a line that may
+// name one and cannot be read, is 404 NOT_FOUND with nothing sent to
+// Google — also when that line crosses the boundary of two upload chunks;
+// an input file naming only the tenant's own resources makes a batch.
+func TestGeminiBatchInputFileNamesAreChecked(t *testing.T) {
+	h, f := newGoogleHarness(t, gateway.Upstream{APIKey: "provider-secret", Provider: "gemini"})
+	ctx := context.Background()
+	acmeKey, globexKey := createGatewayKey(t, h, "acme"), createGatewayKey(t, h, "globex")
+	acme, globex := betaClient(t, h, acmeKey), betaClient(t, h, globexKey)
+	acmeFile := uploadGeminiFile(t, acme, "acme's notes")
+	acmeStore, err := acme.FileSearchStores.Create(ctx, &genai.CreateFileSearchStoreConfig{DisplayName: "acme's store"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	globexFile := uploadGeminiFile(t, globex, "globex's notes")
+	fine := batchLine(`{"text":"hello"}`)
+	for _, c := range []struct{ name, jsonl string }{
+		{"another tenant's file", fine + batchLine(`{"fileData":{"fileUri":"`+acmeFile.Name+`","mimeType":"text/plain"}}`)},
+		{"another tenant's file by Google's URL", batchLine(`{"file_data":{"file_uri":"`+acmeFile.URI+`"}}`) + fine},
+		{"an escaped member name", fine + batchLine(`{"fileData":{"file\u0055ri":"`+acmeFile.Name+`"}}`)},
+		{"a cache the tenant did not create", fine + `{"key":"c","request":{"cachedContent":"cachedContents/acme-cache","contents":[{"parts":[{"text":"x"}]}]}}`},
+		{"another tenant's file search store", fine + `{"key":"s","request":{"contents":[{"parts":[{"text":"x"}]}],"tools":[{"fileSearch":{"fileSearchStoreNames":["` + acmeStore.Name + `"]}}]}}` + "\n"},
+		{"a line that cannot be read", fine + `{"key":"b","request":{"contents":[{"parts":[{"fileData":{"fileUri":"` + globexFile.Name + `"}}]}]` + "\n" + fine},
+		{"across two chunks", straddling(`{"fileData":{"fileUri":"` + acmeFile.Name + `"}}`)},
+	} {
+		input := uploadJSONL(t, globex, c.jsonl)
+		before := len(f.requests())
+		if _, err := globex.Batches.Create(ctx, geminiModel, &genai.BatchJobSource{FileName: input.Name}, nil); !isNotFound(err) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		refusedQuietly(t, f, before, c.name)
+	}
+	for _, c := range []struct{ name, jsonl string }{
+		{"own file", fine + batchLine(`{"fileData":{"fileUri":"`+globexFile.Name+`"}}`)},
+		{"own file across two chunks", straddling(`{"fileData":{"fileUri":"` + globexFile.URI + `"}}`)},
+	} {
+		input := uploadJSONL(t, globex, c.jsonl)
+		if job, err := globex.Batches.Create(ctx, geminiModel, &genai.BatchJobSource{FileName: input.Name}, nil); err != nil || !strings.HasPrefix(job.Name, "batches/") {
+			t.Errorf("%s: %+v %v", c.name, job, err)
+		}
+	}
+}

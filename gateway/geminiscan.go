@@ -93,7 +93,9 @@ type scanReader struct {
 func (sr *scanReader) Read(p []byte) (int, error) {
 	n, err := sr.r.Read(p)
 	sr.n += int64(n)
+	sr.sc.mu.Lock()
 	sr.sc.feed(p[:n], sr.limit)
+	sr.sc.mu.Unlock()
 	return n, err
 }
 
