@@ -402,3 +402,110 @@ func TestGeminiBatchInputFileNamesAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiResourcesScopedUnderV1: the Gemini resource routes Google
+// also serves under /v1/ (the Go SDK's default version) — tuned models,
+// file search stores with their documents, uploads and operations, a
+// model's operations, caches — are scoped as under /v1beta/: another
+// tenant's is 404 NOT_FOUND with nothing sent to Google, and the owner
+// reaches its own. /v1/files and /v1/batches are OpenAI's routes: a
+// Gemini file named there never reaches Google. A Gemini collection the
+// gateway does not keep per tenant is not reachable on the shared account.
+func TestGeminiResourcesScopedUnderV1(t *testing.T) {
+	h, f := newGoogleHarness(t, gateway.Upstream{APIKey: "provider-secret", Provider: "gemini"})
+	ctx := context.Background()
+	acmeKey, globexKey := createGatewayKey(t, h, "acme"), createGatewayKey(t, h, "globex")
+	acme := betaClient(t, h, acmeKey)
+	acmeV1, globexV1 := geminiClient(t, h, acmeKey, nil), geminiClient(t, h, globexKey, nil)
+
+	job, err := acme.Tunings.Tune(ctx, "models/gemini-1.5-flash-001", &genai.TuningDataset{Examples: []*genai.TuningExample{{TextInput: "1", Output: "2"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := acme.FileSearchStores.Create(ctx, &genai.CreateFileSearchStoreConfig{DisplayName: "acme's store"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := uploadGeminiFile(t, acme, "acme's notes")
+	imp, err := acme.FileSearchStores.ImportFile(ctx, store.Name, file.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body := googleCall(t, h, http.MethodPost, "/v1beta/models/veo-3.0-generate-001:predictLongRunning", `{"instances":[{"prompt":"dawn"}]}`, acmeKey)
+	var op struct{ Name string }
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &op) != nil || op.Name == "" {
+		t.Fatalf("predictLongRunning: %d %s", status, body)
+	}
+	cache := createCache(t, acme, strings.Repeat("acme's long document. ", 400))
+
+	before := len(f.requests())
+	if _, err := globexV1.Tunings.Get(ctx, job.Name, nil); !isNotFound(err) {
+		t.Errorf("v1 get another tenant's tuned model: %v", err)
+	}
+	if _, err := globexV1.Models.GenerateContent(ctx, job.Name, genai.Text("hi"), nil); !isNotFound(err) {
+		t.Errorf("v1 generateContent on another tenant's tuned model: %v", err)
+	}
+	if _, err := globexV1.FileSearchStores.Get(ctx, store.Name, nil); !isNotFound(err) {
+		t.Errorf("v1 get another tenant's store: %v", err)
+	}
+	if err := globexV1.FileSearchStores.Delete(ctx, store.Name, nil); !isNotFound(err) {
+		t.Errorf("v1 delete another tenant's store: %v", err)
+	}
+	if _, err := globexV1.FileSearchStores.ImportFile(ctx, store.Name, file.Name, nil); !isNotFound(err) {
+		t.Errorf("v1 import into another tenant's store: %v", err)
+	}
+	if _, err := globexV1.FileSearchStores.Documents.List(ctx, store.Name, nil); !isNotFound(err) {
+		t.Errorf("v1 documents of another tenant's store: %v", err)
+	}
+	if _, err := globexV1.FileSearchStores.UploadToFileSearchStore(ctx, strings.NewReader("planted"), store.Name, &genai.UploadToFileSearchStoreConfig{MIMEType: "text/plain"}); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("v1 upload into another tenant's store: %v", err)
+	}
+	if _, err := globexV1.Operations.GetImportFileOperation(ctx, &genai.ImportFileOperation{Name: imp.Name}, nil); !isNotFound(err) {
+		t.Errorf("v1 get another tenant's import operation: %v", err)
+	}
+	if _, err := globexV1.Operations.GetVideosOperation(ctx, &genai.GenerateVideosOperation{Name: op.Name}, nil); !isNotFound(err) {
+		t.Errorf("v1 get another tenant's video operation: %v", err)
+	}
+	if _, err := globexV1.Caches.Get(ctx, cache, nil); !isNotFound(err) {
+		t.Errorf("v1 get another tenant's cache: %v", err)
+	}
+	if _, err := globexV1.Models.GenerateContent(ctx, geminiModel, genai.Text("search"), fileSearchTool(store.Name)); !isNotFound(err) {
+		t.Errorf("v1 generateContent searching another tenant's store: %v", err)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodPost, "/v1/tunedModels/" + strings.TrimPrefix(job.Name, "tunedModels/") + ":generateContent", `{"contents":[{"parts":[{"text":"hi"}]}]}`},
+		{http.MethodGet, "/v1/" + store.Name + "/documents/d1", ``},
+		{http.MethodGet, "/v1/" + store.Name + "/upload/operations/u1", ``},
+		{http.MethodPost, "/upload/v1/" + store.Name + ":uploadToFileSearchStore", `{}`},
+		{http.MethodGet, "/v1/" + op.Name, ``},
+		{http.MethodGet, "/v1beta/corpora", ``},
+		{http.MethodGet, "/v1beta/operations", ``},
+		{http.MethodGet, "/v1beta/generatedFiles", ``},
+	} {
+		if status, body := googleCall(t, h, c.method, c.path, c.body, globexKey); !googleNotFound(status, body) {
+			t.Errorf("%s %s: %d %s", c.method, c.path, status, body)
+		}
+	}
+	// /v1/files is OpenAI's: a Gemini file's name there is not Google's.
+	if status, body := googleCall(t, h, http.MethodGet, "/v1/"+file.Name, ``, globexKey); status == http.StatusOK {
+		t.Errorf("v1 files route: %d %s", status, body)
+	}
+	refusedQuietly(t, f, before, "/v1/ routes")
+	// Lists under /v1/ show only the tenant's own.
+	for _, path := range []string{"/v1/tunedModels", "/v1/fileSearchStores"} {
+		if status, body := googleCall(t, h, http.MethodGet, path, ``, globexKey); status != http.StatusOK || strings.Contains(body, job.Name) || strings.Contains(body, store.Name) {
+			t.Errorf("v1 list %s: %d %s", path, status, body)
+		}
+	}
+
+	// The owner reaches its own under /v1/.
+	if got, err := acmeV1.FileSearchStores.Get(ctx, store.Name, nil); err != nil || got.Name != store.Name {
+		t.Errorf("v1 get own store: %+v %v", got, err)
+	}
+	if got, err := acmeV1.Tunings.Get(ctx, job.Name, nil); err != nil || got.Name != job.Name {
+		t.Errorf("v1 get own tuned model: %+v %v", got, err)
+	}
+	if got, err := acmeV1.Operations.GetVideosOperation(ctx, &genai.GenerateVideosOperation{Name: op.Name}, nil); err != nil || !got.Done {
+		t.Errorf("v1 get own video operation: %+v %v", got, err)
+	}
+}
