@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/gateway"
 )
 
@@ -507,5 +508,42 @@ func TestGeminiResourcesScopedUnderV1(t *testing.T) {
 	}
 	if got, err := acmeV1.Operations.GetVideosOperation(ctx, &genai.GenerateVideosOperation{Name: op.Name}, nil); err != nil || !got.Done {
 		t.Errorf("v1 get own video operation: %+v %v", got, err)
+	}
+}
+
+// TestGeminiFileSearchLedger: a store's create is free, as Google bills
+// it, and so is an upload's start; indexing into a store (the last chunk
+// of uploadToFileSearchStore, importFile) is billed by embedding tokens
+// the answer does not carry: unknown, never 0.
+func TestGeminiFileSearchLedger(t *testing.T) {
+	h, _ := newGoogleHarness(t, gateway.Upstream{APIKey: "provider-secret", Provider: "gemini"})
+	ctx := context.Background()
+	cl := betaClient(t, h, createGatewayKey(t, h, "acme"))
+	rows := func() []groundhog.Money {
+		var costs []groundhog.Money
+		for _, row := range h.ledgerRows() {
+			if row.Tenant == "acme" {
+				costs = append(costs, row.Cost)
+			}
+		}
+		return costs
+	}
+	store, err := cl.FileSearchStores.Create(ctx, &genai.CreateFileSearchStoreConfig{DisplayName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := uploadGeminiFile(t, cl, "notes")
+	if got := rows(); len(got) != 3 || slices.ContainsFunc(got, func(m groundhog.Money) bool { return m != 0 }) {
+		t.Fatalf("a store's create and a file's upload: %v, want three rows at 0", got)
+	}
+	if _, err := cl.FileSearchStores.ImportFile(ctx, store.Name, file.Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.FileSearchStores.UploadToFileSearchStore(ctx, strings.NewReader("manual"), store.Name, &genai.UploadToFileSearchStoreConfig{MIMEType: "text/plain"}); err != nil {
+		t.Fatal(err)
+	}
+	got := rows()
+	if want := []groundhog.Money{0, 0, 0, groundhog.CostUnknown, 0, groundhog.CostUnknown}; !slices.Equal(got, want) {
+		t.Errorf("import, then an upload's start and its last chunk: %v, want %v", got, want)
 	}
 }

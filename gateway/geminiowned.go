@@ -385,7 +385,7 @@ func (s *Server) geminiUpload(w http.ResponseWriter, r *http.Request) {
 	scoped := s.geminiScoped(ctx)
 	uploadID := gemini.UploadID(r.URL.RawQuery)
 	store, known := gemini.UploadTarget(r.URL.EscapedPath())
-	if scoped && !known {
+	if scoped && !known && uploadID == "" { // a chunk is scoped by its upload_id
 		s.writeError(w, r, groundhog.ShapeGemini, errGeminiNotFound(r.URL.Path))
 		return
 	}
@@ -496,12 +496,18 @@ func gatewayUploadURL(r *http.Request, upstream string) string {
 	return u.String()
 }
 
-// geminiFreeRoute reports whether r is a route of the Files API, which
-// Google does not bill: a media upload, a file's create or register.
+// geminiFreeRoute reports whether r is a route Google does not bill: the
+// Files API (a media upload of a file, a file's create or register) and a
+// file search store's create, the start and the middle chunks of an upload
+// to a store. Indexing into a store (the last chunk of
+// uploadToFileSearchStore, :importFile) is billed by its embedding tokens,
+// which the answer does not carry: unknown.
 func geminiFreeRoute(r *http.Request) bool {
 	if gemini.IsUploadPath(r.URL.Path) {
-		return true
+		store, ok := gemini.UploadTarget(r.URL.EscapedPath())
+		cmd := strings.ToLower(r.Header.Get("X-Goog-Upload-Command"))
+		return ok && (store == "" || cmd != "" && !strings.Contains(cmd, "finalize")) // a store indexes the upload when it ends
 	}
 	res, ok := gemini.ResourcePath(r.URL.EscapedPath())
-	return ok && res.Collection == gemini.Files
+	return ok && (res.Collection == gemini.Files || res.Collection == gemini.FileSearchStores && res.Name == "" && res.Method == "")
 }
