@@ -385,6 +385,7 @@ func TestGeminiBatchInputFileNamesAreChecked(t *testing.T) {
 		{"another tenant's file search store", fine + `{"key":"s","request":{"contents":[{"parts":[{"text":"x"}]}],"tools":[{"fileSearch":{"fileSearchStoreNames":["` + acmeStore.Name + `"]}}]}}` + "\n"},
 		{"a line that cannot be read", fine + `{"key":"b","request":{"contents":[{"parts":[{"fileData":{"fileUri":"` + globexFile.Name + `"}}]}]` + "\n" + fine},
 		{"across two chunks", straddling(`{"fileData":{"fileUri":"` + acmeFile.Name + `"}}`)},
+		{"after many own names", strings.Repeat(batchLine(`{"fileData":{"fileUri":"`+globexFile.Name+`"}}`), 3000) + batchLine(`{"fileData":{"fileUri":"`+acmeFile.Name+`"}}`)},
 	} {
 		input := uploadJSONL(t, globex, c.jsonl)
 		before := len(f.requests())
@@ -396,6 +397,7 @@ func TestGeminiBatchInputFileNamesAreChecked(t *testing.T) {
 	for _, c := range []struct{ name, jsonl string }{
 		{"own file", fine + batchLine(`{"fileData":{"fileUri":"`+globexFile.Name+`"}}`)},
 		{"own file across two chunks", straddling(`{"fileData":{"fileUri":"` + globexFile.URI + `"}}`)},
+		{"many own names", strings.Repeat(batchLine(`{"fileData":{"fileUri":"`+globexFile.Name+`"}}`), 3000)},
 	} {
 		input := uploadJSONL(t, globex, c.jsonl)
 		if job, err := globex.Batches.Create(ctx, geminiModel, &genai.BatchJobSource{FileName: input.Name}, nil); err != nil || !strings.HasPrefix(job.Name, "batches/") {

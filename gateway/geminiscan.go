@@ -20,7 +20,8 @@ import (
 // so the gateway reads them as they pass, line by line, without holding
 // more than one line: each line that may name a resource is read as a
 // request body (gemini.BodyRefs), and the names it holds are checked
-// against the tenant's records at the end of each chunk. When the upload
+// against the tenant's records every scanCheckNames names and at the end
+// of each chunk. When the upload
 // ends and every name was the tenant's, the file is recorded as an input
 // file (ResourceKindGeminiInputFile); a batch create is refused (404
 // NOT_FOUND, nothing sent) unless each input file it names is one.
@@ -82,19 +83,27 @@ func (u *uploadScans) end(id string) {
 	delete(u.m, id)
 }
 
-// scanReader feeds what it reads to sc.
+// scanReader feeds what it reads to sc; the names read are checked every
+// scanCheckNames names, so a chunk of any size holds few.
 type scanReader struct {
 	r     io.Reader
 	sc    *uploadScan
 	limit int64
 	n     int64
+	check func(*uploadScan)
 }
+
+// scanCheckNames is how many names a scan holds before it checks them.
+const scanCheckNames = 1024
 
 func (sr *scanReader) Read(p []byte) (int, error) {
 	n, err := sr.r.Read(p)
 	sr.n += int64(n)
 	sr.sc.mu.Lock()
 	sr.sc.feed(p[:n], sr.limit)
+	if sr.sc.pending >= scanCheckNames {
+		sr.check(sr.sc)
+	}
 	sr.sc.mu.Unlock()
 	return n, err
 }
@@ -190,7 +199,8 @@ func (s *Server) scanChunk(r *http.Request, id, tenant string) (*uploadScan, *sc
 		return sc, nil
 	}
 	sc.busy = true
-	sr := &scanReader{r: r.Body, sc: sc, limit: s.cfg.MaxBodyBytes}
+	ctx := r.Context()
+	sr := &scanReader{r: r.Body, sc: sc, limit: s.cfg.MaxBodyBytes, check: func(sc *uploadScan) { s.checkScan(ctx, sc) }}
 	r.Body = struct {
 		io.Reader
 		io.Closer
