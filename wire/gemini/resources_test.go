@@ -111,3 +111,40 @@ func TestCreatedNamesAndLists(t *testing.T) {
 		t.Errorf("empty page: %s", out)
 	}
 }
+
+func TestUploadTargetAndKnownCollection(t *testing.T) {
+	for _, c := range []struct {
+		path, store string
+		ok          bool
+	}{
+		{"/upload/v1beta/files", "", true},
+		{"/upload/v1/files", "", true},
+		{"/upload/v1beta/fileSearchStores/s1:uploadToFileSearchStore", "fileSearchStores/s1", true},
+		{"/upload/v1/fileSearchStores/s1:uploadToFileSearchStore", "fileSearchStores/s1", true},
+		{"/upload/v1beta/fileSearchStores/s1:importFile", "", false},
+		{"/upload/v1beta/fileSearchStores/s1/x:uploadToFileSearchStore", "", false},
+		{"/upload/v1beta/corpora", "", false},
+	} {
+		if store, ok := UploadTarget(c.path); store != c.store || ok != c.ok {
+			t.Errorf("UploadTarget(%s) = %q %v, want %q %v", c.path, store, ok, c.store, c.ok)
+		}
+	}
+	for path, want := range map[string]bool{
+		"/v1beta/models": true, "/v1beta/models/x:generateContent": true, "/v1beta/files:register": true,
+		"/v1/fileSearchStores/s": true, "/v1beta/cachedContents": true,
+		"/v1beta/corpora": false, "/v1beta/operations/o": false, "/v1beta/generatedFiles": false, "/v1beta/": false,
+	} {
+		if got := KnownCollection(path); got != want {
+			t.Errorf("KnownCollection(%s) = %v", path, got)
+		}
+	}
+	for path, want := range map[string]bool{
+		"/v1/tunedModels": true, "/v1/tunedModels/t:generateContent": true, "/v1/fileSearchStores": true,
+		"/v1/models/veo/operations/o": true, "/upload/v1/files": true,
+		"/v1/models/gpt-4o": false, "/v1/files": false, "/v1/batches": false, "/v1/tunedModelsX": false,
+	} {
+		if got := IsPath(path); got != want {
+			t.Errorf("IsPath(%s) = %v", path, got)
+		}
+	}
+}
