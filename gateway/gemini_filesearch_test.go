@@ -363,8 +363,9 @@ func straddling(parts string) string {
 // files/{id} or Google's URL, under an escaped member name), a cache or a
 // file search store the tenant did not create, or holds a line that may
 // name one and cannot be read, is 404 NOT_FOUND with nothing sent to
-// Google — also when that line crosses the boundary of two upload chunks;
-// an input file naming only the tenant's own resources makes a batch.
+// Google — also when that line crosses the boundary of two upload chunks,
+// and when a chunk came out of order; an input file naming only the
+// tenant's own resources makes a batch.
 func TestGeminiBatchInputFileNamesAreChecked(t *testing.T) {
 	h, f := newGoogleHarness(t, gateway.Upstream{APIKey: "provider-secret", Provider: "gemini"})
 	ctx := context.Background()
@@ -393,6 +394,27 @@ func TestGeminiBatchInputFileNamesAreChecked(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 		refusedQuietly(t, f, before, c.name)
+	}
+	// A chunk that is not the next in order leaves bytes unread: the file
+	// is the tenant's, but not a batch's input.
+	for offset, want := range map[string]bool{"7": false, "0": true} {
+		res, _ := h.post("/upload/v1beta/files", `{"file":{"displayName":"requests.jsonl"}}`, map[string]string{
+			"X-Goog-Api-Key": globexKey, "X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start"})
+		res, body := h.post(strings.TrimPrefix(res.Header.Get("X-Goog-Upload-Url"), h.URL), fine, map[string]string{
+			"X-Goog-Api-Key": globexKey, "X-Goog-Upload-Command": "upload, finalize", "X-Goog-Upload-Offset": offset})
+		var up struct {
+			File genai.File `json:"file"`
+		}
+		if res.StatusCode != http.StatusOK || json.Unmarshal(body, &up) != nil {
+			t.Fatalf("upload at offset %s: %d %s", offset, res.StatusCode, body)
+		}
+		if _, err := globex.Files.Get(ctx, up.File.Name, nil); err != nil {
+			t.Errorf("the file uploaded at offset %s: %v", offset, err)
+		}
+		_, err := globex.Batches.Create(ctx, geminiModel, &genai.BatchJobSource{FileName: up.File.Name}, nil)
+		if want && err != nil || !want && !isNotFound(err) {
+			t.Errorf("a batch of the file uploaded at offset %s: %v", offset, err)
+		}
 	}
 	for _, c := range []struct{ name, jsonl string }{
 		{"own file", fine + batchLine(`{"fileData":{"fileUri":"`+globexFile.Name+`"}}`)},

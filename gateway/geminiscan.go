@@ -184,9 +184,14 @@ func dedupeRefs(r gemini.Refs) gemini.Refs {
 }
 
 // scanChunk prepares the scan of one chunk of upload id: it returns the
-// scan (nil when the upload has none on this gateway, or the chunk is not
-// the next in order) with r's body wrapped to feed it.
+// scan (nil when the upload has none on this gateway, or r is a query or
+// a cancel, which carry no bytes) and, when the chunk is the next in
+// order, r's body wrapped to feed it (else the scan is spoilt).
 func (s *Server) scanChunk(r *http.Request, id, tenant string) (*uploadScan, *scanReader) {
+	cmd := strings.ToLower(r.Header.Get("X-Goog-Upload-Command"))
+	if !strings.Contains(cmd, "upload") && !strings.Contains(cmd, "finalize") {
+		return nil, nil // a query or a cancel: no bytes
+	}
 	sc := s.scans.get(id, tenant)
 	if sc == nil {
 		return nil, nil
