@@ -13,7 +13,8 @@ import (
 	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
-// Gemini files, batches and tuned models live in the provider account,
+// Gemini files, batches, tuned models, file search stores and the
+// operations of predictLongRunning live in the provider account,
 // which every tenant shares through one provider key. As with explicit
 // caches (geminicache.go) and the OpenAI and Anthropic resources
 // (owned.go), a resource belongs to the tenant that created it through the
@@ -35,10 +36,17 @@ import (
 //   - A list: Google's page with only the tenant's own items,
 //     nextPageToken kept; pages holding none of them are read past, up to
 //     ownedListFollow, so a client paging until the token ends sees all.
-//   - A model call, a batch (each inline request) or a tuned model naming a
-//     file (fileData.fileUri, inputConfig.fileName), a tuned model or a
+//   - A model call, a batch (each inline request), a cache's or a tuned
+//     model's create naming a file (fileData.fileUri, inputConfig.fileName),
+//     a tuned model, a file search store (fileSearchStoreNames) or a
 //     cachedContent the tenant did not create: 404 NOT_FOUND before the
-//     cache or the provider.
+//     cache or the provider. A batch's input file must also be one whose
+//     lines the gateway read as it was uploaded (geminiscan.go).
+//   - What lives under a store (documents, :importFile, uploads into it,
+//     their operations) is the store owner's.
+//   - With the provider account shared, a Gemini collection the gateway
+//     does not keep per tenant is 404 NOT_FOUND (gemini.go); the
+//     collections Google also serves under /v1/ are scoped there too.
 //   - The file Google writes a batch's results to (responsesFile) becomes
 //     the batch owner's when a get, cancel or list answer names it.
 //   - DELETE of an own resource forgets the record once Google answered
