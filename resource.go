@@ -68,13 +68,21 @@ const (
 
 // The kinds of the Gemini resources a tenant creates besides explicit
 // caches: their names are Google's ("files/{id}", "batches/{id}",
-// "tunedModels/{id}"); a resumable upload in progress is named by its
-// upload_id.
+// "tunedModels/{id}", "fileSearchStores/{id}", and
+// "models/{model}/operations/{id}" for the operation a predictLongRunning
+// starts); a resumable upload in progress is named by its upload_id.
+//
+// ResourceKindGeminiInputFile records, under the file's name, that a
+// file's bytes went through the gateway and named only resources the
+// tenant owned: only such a file can be a batch's input.
 const (
-	ResourceKindGeminiFile       = "gemini.files"
-	ResourceKindGeminiBatch      = "gemini.batches"
-	ResourceKindGeminiTunedModel = "gemini.tunedModels"
-	ResourceKindGeminiUpload     = "gemini.uploads"
+	ResourceKindGeminiFile            = "gemini.files"
+	ResourceKindGeminiBatch           = "gemini.batches"
+	ResourceKindGeminiTunedModel      = "gemini.tunedModels"
+	ResourceKindGeminiUpload          = "gemini.uploads"
+	ResourceKindGeminiFileSearchStore = "gemini.fileSearchStores"
+	ResourceKindGeminiOperation       = "gemini.operations"
+	ResourceKindGeminiInputFile       = "gemini.files.input"
 )
 
 // ResourceKindMCPSession is an MCP session a tenant opened through the

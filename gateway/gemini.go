@@ -35,6 +35,16 @@ func (s *Server) gemini(generate http.Handler) http.HandlerFunc {
 		if s.geminiCachedContents(w, r) { // geminicache.go: the tenant's own caches only
 			return
 		}
+		if !gemini.KnownCollection(r.URL.Path) && s.geminiScoped(r.Context()) {
+			// A collection the gateway does not keep per tenant would
+			// reach every tenant's resources on the shared account.
+			if _, err := s.authenticate(r); err != nil {
+				s.writeError(w, r, groundhog.ShapeGemini, err)
+				return
+			}
+			s.writeError(w, r, groundhog.ShapeGemini, errGeminiNotFound(r.URL.Path))
+			return
+		}
 		s.passthrough(w, r)
 	}
 }

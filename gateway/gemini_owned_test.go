@@ -42,7 +42,7 @@ type fakeGoogle struct {
 
 func newFakeGoogle() *fakeGoogle {
 	return &fakeGoogle{uploads: map[string]string{}, items: map[string]map[string]bool{
-		"files": {}, "batches": {}, "tunedModels": {},
+		"files": {}, "batches": {}, "tunedModels": {}, "fileSearchStores": {}, "operations": {},
 	}, order: map[string][]string{}}
 }
 
@@ -69,7 +69,16 @@ func (f *fakeGoogle) handler(simURL *string) http.Handler {
 		f.mu.Unlock()
 		p := r.URL.Path
 		rest := strings.TrimPrefix(p, "/v1beta/")
+		if v1, ok := strings.CutPrefix(p, "/v1/"); ok {
+			rest = v1
+		}
 		switch {
+		case strings.HasPrefix(p, "/upload/v1beta/fileSearchStores/") || strings.HasPrefix(p, "/upload/v1/fileSearchStores/"):
+			f.storeUpload(w, r, body)
+		case rest == "fileSearchStores" || strings.HasPrefix(rest, "fileSearchStores/"):
+			f.store(w, r, rest, body)
+		case strings.HasSuffix(rest, ":predictLongRunning") || strings.HasPrefix(rest, "models/") && strings.Contains(rest, "/operations"):
+			f.video(w, r, rest)
 		case strings.HasPrefix(p, "/upload/v1beta/files"):
 			f.upload(w, r, body)
 		case rest == "files" || strings.HasPrefix(rest, "files/") ||
@@ -225,6 +234,8 @@ func (f *fakeGoogle) list(w http.ResponseWriter, r *http.Request, c string) {
 			items = append(items, f.file(n))
 		case "batches":
 			items = append(items, f.batch(n, false))
+		case "fileSearchStores":
+			items = append(items, map[string]any{"name": n, "displayName": n})
 		default:
 			items = append(items, f.tuned(n))
 		}

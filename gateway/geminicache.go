@@ -144,6 +144,11 @@ func (s *Server) geminiCachedContents(w http.ResponseWriter, r *http.Request) bo
 			}
 		}
 	case r.Method == http.MethodPost:
+		// A cache holds contents and tools: the files and file search
+		// stores they name must be the tenant's.
+		if _, ok := s.geminiCheckBody(w, r, tenant, false, s.geminiScoped(ctx)); !ok {
+			return true
+		}
 		hw := newHeldWriter()
 		s.passthrough(hw, r)
 		if hw.status/100 == 2 && !hw.over {

@@ -13,7 +13,8 @@ import (
 	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
-// Gemini files, batches and tuned models live in the provider account,
+// Gemini files, batches, tuned models, file search stores and the
+// operations of predictLongRunning live in the provider account,
 // which every tenant shares through one provider key. As with explicit
 // caches (geminicache.go) and the OpenAI and Anthropic resources
 // (owned.go), a resource belongs to the tenant that created it through the
@@ -35,10 +36,17 @@ import (
 //   - A list: Google's page with only the tenant's own items,
 //     nextPageToken kept; pages holding none of them are read past, up to
 //     ownedListFollow, so a client paging until the token ends sees all.
-//   - A model call, a batch (each inline request) or a tuned model naming a
-//     file (fileData.fileUri, inputConfig.fileName), a tuned model or a
+//   - A model call, a batch (each inline request), a cache's or a tuned
+//     model's create naming a file (fileData.fileUri, inputConfig.fileName),
+//     a tuned model, a file search store (fileSearchStoreNames) or a
 //     cachedContent the tenant did not create: 404 NOT_FOUND before the
-//     cache or the provider.
+//     cache or the provider. A batch's input file must also be one whose
+//     lines the gateway read as it was uploaded (geminiscan.go).
+//   - What lives under a store (documents, :importFile, uploads into it,
+//     their operations) is the store owner's.
+//   - With the provider account shared, a Gemini collection the gateway
+//     does not keep per tenant is 404 NOT_FOUND (gemini.go); the
+//     collections Google also serves under /v1/ are scoped there too.
 //   - The file Google writes a batch's results to (responsesFile) becomes
 //     the batch owner's when a get, cancel or list answer names it.
 //   - DELETE of an own resource forgets the record once Google answered
@@ -51,9 +59,11 @@ import (
 
 // geminiKinds maps a resource collection to the kind of its records.
 var geminiKinds = map[string]string{
-	gemini.Files:       groundhog.ResourceKindGeminiFile,
-	gemini.Batches:     groundhog.ResourceKindGeminiBatch,
-	gemini.TunedModels: groundhog.ResourceKindGeminiTunedModel,
+	gemini.Files:            groundhog.ResourceKindGeminiFile,
+	gemini.Batches:          groundhog.ResourceKindGeminiBatch,
+	gemini.TunedModels:      groundhog.ResourceKindGeminiTunedModel,
+	gemini.FileSearchStores: groundhog.ResourceKindGeminiFileSearchStore,
+	gemini.ModelOperations:  groundhog.ResourceKindGeminiOperation,
 }
 
 // geminiScoped reports whether the Gemini resources are kept per tenant:
@@ -98,7 +108,30 @@ func (s *Server) checkGeminiRefs(ctx context.Context, tenant string, refs gemini
 	if err := s.geminiOwns(ctx, tenant, groundhog.ResourceKindGeminiFile, refs.Files); err != nil {
 		return err
 	}
+	if err := s.geminiOwns(ctx, tenant, groundhog.ResourceKindGeminiFileSearchStore, refs.FileSearchStores); err != nil {
+		return err
+	}
 	return s.geminiOwns(ctx, tenant, groundhog.ResourceKindGeminiTunedModel, refs.TunedModels)
+}
+
+// checkGeminiInputFiles returns ENOTFOUND unless every file a batch's
+// inputConfig.fileName names was uploaded through the gateway by tenant
+// and named only tenant's resources (geminiscan.go): Google reads the
+// requests of such a file itself.
+func (s *Server) checkGeminiInputFiles(ctx context.Context, tenant string, files []string) error {
+	if len(files) == 0 {
+		return nil
+	}
+	ok, err := s.opts.Resources.OwnedResources(ctx, tenant, groundhog.ResourceKindGeminiInputFile, files)
+	if err != nil {
+		return groundhog.WrapError(groundhog.EUNAVAILABLE, "the resource records are unavailable", err)
+	}
+	for _, f := range files {
+		if !slices.Contains(ok, f) {
+			return groundhog.Errorf(groundhog.ENOTFOUND, "Requested entity was not found: %s names a resource that is not the caller's, or was not uploaded through the gateway", f)
+		}
+	}
+	return nil
 }
 
 // mayNameGeminiResource reports whether body may name a file or a tuned
@@ -149,8 +182,12 @@ func (s *Server) geminiOwned(w http.ResponseWriter, r *http.Request) bool {
 	}
 	kind := geminiKinds[res.Collection]
 	switch {
+	case res.Collection == gemini.ModelOperations && res.Name == "" && r.Method == http.MethodGet:
+		s.geminiList(w, r, tenant, res.Collection)
+	case res.Collection == gemini.ModelOperations && res.Name == "":
+		s.writeError(w, r, groundhog.ShapeGemini, errGeminiNotFound(res.Model+"/"+gemini.ModelOperations))
 	case res.Name == "" && r.Method == http.MethodPost:
-		if !s.geminiCheckBody(w, r, tenant, true, scoped) {
+		if _, ok := s.geminiCheckBody(w, r, tenant, true, scoped); !ok {
 			return true
 		}
 		s.geminiHeld(w, r, tenant, kind, func(b []byte) []string { return gemini.CreatedNames(res.Collection, b) })
@@ -177,6 +214,11 @@ func (s *Server) geminiOwned(w http.ResponseWriter, r *http.Request) bool {
 			s.geminiHeld(w, r, tenant, groundhog.ResourceKindGeminiFile, gemini.BatchResultFiles)
 		case res.Collection == gemini.TunedModels && res.Method != "" && r.Method == http.MethodPost:
 			s.geminiModelCall(w, r, tenant, res.Method, true)
+		case res.Collection == gemini.FileSearchStores && r.Method == http.MethodPost:
+			// :importFile names a file; a document's methods may name more.
+			if _, ok := s.geminiCheckBody(w, r, tenant, res.Method == "importFile", true); ok {
+				s.passthrough(w, r)
+			}
 		default:
 			s.passthrough(w, r)
 		}
@@ -194,12 +236,21 @@ func (s *Server) geminiOwned(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) geminiModelCall(w http.ResponseWriter, r *http.Request, tenant, method string, scoped bool) bool {
 	batch := gemini.IsBatchCreate(method)
 	_, _, onModels := gemini.ParsePath(r.URL.EscapedPath())
-	if !s.geminiCheckBody(w, r, tenant, batch, scoped) {
+	refs, ok := s.geminiCheckBody(w, r, tenant, batch, scoped)
+	if !ok {
 		return true
+	}
+	if batch && scoped {
+		if err := s.checkGeminiInputFiles(r.Context(), tenant, refs.InputFiles); err != nil {
+			s.writeError(w, r, groundhog.ShapeGemini, err)
+			return true
+		}
 	}
 	switch {
 	case batch && scoped:
 		s.geminiHeld(w, r, tenant, groundhog.ResourceKindGeminiBatch, func(b []byte) []string { return gemini.CreatedNames(gemini.Batches, b) })
+	case method == gemini.MethodPredictLongRunning && scoped && onModels:
+		s.geminiHeld(w, r, tenant, groundhog.ResourceKindGeminiOperation, func(b []byte) []string { return gemini.CreatedNames(gemini.ModelOperations, b) })
 	case batch, !onModels:
 		s.passthrough(w, r)
 	default:
@@ -209,34 +260,37 @@ func (s *Server) geminiModelCall(w http.ResponseWriter, r *http.Request, tenant,
 }
 
 // geminiCheckBody reads r's body and checks the resources it names
-// (checkGeminiRefs), then puts it back for the passthrough; it reports
-// false when it has answered. A body that is not a JSON object is a 400
-// when strict (a create), and otherwise left to Google.
-func (s *Server) geminiCheckBody(w http.ResponseWriter, r *http.Request, tenant string, strict, scoped bool) bool {
+// (checkGeminiRefs), then puts it back for the passthrough; it returns
+// what the body names, and false when it has answered. A body that is not
+// a JSON object is a 400 when strict (a create), and otherwise left to
+// Google.
+func (s *Server) geminiCheckBody(w http.ResponseWriter, r *http.Request, tenant string, strict, scoped bool) (gemini.Refs, bool) {
+	var refs gemini.Refs
 	if r.ContentLength == 0 && !strict {
-		return true
+		return refs, true
 	}
 	body, _, err := readBody(w, r, s.cfg.MaxBodyBytes) // not pooled: the passthrough reads it after this returns
 	if err != nil {
 		s.writeError(w, r, groundhog.ShapeGemini, err)
-		return false
+		return refs, false
 	}
 	if strict || mayNameCache(body) || mayNameGeminiResource(body) {
-		refs, err := gemini.BodyRefs(body)
+		var err error
+		refs, err = gemini.BodyRefs(body)
 		switch {
 		case err != nil && strict:
 			s.writeError(w, r, groundhog.ShapeGemini, err)
-			return false
+			return refs, false
 		case err == nil:
 			if err := s.checkGeminiRefs(r.Context(), tenant, refs, scoped); err != nil {
 				s.writeError(w, r, groundhog.ShapeGemini, err)
-				return false
+				return refs, false
 			}
 		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	return true
+	return refs, true
 }
 
 // geminiHeld passes r through with its answer held, records the names
@@ -338,6 +392,17 @@ func (s *Server) geminiUpload(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	scoped := s.geminiScoped(ctx)
 	uploadID := gemini.UploadID(r.URL.RawQuery)
+	store, known := gemini.UploadTarget(r.URL.EscapedPath())
+	if scoped && !known && uploadID == "" { // a chunk is scoped by its upload_id
+		s.writeError(w, r, groundhog.ShapeGemini, errGeminiNotFound(r.URL.Path))
+		return
+	}
+	if scoped && store != "" && uploadID == "" {
+		if err := s.geminiOwns(ctx, tenant, groundhog.ResourceKindGeminiFileSearchStore, []string{store}); err != nil {
+			s.writeError(w, r, groundhog.ShapeGemini, err)
+			return
+		}
+	}
 	if uploadID != "" && scoped && passthroughMethods[r.Method] {
 		if err := s.geminiOwns(ctx, tenant, groundhog.ResourceKindGeminiUpload, []string{uploadID}); err != nil {
 			if groundhog.ErrorCode(err) == groundhog.ENOTFOUND {
@@ -363,6 +428,11 @@ func (s *Server) geminiUpload(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
+	var sc *uploadScan
+	var sr *scanReader
+	if scoped && uploadID != "" && store == "" {
+		sc, sr = s.scanChunk(r, uploadID, tenant) // geminiscan.go: the lines a batch's input file holds
+	}
 	hw := newHeldWriter()
 	s.passthrough(hw, r)
 	if hw.over {
@@ -377,17 +447,31 @@ func (s *Server) geminiUpload(w http.ResponseWriter, r *http.Request) {
 						s.writeError(w, r, groundhog.ShapeGemini, err)
 						return
 					}
+					if store == "" && uploadID == "" {
+						s.scans.start(id, tenant)
+					}
 				}
 			}
 			hw.h.Set(h, gatewayUploadURL(r, u))
 		}
 	}
+	final := strings.EqualFold(hw.h.Get("X-Goog-Upload-Status"), "final")
+	var created []string
 	if scoped && hw.status/100 == 2 {
-		if err := s.recordOwned(ctx, tenant, ownedKind{kind: groundhog.ResourceKindGeminiFile}, gemini.CreatedNames(gemini.Files, hw.buf.Bytes())); err != nil {
+		created = gemini.CreatedNames(gemini.Files, hw.buf.Bytes())
+		if err := s.recordOwned(ctx, tenant, ownedKind{kind: groundhog.ResourceKindGeminiFile}, created); err != nil {
 			s.writeError(w, r, groundhog.ShapeGemini, err)
 			return
 		}
-		if uploadID != "" && strings.EqualFold(hw.h.Get("X-Goog-Upload-Status"), "final") {
+	}
+	if sc != nil {
+		if err := s.endChunk(ctx, uploadID, sc, sr, hw.status, final && hw.status/100 == 2, created); err != nil {
+			s.writeError(w, r, groundhog.ShapeGemini, err)
+			return
+		}
+	}
+	if scoped && hw.status/100 == 2 {
+		if uploadID != "" && final {
 			if err := s.opts.Resources.DeleteResource(context.WithoutCancel(ctx), tenant, groundhog.ResourceKindGeminiUpload, uploadID); err != nil {
 				s.log.Error("forgetting a finished upload failed", "tenant", tenant, "err", err)
 			}
@@ -420,12 +504,18 @@ func gatewayUploadURL(r *http.Request, upstream string) string {
 	return u.String()
 }
 
-// geminiFreeRoute reports whether r is a route of the Files API, which
-// Google does not bill: a media upload, a file's create or register.
+// geminiFreeRoute reports whether r is a route Google does not bill: the
+// Files API (a media upload of a file, a file's create or register) and a
+// file search store's create, the start and the middle chunks of an upload
+// to a store. Indexing into a store (the last chunk of
+// uploadToFileSearchStore, :importFile) is billed by its embedding tokens,
+// which the answer does not carry: unknown.
 func geminiFreeRoute(r *http.Request) bool {
 	if gemini.IsUploadPath(r.URL.Path) {
-		return true
+		store, ok := gemini.UploadTarget(r.URL.EscapedPath())
+		cmd := strings.ToLower(r.Header.Get("X-Goog-Upload-Command"))
+		return ok && (store == "" || cmd != "" && !strings.Contains(cmd, "finalize")) // a store indexes the upload when it ends
 	}
 	res, ok := gemini.ResourcePath(r.URL.EscapedPath())
-	return ok && res.Collection == gemini.Files
+	return ok && (res.Collection == gemini.Files || res.Collection == gemini.FileSearchStores && res.Name == "" && res.Method == "")
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/promptcache"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // Recorder takes ledger rows. Record must make the row durable against a
@@ -154,6 +155,7 @@ type Server struct {
 
 	pc       *promptcache.Stage     // provider prompt-cache stage (gateway/promptcache.go)
 	explicit *explicitcache.Manager // managed Gemini explicit caches (gateway/explicitcache.go)
+	scans    uploadScans            // the Gemini uploads being read for a batch's input (gateway/geminiscan.go)
 
 	// The provider routes' handlers, when dispatched without the mux
 	// (hitfast.go).
@@ -241,15 +243,26 @@ func (s *Server) routes() {
 	m.HandleFunc("/async-invoke/", s.passthrough)
 	// Google Gemini API: generateContent and streamGenerateContent run the
 	// pipeline, every other /v1beta/ route passes through (gemini.go).
-	gemini := s.gemini(s.provider(groundhog.ShapeGemini))
-	m.HandleFunc(geminiPrefix, gemini)
+	geminiAPI := s.gemini(s.provider(groundhog.ShapeGemini))
+	m.HandleFunc(geminiPrefix, geminiAPI)
 	m.HandleFunc("/v1/models", s.models)
-	m.HandleFunc("/v1/models/{id}", s.geminiOr(gemini, s.models)) // /v1/models/{model}:generateContent is Gemini's stable API
-	m.HandleFunc("/v1/cachedContents", gemini)
-	m.HandleFunc("/v1/cachedContents/", gemini)
+	m.HandleFunc("/v1/models/{id}", s.geminiOr(geminiAPI, s.models)) // /v1/models/{model}:generateContent is Gemini's stable API
+	m.HandleFunc("/v1/cachedContents", geminiAPI)
+	m.HandleFunc("/v1/cachedContents/", geminiAPI)
 	m.HandleFunc(geminiUploadPrefix, s.geminiUpload) // Gemini media uploads (geminiowned.go)
+	m.HandleFunc(gemini.StableUploadPrefix, s.geminiUpload)
 
-	m.HandleFunc("/v1/", s.v1) // files, batches and uploads are the tenant's own (owned.go); every other provider route passes through
+	// files, batches and uploads are the tenant's own (owned.go); every
+	// other provider route passes through. The Gemini routes Google also
+	// serves under /v1/ (tunedModels, fileSearchStores, a model's
+	// operations: gemini.IsPath) are Gemini's, scoped as under /v1beta/.
+	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if gemini.IsPath(r.URL.Path) {
+			geminiAPI(w, r)
+			return
+		}
+		s.v1(w, r)
+	})
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

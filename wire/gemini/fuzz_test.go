@@ -3,6 +3,7 @@ package gemini_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	groundhog "github.com/groundhog-ai/groundhog"
@@ -101,6 +102,30 @@ func FuzzCachedContentRefs(f *testing.F) {
 					t.Fatalf("%s names %q, refs %q", body, s, refs)
 				}
 			}
+		}
+	})
+}
+
+// FuzzResourcePath: a path the resource reader takes names, under its
+// collection, a resource whose name the path holds, and every such path
+// is on a collection the gateway serves.
+func FuzzResourcePath(f *testing.F) {
+	for _, p := range []string{"/v1beta/files/a:download", "/v1/fileSearchStores/s/documents/d", "/v1beta/models/veo/operations/o:cancel", "/v1/files/a", "/upload/v1beta/fileSearchStores/s:uploadToFileSearchStore"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		if store, ok := gemini.UploadTarget(path); ok && store != "" && !strings.Contains(path, store+":") {
+			t.Fatalf("%q: upload target %q not in the path", path, store)
+		}
+		res, ok := gemini.ResourcePath(path)
+		if !ok {
+			return
+		}
+		if !gemini.KnownCollection(path) || !gemini.IsPath(path) {
+			t.Fatalf("%q: a resource path on an unknown collection", path)
+		}
+		if res.Name != "" && (!strings.Contains(path, "/"+res.Name) || !strings.HasPrefix(res.Name, res.Collection+"/") && !strings.HasPrefix(res.Name, res.Model+"/"+res.Collection+"/")) {
+			t.Fatalf("%q: %+v", path, res)
 		}
 	})
 }

@@ -54,16 +54,22 @@ func Version(path string) string {
 }
 
 // IsPath reports whether path is a Gemini API route: anything under
-// /v1beta/ and /upload/v1beta/ (media uploads), and under /v1/ the
-// cachedContents routes and the
-// models/{model}:{method} ones (a colon in the last segment: OpenAI's
-// /v1/models/{id} has none, but for its fine-tuned models, "ft:…").
+// /v1beta/ and /upload/v1beta/ (media uploads, also /upload/v1/), and
+// under /v1/ the cachedContents, tunedModels and fileSearchStores routes,
+// the models/{model}:{method} ones (a colon in the last segment: OpenAI's
+// /v1/models/{id} has none, but for its fine-tuned models, "ft:…") and a
+// model's operations.
 func IsPath(path string) bool {
 	if strings.HasPrefix(path, "/"+APIVersion+"/") || strings.HasPrefix(path, "/"+StableVersion+"/cachedContents") || IsUploadPath(path) {
 		return true
 	}
+	for _, c := range stableCollections {
+		if rest, ok := strings.CutPrefix(path, "/"+StableVersion+"/"+c); ok && (rest == "" || rest[0] == '/' || rest[0] == ':') {
+			return true
+		}
+	}
 	rest, ok := strings.CutPrefix(path, "/"+StableVersion+"/models/")
-	return ok && strings.Contains(rest, ":") && !strings.HasPrefix(rest, "ft:")
+	return ok && !strings.HasPrefix(rest, "ft:") && (strings.Contains(rest, ":") || strings.Contains(rest, "/"))
 }
 
 // ParsePath reads an escaped request path /v1beta/models/{model}:{method}

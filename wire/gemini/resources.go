@@ -10,16 +10,31 @@ import (
 )
 
 // The Gemini API resources a tenant creates besides explicit caches —
-// files, batches and tuned models — as the gateway reads their routes and
-// answers to scope each to the tenant that created it. A resource's name
-// is Google's: "files/{id}", "batches/{id}", "tunedModels/{id}".
+// files, batches, tuned models, file search stores and the operations of
+// predictLongRunning — as the gateway reads their routes and answers to
+// scope each to the tenant that created it. A resource's name is Google's:
+// "files/{id}", "batches/{id}", "tunedModels/{id}",
+// "fileSearchStores/{id}", "models/{model}/operations/{id}".
 
 // The collections of the resource routes, and the prefix of their names.
 const (
-	Files       = "files"
-	Batches     = "batches"
-	TunedModels = "tunedModels"
+	Files            = "files"
+	Batches          = "batches"
+	TunedModels      = "tunedModels"
+	FileSearchStores = "fileSearchStores"
+	// ModelOperations is the collection of the operations a model's
+	// predictLongRunning starts: models/{model}/operations/{id}.
+	ModelOperations = "operations"
 )
+
+// MethodPredictLongRunning is the model method that starts an operation
+// (a video generation), answered {"name":"models/{model}/operations/{id}"}.
+const MethodPredictLongRunning = "predictLongRunning"
+
+// stableCollections are the resource collections Google also serves under
+// /v1/. Files and batches are not among them: on the gateway /v1/files and
+// /v1/batches are OpenAI's routes.
+var stableCollections = []string{TunedModels, FileSearchStores}
 
 // The model methods that create a batch.
 const (
@@ -34,31 +49,88 @@ func IsBatchCreate(method string) bool {
 }
 
 // UploadPrefix starts the path of the media upload routes
-// (/upload/v1beta/files): a resumable upload's start and its chunks, a
-// multipart or raw upload.
+// (/upload/v1beta/files, /upload/v1beta/fileSearchStores/{id}:uploadToFileSearchStore):
+// a resumable upload's start and its chunks, a multipart or raw upload.
 const UploadPrefix = "/upload/" + APIVersion + "/"
 
-// IsUploadPath reports whether path is a media upload route.
-func IsUploadPath(path string) bool { return strings.HasPrefix(path, UploadPrefix) }
+// StableUploadPrefix is UploadPrefix under the stable API version.
+const StableUploadPrefix = "/upload/" + StableVersion + "/"
 
-// Resource is a request path of the files, batches or tunedModels routes.
+// IsUploadPath reports whether path is a media upload route, under either
+// API version.
+func IsUploadPath(path string) bool {
+	return strings.HasPrefix(path, UploadPrefix) || strings.HasPrefix(path, StableUploadPrefix)
+}
+
+// UploadTarget returns the resource a media upload path writes into: ""
+// for a file (/upload/v1beta/files), "fileSearchStores/{id}" for
+// /upload/v1beta/fileSearchStores/{id}:uploadToFileSearchStore; ok is
+// false for any other upload path.
+func UploadTarget(escapedPath string) (store string, ok bool) {
+	rest, found := strings.CutPrefix(escapedPath, UploadPrefix)
+	if !found {
+		rest, found = strings.CutPrefix(escapedPath, StableUploadPrefix)
+	}
+	if !found {
+		return "", false
+	}
+	if rest == Files {
+		return "", true
+	}
+	id, found := strings.CutPrefix(rest, FileSearchStores+"/")
+	id, method, _ := strings.Cut(id, ":")
+	if !found || id == "" || strings.Contains(id, "/") || method != "uploadToFileSearchStore" {
+		return "", false
+	}
+	return FileSearchStores + "/" + id, true
+}
+
+// Resource is a request path of the files, batches, tunedModels,
+// fileSearchStores routes or of a model's operations.
 type Resource struct {
-	Collection string // Files, Batches or TunedModels
-	Name       string // "files/{id}", …; "" for the collection itself
-	Method     string // after a colon: files/{id}:download, batches/{id}:cancel, files:register, tunedModels/{id}:generateContent
-	Sub        string // what follows the name after a slash: "operations/{op}", "permissions/…"
+	Collection string // Files, Batches, TunedModels, FileSearchStores or ModelOperations
+	Name       string // "files/{id}", …, "models/{model}/operations/{id}"; "" for the collection itself
+	Method     string // after a colon: files/{id}:download, batches/{id}:cancel, files:register, tunedModels/{id}:generateContent, fileSearchStores/{id}:importFile
+	Sub        string // what follows the name after a slash: "operations/{op}", "documents/{doc}", "upload/operations/{op}"
+	Model      string // the model of a ModelOperations path, "models/{model}"
 }
 
 // ResourcePath reads an escaped request path /v1beta/files[/{id}…],
-// /v1beta/batches[/{id}…] or /v1beta/tunedModels[/{id}…]; ok is false
-// for any other path. The id is kept as it is escaped, so an escape can
-// only name a resource that no tenant owns.
+// /v1beta/batches[/{id}…], /v1beta/tunedModels[/{id}…],
+// /v1beta/fileSearchStores[/{id}…] or /v1beta/models/{model}/operations[/{id}…]
+// — the last three also under /v1/; ok is false for any other path. The
+// id is kept as it is escaped, so an escape can only name a resource that
+// no tenant owns.
 func ResourcePath(escapedPath string) (res Resource, ok bool) {
+	collections := []string{Files, Batches, TunedModels, FileSearchStores}
 	rest, found := strings.CutPrefix(escapedPath, "/"+APIVersion+"/")
+	if !found {
+		rest, found = strings.CutPrefix(escapedPath, "/"+StableVersion+"/")
+		collections = stableCollections
+	}
 	if !found {
 		return res, false
 	}
-	for _, c := range []string{Files, Batches, TunedModels} {
+	if m, ok := strings.CutPrefix(rest, "models/"); ok {
+		model, tail, _ := strings.Cut(m, "/")
+		if model == "" || strings.Contains(model, ":") {
+			return res, false
+		}
+		tail, found := strings.CutPrefix(tail, ModelOperations)
+		if !found || tail != "" && tail[0] != '/' {
+			return res, false
+		}
+		res = Resource{Collection: ModelOperations, Model: "models/" + model}
+		if id := strings.TrimPrefix(tail, "/"); id != "" {
+			id, sub, _ := strings.Cut(id, "/")
+			if i := strings.IndexByte(id, ':'); i >= 0 && sub == "" {
+				id, res.Method = id[:i], id[i+1:]
+			}
+			res.Name, res.Sub = res.Model+"/"+ModelOperations+"/"+id, sub
+		}
+		return res, true
+	}
+	for _, c := range collections {
 		tail, cut := strings.CutPrefix(rest, c)
 		if !cut {
 			continue
@@ -81,11 +153,39 @@ func ResourcePath(escapedPath string) (res Resource, ok bool) {
 	return res, false
 }
 
+// KnownCollection reports whether path (/v1beta/… or /v1/…) is on a
+// collection the gateway serves: models, and the collections of the
+// resources it keeps per tenant (files, batches, tunedModels,
+// cachedContents, fileSearchStores).
+func KnownCollection(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/"+APIVersion+"/")
+	if !ok {
+		rest, ok = strings.CutPrefix(path, "/"+StableVersion+"/")
+	}
+	if !ok {
+		return false
+	}
+	if i := strings.IndexAny(rest, "/:"); i >= 0 {
+		rest = rest[:i]
+	}
+	switch rest {
+	case "models", Files, Batches, TunedModels, "cachedContents", FileSearchStores:
+		return true
+	}
+	return false
+}
+
 // Refs are the resources a request body names.
 type Refs struct {
 	Files       []string // "files/{id}"
 	Caches      []string // "cachedContents/{id}"
 	TunedModels []string // "tunedModels/{id}"
+	// FileSearchStores are the stores a fileSearch tool searches
+	// (fileSearchStoreNames): "fileSearchStores/{id}".
+	FileSearchStores []string
+	// InputFiles are the files named as a fileName (a batch's
+	// inputConfig.fileName, an importFile's file): also among Files.
+	InputFiles []string
 }
 
 // BodyRefs returns the files, caches and tuned models a request body
@@ -140,6 +240,27 @@ func walkObject(dec *json.Decoder, refs *Refs) error {
 			}
 			if name, ok := FileRef(s); ok {
 				refs.Files = append(refs.Files, name)
+				if k == "filename" {
+					refs.InputFiles = append(refs.InputFiles, name)
+				}
+			}
+		case "filesearchstorenames", "filesearchstorename":
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return errBadJSON
+			}
+			var one string
+			var many []string
+			switch {
+			case string(v) == "null":
+			case json.Unmarshal(v, &one) == nil:
+				refs.FileSearchStores = append(refs.FileSearchStores, FileSearchStoreName(one))
+			case json.Unmarshal(v, &many) == nil:
+				for _, n := range many {
+					refs.FileSearchStores = append(refs.FileSearchStores, FileSearchStoreName(n))
+				}
+			default:
+				return groundhog.Errorf(groundhog.EINVALID, "%s must be a list of strings", key)
 			}
 		case "cachedcontent":
 			var v json.RawMessage
@@ -254,6 +375,15 @@ func FileRef(s string) (name string, ok bool) {
 	return s, true
 }
 
+// FileSearchStoreName returns a file search store reference with its
+// "fileSearchStores/" prefix.
+func FileSearchStoreName(ref string) string {
+	if strings.HasPrefix(ref, FileSearchStores+"/") {
+		return ref
+	}
+	return FileSearchStores + "/" + ref
+}
+
 // TunedModelName returns a tuned model reference with its "tunedModels/"
 // prefix.
 func TunedModelName(ref string) string {
@@ -268,7 +398,8 @@ func TunedModelName(ref string) string {
 // answers with ({"file":{…}}), the files of a files:register answer
 // ({"files":[…]}); a batch's (an Operation named "batches/{id}"); a tuned
 // model's (an Operation named "tunedModels/{id}/operations/{op}" whose
-// metadata.tunedModel names it).
+// metadata.tunedModel names it); a file search store's; the operation a
+// predictLongRunning starts ("models/{model}/operations/{id}").
 func CreatedNames(c string, body []byte) []string {
 	var v struct {
 		Name     string         `json:"name"`
@@ -294,8 +425,12 @@ func CreatedNames(c string, body []byte) []string {
 		for _, f := range v.Files {
 			add(f.Name)
 		}
-	case Batches:
+	case Batches, FileSearchStores:
 		add(v.Name)
+	case ModelOperations:
+		if strings.HasPrefix(v.Name, "models/") && strings.Contains(v.Name, "/"+ModelOperations+"/") {
+			out = append(out, v.Name)
+		}
 	case TunedModels:
 		if tm, _ := v.Metadata["tunedModel"].(string); tm != "" {
 			add(tm)
@@ -312,8 +447,8 @@ type named struct {
 }
 
 // ListMember is the member of a list answer that holds the items of
-// collection c: "files", "operations" (a batch is an Operation) or
-// "tunedModels".
+// collection c: "files", "operations" (a batch is an Operation; a model's
+// operations), "tunedModels" or "fileSearchStores".
 func ListMember(c string) string {
 	if c == Batches {
 		return "operations"
