@@ -150,6 +150,15 @@ func appendTextString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// textBare marks the ASCII bytes a bare text value may hold: not a space,
+// '=' or what JSON would escape, except '\\'.
+var textBare = func() (t [utf8.RuneSelf]bool) {
+	for c := range byte(utf8.RuneSelf) {
+		t[c] = c == '\\' || (c != ' ' && c != '=' && jsonSafe(c))
+	}
+	return t
+}()
+
 func needsQuoting(s string) bool {
 	if len(s) == 0 {
 		return true
@@ -157,7 +166,7 @@ func needsQuoting(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c != '\\' && (c == ' ' || c == '=' || !jsonSafe(c)) {
+			if !textBare[c] {
 				return true
 			}
 			i++
