@@ -62,9 +62,9 @@ func appendTextLine(b []byte, now time.Time, e *groundhog.LedgerEntry) []byte {
 	b = append(b, " output_tokens="...)
 	b = strconv.AppendInt(b, e.Usage.OutputTokens, 10)
 	b = append(b, " cost_usd="...)
-	b = appendTextString(b, e.Cost.String())
+	b = e.Cost.AppendString(b) // digits, '-', '.' or "unknown": never quoted
 	b = append(b, " saved_usd="...)
-	b = appendTextString(b, e.Saved.String())
+	b = e.Saved.AppendString(b) // digits, '-', '.' or "unknown": never quoted
 	b = append(b, " latency_ms="...)
 	b = strconv.AppendFloat(b, latencyMS(e), 'g', -1, 64)
 	b = append(b, " attempt="...)
@@ -104,9 +104,9 @@ func appendJSONLine(b []byte, now time.Time, e *groundhog.LedgerEntry) []byte {
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, e.Usage.OutputTokens, 10)
 	b = append(b, `,"cost_usd":"`...)
-	b = appendJSONString(b, e.Cost.String())
+	b = e.Cost.AppendString(b) // never escaped
 	b = append(b, `","saved_usd":"`...)
-	b = appendJSONString(b, e.Saved.String())
+	b = e.Saved.AppendString(b) // never escaped
 	b = append(b, `","latency_ms":`...)
 	b = appendJSONFloat(b, latencyMS(e))
 	b = append(b, `,"attempt":`...)

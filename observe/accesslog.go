@@ -15,8 +15,8 @@ import (
 // buffer of at most queue lines, and one goroutine takes the whole buffer
 // and writes it with one Write. A line is a copy under a mutex, no channel
 // send and no write(2) of its own: the writer is woken by the first line
-// after it took the buffer, and writes every line queued since then at
-// once. When the buffer holds queue lines a new line is dropped and counted
+// after it took the buffer, waits gather for more, and writes every line
+// queued by then at once. When the buffer holds queue lines a new line is dropped and counted
 // (Dropped), and a warning says so at most once per DropReport. Close writes
 // every queued line.
 type AccessLog struct {
@@ -36,6 +36,10 @@ type AccessLog struct {
 
 // DropReport is the least time between two warnings about dropped lines.
 const DropReport = 10 * time.Second
+
+// gather is how long the writer waits, once woken by a line, for more
+// lines to write with it: a line reaches the log at most this much later.
+const gather = time.Millisecond
 
 // maxKeptBuf keeps one burst of long lines from pinning its buffer.
 const maxKeptBuf = 4 << 20
@@ -98,9 +102,18 @@ func (a *AccessLog) drain(w io.Writer) {
 	var lastReport time.Time
 	for range a.wake {
 		a.mu.Lock()
+		closed := a.closed
+		a.mu.Unlock()
+		if !closed {
+			// Let the lines of the next moment join this write: one
+			// write(2) and one wake-up per gather at most, however many
+			// calls end in it.
+			time.Sleep(gather)
+		}
+		a.mu.Lock()
 		b := a.buf
 		a.buf, a.lines = spare[:0], 0
-		closed := a.closed
+		closed = a.closed
 		a.mu.Unlock()
 		if len(b) > 0 {
 			// Whole lines in one Write: lines written to the same
