@@ -38,7 +38,8 @@ type AccessLog struct {
 const DropReport = 10 * time.Second
 
 // gather is how long the writer waits, once woken by a line, for more
-// lines to write with it: a line reaches the log at most this much later.
+// lines to write with it: a line reaches the log about this much later
+// (more when the previous write is slow).
 const gather = time.Millisecond
 
 // maxKeptBuf keeps one burst of long lines from pinning its buffer.
