@@ -16,9 +16,9 @@ import (
 // and writes it with one Write. A line is a copy under a mutex, no channel
 // send and no write(2) of its own: the writer is woken by the first line
 // after it took the buffer, waits gather for more, and writes every line
-// queued by then at once. When the buffer holds queue lines a new line is dropped and counted
-// (Dropped), and a warning says so at most once per DropReport. Close writes
-// every queued line.
+// queued by then at once. When the buffer holds queue lines a new line is
+// dropped and counted (Dropped), and a warning says so at most once per
+// DropReport. Close writes every queued line.
 type AccessLog struct {
 	json bool
 	warn *slog.Logger
