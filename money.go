@@ -33,6 +33,14 @@ func (m Money) Known() bool { return m >= 0 }
 // up at the microdollar ("0.004000"). CostUnknown renders as "unknown".
 func (m Money) String() string { return m.Format(6) }
 
+// AppendString appends String() to b: without the string's allocation.
+func (m Money) AppendString(b []byte) []byte {
+	if m == CostUnknown || m == math.MinInt64 {
+		return append(b, m.String()...)
+	}
+	return m.appendFormat(b, 6)
+}
+
 // Format renders m with the given number of decimals (0–12), rounding half
 // away from zero.
 func (m Money) Format(decimals int) string {

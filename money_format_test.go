@@ -53,7 +53,14 @@ func TestFormatMatchesBefore(t *testing.T) {
 	for range 20000 {
 		vals = append(vals, Money(r.Int64()), Money(r.Int64N(1e13)), -Money(r.Int64N(1e9)), Money(r.Int64N(1000))*Microdollar)
 	}
+	vals = append(vals, CostUnknown)
 	for _, m := range vals {
+		if got, want := string(m.AppendString([]byte("x"))), "x"+m.String(); got != want {
+			t.Fatalf("Money(%d).AppendString = %q, String %q", m, got, want)
+		}
+		if m == CostUnknown {
+			continue
+		}
 		for d := -1; d <= 13; d++ {
 			if got, want := m.Format(d), formatBefore(m, d); got != want {
 				t.Fatalf("Money(%d).Format(%d) = %q, before %q", m, d, got, want)

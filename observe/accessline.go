@@ -62,9 +62,9 @@ func appendTextLine(b []byte, now time.Time, e *groundhog.LedgerEntry) []byte {
 	b = append(b, " output_tokens="...)
 	b = strconv.AppendInt(b, e.Usage.OutputTokens, 10)
 	b = append(b, " cost_usd="...)
-	b = appendTextString(b, e.Cost.String())
+	b = e.Cost.AppendString(b) // digits, '-', '.' or "unknown": never quoted
 	b = append(b, " saved_usd="...)
-	b = appendTextString(b, e.Saved.String())
+	b = e.Saved.AppendString(b) // digits, '-', '.' or "unknown": never quoted
 	b = append(b, " latency_ms="...)
 	b = strconv.AppendFloat(b, latencyMS(e), 'g', -1, 64)
 	b = append(b, " attempt="...)
@@ -104,9 +104,9 @@ func appendJSONLine(b []byte, now time.Time, e *groundhog.LedgerEntry) []byte {
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, e.Usage.OutputTokens, 10)
 	b = append(b, `,"cost_usd":"`...)
-	b = appendJSONString(b, e.Cost.String())
+	b = e.Cost.AppendString(b) // never escaped
 	b = append(b, `","saved_usd":"`...)
-	b = appendJSONString(b, e.Saved.String())
+	b = e.Saved.AppendString(b) // never escaped
 	b = append(b, `","latency_ms":`...)
 	b = appendJSONFloat(b, latencyMS(e))
 	b = append(b, `,"attempt":`...)
@@ -150,6 +150,15 @@ func appendTextString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// textBare marks the ASCII bytes a bare text value may hold: not a space,
+// '=' or what JSON would escape, except '\\'.
+var textBare = func() (t [utf8.RuneSelf]bool) {
+	for c := range byte(utf8.RuneSelf) {
+		t[c] = c == '\\' || (c != ' ' && c != '=' && jsonSafe(c))
+	}
+	return t
+}()
+
 func needsQuoting(s string) bool {
 	if len(s) == 0 {
 		return true
@@ -157,7 +166,7 @@ func needsQuoting(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c != '\\' && (c == ' ' || c == '=' || !jsonSafe(c)) {
+			if !textBare[c] {
 				return true
 			}
 			i++

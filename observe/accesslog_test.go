@@ -61,6 +61,42 @@ func TestAccessLogCloseWritesEveryLine(t *testing.T) {
 	}
 }
 
+// Calls recording at once each get their line written whole, exactly once.
+func TestAccessLogConcurrentLinesWhole(t *testing.T) {
+	var out lockedBuffer
+	a := observe.NewAccessLog(&out, false, 100000, nil)
+	const workers, per = 8, 500
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				e := benchEntry()
+				e.Tenant = fmt.Sprintf("w%d-%d", g, i)
+				a.Record(&e)
+			}
+		}()
+	}
+	wg.Wait()
+	a.Close()
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if !strings.HasPrefix(l, "time=") || !strings.HasSuffix(l, " stream=false") {
+			t.Fatalf("line not whole: %q", l)
+		}
+		_, rest, _ := strings.Cut(l, " tenant=")
+		tenant, _, _ := strings.Cut(rest, " ")
+		if seen[tenant] {
+			t.Fatalf("line of %s written twice", tenant)
+		}
+		seen[tenant] = true
+	}
+	if len(seen) != workers*per || a.Dropped() != 0 {
+		t.Fatalf("%d distinct lines written, %d dropped; want %d and 0", len(seen), a.Dropped(), workers*per)
+	}
+}
+
 // stuckWriter blocks every write until released: a log destination that
 // cannot keep up (a full pipe, a stalled terminal).
 type stuckWriter struct {
