@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,17 +55,26 @@ func (db *DB) ExtendRentedCache(ctx context.Context, tenant, name string, expire
 	return nil
 }
 
-// EndRentedCache sets the end of a record that has none.
-func (db *DB) EndRentedCache(ctx context.Context, tenant, name string, end time.Time) error {
+// EndRentedCache sets the end of a record that has none and returns the
+// record.
+func (db *DB) EndRentedCache(ctx context.Context, tenant, name string, end time.Time) (groundhog.RentedCache, bool, error) {
 	if err := db.check(); err != nil {
-		return err
+		return groundhog.RentedCache{}, false, err
 	}
-	_, err := db.w.ExecContext(ctx, "UPDATE rented_caches SET end_at = ? WHERE tenant = ? AND name = ? AND end_at = 0",
-		nanos(end), tenant, name)
+	if _, err := db.w.ExecContext(ctx, "UPDATE rented_caches SET end_at = ? WHERE tenant = ? AND name = ? AND end_at = 0", nanos(end), tenant, name); err != nil {
+		return groundhog.RentedCache{}, false, mapErr(fmt.Errorf("sqlite: end rented cache: %w", err))
+	}
+	var c groundhog.RentedCache
+	var created, expire, endAt, booked int64
+	err := db.r.QueryRowContext(ctx, `SELECT tenant, name, operation, model, tokens, created_at, expire_at, end_at, booked_until, done FROM rented_caches WHERE tenant = ? AND name = ?`, tenant, name).Scan(&c.Tenant, &c.Name, &c.Operation, &c.Model, &c.Tokens, &created, &expire, &endAt, &booked, &c.Done)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, nil
+	}
 	if err != nil {
-		return mapErr(fmt.Errorf("sqlite: end rented cache: %w", err))
+		return c, false, mapErr(fmt.Errorf("sqlite: end rented cache: %w", err))
 	}
-	return nil
+	c.Created, c.Expire, c.End, c.BookedUntil = fromNanos(created), fromNanos(expire), fromNanos(endAt), fromNanos(booked)
+	return c, true, nil
 }
 
 // UnbookedCaches returns up to limit records not done, oldest first.

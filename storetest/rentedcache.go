@@ -51,8 +51,19 @@ func testRentedLifecycle(t *testing.T, s groundhog.RentedCacheStore) {
 
 	must(t, s.ExtendRentedCache(ctx, "acme", "cachedContents/a", at(2*time.Hour)), "ExtendRentedCache")
 	must(t, s.ExtendRentedCache(ctx, "acme", "cachedContents/none", at(2*time.Hour)), "ExtendRentedCache of no record")
-	must(t, s.EndRentedCache(ctx, "acme", "cachedContents/a", at(90*time.Minute)), "EndRentedCache")
-	must(t, s.EndRentedCache(ctx, "acme", "cachedContents/a", at(100*time.Minute)), "EndRentedCache again")
+	ended, ok, err := s.EndRentedCache(ctx, "acme", "cachedContents/a", at(90*time.Minute))
+	must(t, err, "EndRentedCache")
+	if !ok || !ended.End.Equal(at(90*time.Minute)) || !ended.Expire.Equal(at(2*time.Hour)) || ended.Tokens != 2048 || ended.Done {
+		t.Fatalf("EndRentedCache returned %+v %v", ended, ok)
+	}
+	ended, ok, err = s.EndRentedCache(ctx, "acme", "cachedContents/a", at(100*time.Minute))
+	must(t, err, "EndRentedCache again")
+	if !ok || !ended.End.Equal(at(90*time.Minute)) {
+		t.Fatalf("a second end moved the first: %+v", ended)
+	}
+	if _, ok, err := s.EndRentedCache(ctx, "acme", "cachedContents/none", at(time.Minute)); err != nil || ok {
+		t.Fatalf("EndRentedCache of no record: %v %v", ok, err)
+	}
 	must(t, s.ExtendRentedCache(ctx, "acme", "cachedContents/a", at(3*time.Hour)), "ExtendRentedCache after the end")
 	got = unbooked(t, s)
 	a := got["acme cachedContents/a"]
@@ -63,7 +74,7 @@ func testRentedLifecycle(t *testing.T, s groundhog.RentedCacheStore) {
 		t.Fatalf("another tenant's record changed: %+v", g)
 	}
 
-	ok, err := s.AdvanceRent(ctx, "acme", "cachedContents/a", t0, at(time.Hour), false)
+	ok, err = s.AdvanceRent(ctx, "acme", "cachedContents/a", t0, at(time.Hour), false)
 	must(t, err, "AdvanceRent")
 	if !ok {
 		t.Fatal("AdvanceRent from the booked-until refused")

@@ -17,5 +17,6 @@ CREATE TABLE rented_caches (
 CREATE INDEX rented_caches_unbooked ON rented_caches (created_at) WHERE NOT done;
 -- The report's storage rent of explicit caches: the known cost of the
 -- rows of outcome cache_rent. No existing row has that outcome, so the
--- existing rollups hold 0 rightly.
-ALTER TABLE ledger_rollup ADD COLUMN cache_rent numeric NOT NULL DEFAULT 0;
+-- existing rollups hold 0 rightly. (A store migrated from before 0008
+-- has the column already: the rollups' backfill after 0008 adds it.)
+ALTER TABLE ledger_rollup ADD COLUMN IF NOT EXISTS cache_rent numeric NOT NULL DEFAULT 0;
