@@ -51,8 +51,10 @@ func (c RentedCache) LifeEnd() time.Time {
 // its key is kept as it is (storing it again is not an error).
 // ExtendRentedCache sets the expiry of a record not yet ended nor done
 // (no record: not an error). EndRentedCache sets the End of a record that
-// has none and returns the record as it is then (ok false: no record). UnbookedCaches returns up to limit
-// records not Done, oldest creation first. AdvanceRent moves a record's
+// has none and returns the record as it is then (ok false: no record).
+// UnbookedCaches returns up to limit records not Done that come after
+// after in (Created, Tenant, Name) order (a zero after: from the first),
+// in that order. AdvanceRent moves a record's
 // BookedUntil from from to to, and sets Done with done; it reports false,
 // changing nothing, when the record's BookedUntil is no longer from (an
 // other sweeper advanced it first) — a conditional update, so two
@@ -61,7 +63,7 @@ type RentedCacheStore interface {
 	PutRentedCache(ctx context.Context, c RentedCache) error
 	ExtendRentedCache(ctx context.Context, tenant, name string, expire time.Time) error
 	EndRentedCache(ctx context.Context, tenant, name string, end time.Time) (c RentedCache, ok bool, err error)
-	UnbookedCaches(ctx context.Context, limit int) ([]RentedCache, error)
+	UnbookedCaches(ctx context.Context, after RentedCache, limit int) ([]RentedCache, error)
 	AdvanceRent(ctx context.Context, tenant, name string, from, to time.Time, done bool) (bool, error)
 }
 

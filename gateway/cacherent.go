@@ -31,24 +31,31 @@ import (
 // crash between the two, a restart, or two replicas sweeping one store
 // book the piece once.
 
-// rentSweepLimit bounds the records one sweep reads.
-const rentSweepLimit = 1000
+// rentSweepPage is how many records a sweep reads at a time.
+const rentSweepPage = 500
 
 // SweepCacheRent books the storage rent of every cache piece that is over
 // at the Server's clock. serve runs it with the managed caches' sweep
 // (ExplicitCacheLoop).
 func (s *Server) SweepCacheRent(ctx context.Context) {
-	cs, err := s.opts.RentedCaches.UnbookedCaches(ctx, rentSweepLimit)
-	if err != nil {
-		s.log.Error("reading the explicit caches to book failed", "err", err)
-		return
-	}
 	now := s.clock.Now()
-	for _, c := range cs {
-		if ctx.Err() != nil {
+	var after groundhog.RentedCache
+	for {
+		cs, err := s.opts.RentedCaches.UnbookedCaches(ctx, after, rentSweepPage)
+		if err != nil {
+			s.log.Error("reading the explicit caches to book failed", "err", err)
 			return
 		}
-		s.bookRent(ctx, c, now)
+		for _, c := range cs {
+			if ctx.Err() != nil {
+				return
+			}
+			s.bookRent(ctx, c, now)
+		}
+		if len(cs) < rentSweepPage {
+			return
+		}
+		after = cs[len(cs)-1]
 	}
 }
 
@@ -193,17 +200,28 @@ func (m *memRentedCaches) EndRentedCache(_ context.Context, tenant, name string,
 	return *c, true, nil
 }
 
-func (m *memRentedCaches) UnbookedCaches(_ context.Context, limit int) ([]groundhog.RentedCache, error) {
+func (m *memRentedCaches) UnbookedCaches(_ context.Context, after groundhog.RentedCache, limit int) ([]groundhog.RentedCache, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []groundhog.RentedCache
 	for _, c := range m.cs {
-		if !c.Done {
+		if !c.Done && (after.Created.IsZero() || rentedBefore(after, *c)) {
 			out = append(out, *c)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	sort.Slice(out, func(i, j int) bool { return rentedBefore(out[i], out[j]) })
 	return out[:min(len(out), limit)], nil
+}
+
+// rentedBefore orders records by (Created, Tenant, Name).
+func rentedBefore(a, b groundhog.RentedCache) bool {
+	if !a.Created.Equal(b.Created) {
+		return a.Created.Before(b.Created)
+	}
+	if a.Tenant != b.Tenant {
+		return a.Tenant < b.Tenant
+	}
+	return a.Name < b.Name
 }
 
 func (m *memRentedCaches) AdvanceRent(_ context.Context, tenant, name string, from, to time.Time, done bool) (bool, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +18,15 @@ var _ groundhog.RentedCacheStore = (*DB)(nil)
 func nanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
+	}
+	return t.UnixNano()
+}
+
+// cursorNanos is the created_at before every record's for the zero time,
+// else nanos(t).
+func cursorNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return math.MinInt64
 	}
 	return t.UnixNano()
 }
@@ -78,13 +88,15 @@ func (db *DB) EndRentedCache(ctx context.Context, tenant, name string, end time.
 	return c, true, nil
 }
 
-// UnbookedCaches returns up to limit records not done, oldest first.
-func (db *DB) UnbookedCaches(ctx context.Context, limit int) ([]groundhog.RentedCache, error) {
+// UnbookedCaches returns up to limit records not done after after, in
+// (created, tenant, name) order.
+func (db *DB) UnbookedCaches(ctx context.Context, after groundhog.RentedCache, limit int) ([]groundhog.RentedCache, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
 	rows, err := db.pool.Query(ctx, `SELECT tenant, name, operation, model, tokens, created_at, expire_at, end_at, booked_until
-		FROM rented_caches WHERE NOT done ORDER BY created_at, tenant, name LIMIT $1`, limit)
+		FROM rented_caches WHERE NOT done AND (created_at, tenant, name) > ($1, $2, $3) ORDER BY created_at, tenant, name LIMIT $4`,
+		cursorNanos(after.Created), after.Tenant, after.Name, limit)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("postgres: unbooked caches: %w", err))
 	}

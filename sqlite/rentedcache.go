@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
@@ -16,6 +17,15 @@ var _ groundhog.RentedCacheStore = (*DB)(nil)
 func nanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
+	}
+	return t.UnixNano()
+}
+
+// cursorNanos is the created_at before every record's for the zero time,
+// else nanos(t).
+func cursorNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return math.MinInt64
 	}
 	return t.UnixNano()
 }
@@ -77,13 +87,15 @@ func (db *DB) EndRentedCache(ctx context.Context, tenant, name string, end time.
 	return c, true, nil
 }
 
-// UnbookedCaches returns up to limit records not done, oldest first.
-func (db *DB) UnbookedCaches(ctx context.Context, limit int) ([]groundhog.RentedCache, error) {
+// UnbookedCaches returns up to limit records not done after after, in
+// (created, tenant, name) order.
+func (db *DB) UnbookedCaches(ctx context.Context, after groundhog.RentedCache, limit int) ([]groundhog.RentedCache, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
 	rows, err := db.r.QueryContext(ctx, `SELECT tenant, name, operation, model, tokens, created_at, expire_at, end_at, booked_until
-		FROM rented_caches WHERE done = 0 ORDER BY created_at, tenant, name LIMIT ?`, limit)
+		FROM rented_caches WHERE done = 0 AND (created_at, tenant, name) > (?, ?, ?) ORDER BY created_at, tenant, name LIMIT ?`,
+		cursorNanos(after.Created), after.Tenant, after.Name, limit)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("sqlite: unbooked caches: %w", err))
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,11 +14,12 @@ import (
 func RunRentedCaches(t *testing.T, open func(t *testing.T) groundhog.RentedCacheStore) {
 	t.Run("RentedCaches/Lifecycle", func(t *testing.T) { testRentedLifecycle(t, open(t)) })
 	t.Run("RentedCaches/AdvanceOnce", func(t *testing.T) { testRentedAdvanceOnce(t, open(t)) })
+	t.Run("RentedCaches/Pages", func(t *testing.T) { testRentedPages(t, open(t)) })
 }
 
 func unbooked(t *testing.T, s groundhog.RentedCacheStore) map[string]groundhog.RentedCache {
 	t.Helper()
-	cs, err := s.UnbookedCaches(ctx, 100)
+	cs, err := s.UnbookedCaches(ctx, groundhog.RentedCache{}, 100)
 	must(t, err, "UnbookedCaches")
 	out := map[string]groundhog.RentedCache{}
 	for _, c := range cs {
@@ -43,10 +45,18 @@ func testRentedLifecycle(t *testing.T, s groundhog.RentedCacheStore) {
 		got["acme cachedContents/a"].Operation != "chat" || got["acme cachedContents/a"].Model != "gemini-2.5-flash" {
 		t.Fatalf("unbooked %+v", got)
 	}
-	cs, err := s.UnbookedCaches(ctx, 1)
+	cs, err := s.UnbookedCaches(ctx, groundhog.RentedCache{}, 1)
 	must(t, err, "UnbookedCaches")
 	if len(cs) != 1 || cs[0].Tenant != "acme" {
 		t.Fatalf("limit 1, oldest first: %+v", cs)
+	}
+	cs, err = s.UnbookedCaches(ctx, cs[0], 1)
+	must(t, err, "UnbookedCaches after the first")
+	if len(cs) != 1 || cs[0].Tenant != "globex" {
+		t.Fatalf("the page after the first: %+v", cs)
+	}
+	if cs, err = s.UnbookedCaches(ctx, cs[0], 1); err != nil || len(cs) != 0 {
+		t.Fatalf("the page after the last: %+v %v", cs, err)
 	}
 
 	must(t, s.ExtendRentedCache(ctx, "acme", "cachedContents/a", at(2*time.Hour)), "ExtendRentedCache")
@@ -127,5 +137,37 @@ func testRentedAdvanceOnce(t *testing.T, s groundhog.RentedCacheStore) {
 	}
 	if won != 1 {
 		t.Fatalf("%d sweepers advanced the same piece, want 1", won)
+	}
+}
+
+// testRentedPages: records created at the same instant are paged by
+// tenant and name, each once.
+func testRentedPages(t *testing.T, s groundhog.RentedCacheStore) {
+	const n = 7
+	for i := range n {
+		must(t, s.PutRentedCache(ctx, groundhog.RentedCache{Tenant: "acme", Name: "cachedContents/" + strconv.Itoa(i), Model: "m", Tokens: 1,
+			Created: at(time.Duration(i/3) * time.Second), Expire: at(time.Hour), BookedUntil: at(time.Duration(i/3) * time.Second)}), "PutRentedCache")
+	}
+	seen := map[string]bool{}
+	var after groundhog.RentedCache
+	for pages := 0; ; pages++ {
+		cs, err := s.UnbookedCaches(ctx, after, 2)
+		must(t, err, "UnbookedCaches")
+		for _, c := range cs {
+			if seen[c.Name] {
+				t.Fatalf("%s on two pages", c.Name)
+			}
+			seen[c.Name] = true
+		}
+		if len(cs) < 2 {
+			break
+		}
+		after = cs[len(cs)-1]
+		if pages > n {
+			t.Fatal("paging does not end")
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("pages held %d records, want %d", len(seen), n)
 	}
 }
