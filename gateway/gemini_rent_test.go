@@ -217,3 +217,33 @@ func TestGeminiCacheRentTwoReplicasPostgres(t *testing.T) {
 		t.Errorf("reports' spend %s, sim bill %s", spend, bill.USD)
 	}
 }
+
+// TestGeminiCacheRentUnknownPrice: the rent of a cache of a model the
+// price table does not price is booked unknown — one row per day, counted
+// among the report's unknown-cost calls — never 0.
+func TestGeminiCacheRentUnknownPrice(t *testing.T) {
+	clock := &testClock{t: time.Date(2026, 7, 1, 23, 30, 0, 0, time.UTC)}
+	h := newHarness(t, withClock(clock))
+	ctx := context.Background()
+	err := h.DB.PutRentedCache(ctx, groundhog.RentedCache{Tenant: "local", Operation: "docs", Model: "mystery-model", Name: "cachedContents/m",
+		Tokens: 5000, Created: clock.Now(), Expire: clock.Now().Add(time.Hour), BookedUntil: clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Hour)
+	h.GW.SweepCacheRent(ctx)
+	if err := h.Ledger.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows := rentRows(t, h.DB)
+	if len(rows) != 2 || rows[0].Cost != groundhog.CostUnknown || rows[1].Cost != groundhog.CostUnknown {
+		t.Fatalf("rent rows %+v, want two of unknown cost", rows)
+	}
+	rep, err := ledger.BuildReport(ctx, h.DB, ledger.ReportParams{Day: clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Total.UnknownCostCalls != 1 || rep.Total.CacheRent.Sign() != 0 || rep.Total.Spend.Sign() != 0 {
+		t.Fatalf("report %+v", rep.Total)
+	}
+}
