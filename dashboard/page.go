@@ -251,6 +251,7 @@ var columns = []column{
 	{"replayed", "idempotency replays of a stored result", "replayed"},
 	{"upstream", "calls sent to the provider", "upstream_calls"},
 	{"spend", "paid to the provider (USD)", "spend_usd"},
+	{"cache rent", "storage rent of explicit caches, part of spend (USD)", "cache_rent_usd"},
 	{"saved", "cost avoided by the cache, coalescing and replays (USD)", "saved_usd"},
 	{"shadow saved", "what a cache would have saved where it is off (USD)", "shadow_saved_usd"},
 	{"projected 30d", "30 × (saved + shadow saved) (USD)", "projected_30d_usd"},
@@ -284,7 +285,7 @@ func fieldValues(r ledger.Row) map[string][2]string {
 			strconv.FormatFloat(r.RepeatShare*100, 'f', 2, 64) + "%"},
 		"repeat_cost_usd": m(r.RepeatCost), "concurrent_identical": i(r.ConcurrentIdentical),
 		"cache_hits": i(r.CacheHits), "coalesced": i(r.Coalesced), "replayed": i(r.Replayed),
-		"upstream_calls": i(r.UpstreamCalls), "spend_usd": m(r.Spend), "saved_usd": m(r.Saved),
+		"upstream_calls": i(r.UpstreamCalls), "spend_usd": m(r.Spend), "cache_rent_usd": m(r.CacheRent), "saved_usd": m(r.Saved),
 		"shadow_saved_usd": m(r.ShadowSaved), "projected_30d_usd": m(r.Projected30d),
 	}
 }

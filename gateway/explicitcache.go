@@ -28,8 +28,8 @@ import (
 // The caches are made through the same Gemini upstream and provider key,
 // recorded as the tenant's (Options.Resources, as a client's own create
 // is) and booked in the ledger under the call's operation: the create
-// (its tokens at the input rate), and the storage rent of the cache's
-// whole life when it ends (deleted, expired, or gone at the provider).
+// (its tokens at the input rate), and the storage rent of the cache per
+// UTC day, as a client's own cache's (cacherent.go).
 
 // newExplicitManager builds the manager from prompt_cache's explicit
 // settings; the Server's clock drives it.
@@ -117,9 +117,10 @@ func (s *Server) SweepExplicitCaches(ctx context.Context) { s.explicit.Sweep(ctx
 // holds now.
 func (s *Server) ExplicitCaches() []string { return s.explicit.Live() }
 
-// ExplicitCacheLoop sweeps the managed caches every interval until ctx
-// ends, then deletes the ones left (a cache no request will name only
-// costs rent).
+// ExplicitCacheLoop sweeps the managed caches, then books the explicit
+// caches' rent (SweepCacheRent), every interval until ctx ends; then it
+// deletes the managed caches left (a cache no request will name only
+// costs rent) and books their rent.
 func (s *Server) ExplicitCacheLoop(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -128,10 +129,12 @@ func (s *Server) ExplicitCacheLoop(ctx context.Context, interval time.Duration) 
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			s.explicit.Close(dctx)
+			s.SweepCacheRent(dctx)
 			cancel()
 			return
 		case <-t.C:
 			s.explicit.Sweep(ctx)
+			s.SweepCacheRent(ctx)
 		}
 	}
 }
@@ -259,9 +262,15 @@ func (g geminiCaches) Create(ctx context.Context, o explicitcache.Owner, body []
 		return explicitcache.Created{}, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's create answer names no cache")
 	}
 	c := explicitcache.Created{Name: cc.Name, Tokens: cc.UsageMetadata.TotalTokenCount, CreateTime: parseTime(cc.CreateTime, s.clock.Now()), Expire: parseTime(cc.ExpireTime, time.Time{})}
-	if err := s.opts.Resources.PutResource(context.WithoutCancel(ctx), groundhog.Resource{
+	err = s.opts.Resources.PutResource(context.WithoutCancel(ctx), groundhog.Resource{
 		Tenant: o.Tenant, Kind: groundhog.ResourceKindGeminiCache, Name: cc.Name, CreatedAt: c.CreateTime.UTC(),
-	}); err != nil {
+	})
+	if err == nil {
+		err = s.rentCreated(ctx, groundhog.RentedCache{
+			Tenant: o.Tenant, Operation: o.Operation, Model: o.Model, Name: cc.Name, Tokens: c.Tokens, Created: c.CreateTime, Expire: c.Expire,
+		})
+	}
+	if err != nil {
 		// Unrecorded, no request may name it: delete it at once.
 		s.log.Error("recording a managed Gemini cache failed; deleting it", "tenant", o.Tenant, "cache", cc.Name, "err", err)
 		_ = g.Delete(ctx, o, c)
@@ -281,12 +290,14 @@ func (g geminiCaches) Extend(ctx context.Context, o explicitcache.Owner, c expli
 	if json.Unmarshal(answer, &cc) != nil || cc.ExpireTime == "" {
 		return time.Time{}, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's update answer has no expireTime")
 	}
-	return parseTime(cc.ExpireTime, time.Time{}), nil
+	expire := parseTime(cc.ExpireTime, time.Time{})
+	g.s.rentExtended(ctx, o.Tenant, c.Name, expire)
+	return expire, nil
 }
 
-// Delete deletes the cache, forgets its record and books its rent up to
-// now. A cache the provider no longer has (404) is forgotten the same way,
-// its rent booked up to its expiry.
+// Delete deletes the cache, forgets its record and ends its rent now. A
+// cache the provider no longer has (404) is forgotten the same way, its
+// rent ended at its expiry.
 func (g geminiCaches) Delete(ctx context.Context, o explicitcache.Owner, c explicitcache.Created) error {
 	status, _, err := g.call(ctx, o, http.MethodDelete, cachePath(c.Name), nil, nil)
 	switch {
@@ -299,8 +310,8 @@ func (g geminiCaches) Delete(ctx context.Context, o explicitcache.Owner, c expli
 	return err
 }
 
-// Forget drops the tenant's record of the cache and books its storage
-// rent from its creation to gone (at most its expiry).
+// Forget drops the tenant's record of the cache and ends its rent at
+// gone (at most its expiry), booking what is left of it (cacherent.go).
 func (g geminiCaches) Forget(ctx context.Context, o explicitcache.Owner, c explicitcache.Created, gone time.Time) {
 	s := g.s
 	if !c.Expire.IsZero() && gone.After(c.Expire) {
@@ -309,19 +320,7 @@ func (g geminiCaches) Forget(ctx context.Context, o explicitcache.Owner, c expli
 	if err := s.opts.Resources.DeleteResource(context.WithoutCancel(ctx), o.Tenant, groundhog.ResourceKindGeminiCache, c.Name); err != nil {
 		s.log.Error("forgetting a managed Gemini cache failed", "tenant", o.Tenant, "cache", c.Name, "err", err)
 	}
-	rent := s.rentCost(o.Model, c.Tokens, c.CreateTime, gone)
-	now := s.clock.Now()
-	h := sha256.Sum256([]byte("rent " + c.Name))
-	row := groundhog.LedgerEntry{
-		ID: groundhog.NewTimeID(now), Time: now.UTC(), Tenant: o.Tenant, Operation: o.Operation, Shape: groundhog.ShapeGemini,
-		Model: boundModel(o.Model), Provider: s.opts.Gemini.Provider, Outcome: groundhog.OutcomePassthrough, Status: http.StatusOK,
-		Cost: rent, FullCost: rent, RequestHash: "sha256:" + hex.EncodeToString(h[:]),
-	}
-	if s.opts.Ledger != nil {
-		if err := s.opts.Ledger.Record(row); err != nil {
-			s.log.Error("ledger record failed", "tenant", row.Tenant, "operation", row.Operation, "err", err)
-		}
-	}
+	s.rentEnded(ctx, o.Tenant, c.Name, gone)
 }
 
 // creationCost is the price of writing tokens into a new cache of model:

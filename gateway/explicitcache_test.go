@@ -104,13 +104,15 @@ func (g *ecRig) ask(key string, doc string, i int) map[string]int64 {
 }
 
 // advance moves the shared clock by d in 30-second steps, sweeping the
-// managed caches at each, as serve's loop does.
+// managed caches and booking the caches' rent at each, as serve's loop
+// does.
 func (g *ecRig) advance(d time.Duration) {
 	for d > 0 {
 		step := min(d, 30*time.Second)
 		g.clk.Advance(step)
 		d -= step
 		g.h.GW.SweepExplicitCaches(context.Background())
+		g.h.GW.SweepCacheRent(context.Background())
 	}
 }
 
@@ -406,5 +408,45 @@ func TestExplicitCacheKeepsTheClientsKey(t *testing.T) {
 	})
 	if !found {
 		t.Fatalf("no upstream stream row with the client's request hash %s", want)
+	}
+}
+
+// TestExplicitCacheRentSurvivesRestart: a managed cache made shortly
+// before midnight outlives its gateway, killed (no shutdown deletes the
+// cache), and expires by its TTL after midnight. A new gateway on the same
+// store books its rent to its expiry, one row per UTC day, and the ledger
+// equals the provider's bill to the micro-dollar.
+func TestExplicitCacheRentSurvivesRestart(t *testing.T) {
+	g := newECRig(t, "auto")
+	g.clk.mu.Lock()
+	g.clk.t = time.Date(2026, 8, 20, 23, 40, 0, 0, time.UTC)
+	g.clk.mu.Unlock()
+	g.workload("k", 4, 6*time.Minute)
+	if creates := g.requests("POST /v1beta/cachedContents"); len(creates) != 1 {
+		t.Fatalf("%d caches created, want 1", len(creates))
+	}
+	g.clk.Advance(time.Hour) // the killed gateway sweeps no more; the cache expires
+	if live := g.liveCaches(); len(live) != 0 {
+		t.Fatalf("caches alive an hour on: %v", live)
+	}
+	restarted := gateway.New(g.h.Opts)
+	restarted.SweepCacheRent(context.Background())
+	if err := g.h.Ledger.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var days []string
+	for _, r := range g.h.ledgerRows() {
+		if r.Outcome == groundhog.OutcomeCacheRent {
+			if r.Cost <= 0 {
+				t.Fatalf("rent row %+v", r)
+			}
+			days = append(days, r.Time.Format(time.DateOnly))
+		}
+	}
+	if len(days) != 2 || days[0] == days[1] {
+		t.Fatalf("rent rows on %v, want one on each day", days)
+	}
+	if l, bill := g.ledgerUSD(), g.h.bill().USD; l.String() != bill.String() {
+		t.Fatalf("ledger %s, provider's bill %s", l, bill)
 	}
 }

@@ -41,12 +41,12 @@ func readExplicitBill(t *testing.T, h *harness) explicitBill {
 // lists (page by page), extends and deletes an explicit cache through the
 // gateway against the simulator; calls naming it read its tokens at the
 // cached rate; a mixed workload (implicit reads, the explicit cache living
-// 90 simulated minutes, streamed calls) is booked so that the report's
-// spend equals the simulator's bill without its storage rent to the
-// micro-dollar, the create's row costing the cache's tokens at the input
-// rate.
+// 90 simulated minutes across a UTC midnight, streamed calls) is booked so
+// that the reports of the two days add up to the simulator's bill to the
+// micro-dollar, storage rent included: the create's row costs the cache's
+// tokens at the input rate, and the rent is one row per cache and day.
 func TestGeminiSDKExplicitCacheLifecycle(t *testing.T) {
-	clock := newTestClock()
+	clock := &testClock{t: time.Date(2026, 3, 14, 23, 15, 0, 0, time.UTC)}
 	h := newHarness(t, withClock(clock))
 	cl := geminiClient(t, h, "k", nil)
 	ctx := context.Background()
@@ -133,8 +133,11 @@ func TestGeminiSDKExplicitCacheLifecycle(t *testing.T) {
 		t.Fatalf("cache with a system instruction: %v", err)
 	}
 
-	// 50 minutes on, extend it; 40 more, delete it: it lived 90 minutes.
+	// 50 minutes on (past midnight), extend it; 40 more, delete it: it
+	// lived 90 minutes, 45 on each day. A sweep after midnight books the
+	// first day's piece and the second cache's whole life.
 	clock.Advance(50 * time.Minute)
+	h.GW.SweepCacheRent(ctx)
 	up, err := cl.Caches.Update(ctx, cc.Name, &genai.UpdateCachedContentConfig{TTL: time.Hour})
 	if err != nil || !up.ExpireTime.Equal(clock.Now().Add(time.Hour)) {
 		t.Fatalf("update: %v %+v", err, up)
@@ -150,12 +153,9 @@ func TestGeminiSDKExplicitCacheLifecycle(t *testing.T) {
 	if _, err := cl.Caches.Get(ctx, second.Name, nil); !errors.As(err, &apiErr) || apiErr.Code != http.StatusNotFound {
 		t.Fatalf("get after expiry: %v", err)
 	}
+	h.GW.SweepCacheRent(ctx) // nothing left: the deletion booked the rest
 
 	if err := h.Ledger.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := ledger.BuildReport(ctx, h.DB, ledger.ReportParams{Day: clock.Now()})
-	if err != nil {
 		t.Fatal(err)
 	}
 	bill := readExplicitBill(t, h)
@@ -176,17 +176,56 @@ func TestGeminiSDKExplicitCacheLifecycle(t *testing.T) {
 	if bill.CacheCreations != 2 || bill.CacheCreateTokens != tokens+secondTokens || bill.CachedInputTokens < explicitReads {
 		t.Fatalf("bill %+v", bill)
 	}
-	if got, want := rep.Total.Spend.String(), (billUSD - rent).String(); got != want {
-		t.Errorf("report spend %s, sim bill without storage rent %s", got, want)
+	var spend, booked groundhog.Total
+	for _, day := range []time.Time{clock.Now().Add(-24 * time.Hour), clock.Now()} {
+		rep, err := ledger.BuildReport(ctx, h.DB, ledger.ReportParams{Day: day})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spend, booked = spend.Plus(rep.Total.Spend), booked.Plus(rep.Total.CacheRent)
+	}
+	if got, want := spend.String(), billUSD.String(); got != want {
+		t.Errorf("report spend over both days %s, sim bill %s", got, want)
+	}
+	if got, want := booked.String(), rent.String(); got != want {
+		t.Errorf("report storage rent %s, sim storage %s", got, want)
 	}
 	var creates []groundhog.Money
+	rents := map[string][]groundhog.LedgerEntry{}
 	for _, r := range h.ledgerRows() {
-		if r.Outcome == groundhog.OutcomePassthrough && r.Cost != 0 {
+		switch {
+		case r.Outcome == groundhog.OutcomeCacheRent:
+			rents[r.Model+" "+r.Time.Format(time.RFC3339)] = append(rents[r.Model+" "+r.Time.Format(time.RFC3339)], r)
+		case r.Outcome == groundhog.OutcomePassthrough && r.Cost != 0:
 			creates = append(creates, r.Cost)
 		}
 	}
 	want := []groundhog.Money{groundhog.Money(tokens * p.Input), groundhog.Money(secondTokens * p.Input)}
 	if len(creates) != 2 || creates[0]+creates[1] != want[0]+want[1] || want[0] <= 0 {
 		t.Errorf("create rows cost %v, want %v", creates, want)
+	}
+	// One rent row per cache and day: the contract's two (45 minutes on
+	// each day, the second piece the rent of 90 minutes minus 45) and
+	// the second cache's one.
+	created := cc.CreateTime.UTC()
+	midnight := time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC)
+	wantRows := map[string]groundhog.Money{
+		geminiModel + " " + created.Format(time.RFC3339):  p.CacheStorageCost(tokens, 45*60) + p.CacheStorageCost(secondTokens, 10*60),
+		geminiModel + " " + midnight.Format(time.RFC3339): p.CacheStorageCost(tokens, 90*60) - p.CacheStorageCost(tokens, 45*60),
+	}
+	if len(rents) != 2 || len(rents[geminiModel+" "+created.Format(time.RFC3339)]) != 2 || len(rents[geminiModel+" "+midnight.Format(time.RFC3339)]) != 1 {
+		t.Fatalf("rent rows %v, want two on %s and one at %s", rents, created, midnight)
+	}
+	for k, rows := range rents {
+		var sum groundhog.Money
+		for _, r := range rows {
+			sum += r.Cost
+			if r.Operation != "passthrough" || r.Tenant == "" {
+				t.Errorf("rent row %+v", r)
+			}
+		}
+		if sum != wantRows[k] {
+			t.Errorf("rent rows at %s cost %s, want %s", k, sum.Format(12), wantRows[k].Format(12))
+		}
 	}
 }

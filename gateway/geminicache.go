@@ -6,9 +6,12 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
@@ -27,6 +30,10 @@ import (
 //     cachedContent the tenant did not create: 404 NOT_FOUND.
 //   - DELETE of an own cache forgets the record once the provider answered
 //     2xx.
+//
+// The storage rent of the caches is booked per day (cacherent.go): a
+// create's answer records the cache, an update's answer its new expiry, a
+// 2xx DELETE its end.
 
 // heldAnswerBytes bounds an answer the gateway holds to read before the
 // client sees it: a list page to filter (a page of at most 1,000 caches'
@@ -132,16 +139,28 @@ func (s *Server) geminiCachedContents(w http.ResponseWriter, r *http.Request) bo
 			s.writeError(w, r, groundhog.ShapeGemini, err)
 			return true
 		}
-		if r.Method != http.MethodDelete {
-			s.passthrough(w, r)
-			return true
-		}
-		sw := &statusWriter{ResponseWriter: w}
-		s.passthrough(sw, r)
-		if sw.status/100 == 2 {
-			if err := s.opts.Resources.DeleteResource(context.WithoutCancel(ctx), tenant, groundhog.ResourceKindGeminiCache, name); err != nil {
-				s.log.Error("forgetting a deleted Gemini cache failed", "tenant", tenant, "cache", name, "err", err)
+		switch r.Method {
+		case http.MethodPatch:
+			// The answer's expireTime is the cache's new end of life.
+			hw := newHeldWriter()
+			s.passthrough(hw, r)
+			if hw.status/100 == 2 && !hw.over {
+				if c, ok := gemini.ParseCachedContent(hw.buf.Bytes()); ok {
+					s.rentExtended(ctx, tenant, name, c.ExpireTime)
+				}
 			}
+			hw.relay(w, hw.buf.Bytes())
+		case http.MethodDelete:
+			sw := &statusWriter{ResponseWriter: w}
+			s.passthrough(sw, r)
+			if sw.status/100 == 2 {
+				s.rentEnded(ctx, tenant, name, s.clock.Now())
+				if err := s.opts.Resources.DeleteResource(context.WithoutCancel(ctx), tenant, groundhog.ResourceKindGeminiCache, name); err != nil {
+					s.log.Error("forgetting a deleted Gemini cache failed", "tenant", tenant, "cache", name, "err", err)
+				}
+			}
+		default:
+			s.passthrough(w, r)
 		}
 	case r.Method == http.MethodPost:
 		// A cache holds contents and tools: the files and file search
@@ -157,6 +176,12 @@ func (s *Server) geminiCachedContents(w http.ResponseWriter, r *http.Request) bo
 				err := s.opts.Resources.PutResource(context.WithoutCancel(ctx), groundhog.Resource{
 					Tenant: tenant, Kind: groundhog.ResourceKindGeminiCache, Name: created, CreatedAt: s.clock.Now().UTC(),
 				})
+				if c, ok := gemini.ParseCachedContent(hw.buf.Bytes()); ok && err == nil {
+					err = s.rentCreated(ctx, groundhog.RentedCache{
+						Tenant: tenant, Operation: passthroughOperation(r), Model: strings.TrimPrefix(c.Model, "models/"), Name: c.Name, Tokens: c.Tokens,
+						Created: timeOr(c.CreateTime, s.clock.Now()), Expire: c.ExpireTime,
+					})
+				}
 				if err != nil {
 					s.log.Error("recording a created Gemini cache failed", "tenant", tenant, "cache", created, "err", err)
 					s.writeError(w, r, groundhog.ShapeGemini, groundhog.WrapError(groundhog.EUNAVAILABLE, "the cache was created but could not be recorded for this tenant", err))
@@ -304,4 +329,22 @@ func (m *memResources) DeleteResource(_ context.Context, tenant, kind, name stri
 	defer m.mu.Unlock()
 	delete(m.own, [3]string{tenant, kind, name})
 	return nil
+}
+
+// passthroughOperation is the operation a passthrough request is booked
+// under: its Groundhog-Operation header (the passthrough refused an
+// invalid one), else "passthrough".
+func passthroughOperation(r *http.Request) string {
+	if v := r.Header.Get(hdrOperation); v != "" && config.ValidOperationName(v) {
+		return v
+	}
+	return "passthrough"
+}
+
+// timeOr is t, or def when t is zero.
+func timeOr(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	return t
 }

@@ -39,8 +39,11 @@ type harness struct {
 	DB     *sqlite.DB
 	Ledger *ledger.Writer
 	GW     *gateway.Server
-	Cfg    *config.Config
-	Idem   *idempotency.Service
+	// Opts built GW: a test builds another Server on the same stores
+	// with it (a restart, a second replica).
+	Opts gateway.Options
+	Cfg  *config.Config
+	Idem *idempotency.Service
 	// Running counts the gateway's handlers that have not returned yet: a
 	// test waits on it to know the gateway itself has seen a client leave.
 	Running *atomic.Int64
@@ -219,8 +222,9 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if st.resources != nil {
 		resources = st.resources(db)
 	}
-	gw := gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Resources: resources,
-		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Gemini: geminiUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut})
+	gwOpts := gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Resources: resources,
+		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Gemini: geminiUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut}
+	gw := gateway.New(gwOpts)
 	running := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		running.Add(1)
@@ -232,7 +236,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		_ = lw.Close(context.Background())
 		_ = db.Close()
 	})
-	return &harness{t: t, URL: srv.URL, Sim: s, SimURL: simURL, DB: db, Ledger: lw, GW: gw, Cfg: &cfg, Idem: idem, Running: running}
+	return &harness{t: t, URL: srv.URL, Sim: s, SimURL: simURL, DB: db, Ledger: lw, GW: gw, Opts: gwOpts, Cfg: &cfg, Idem: idem, Running: running}
 }
 
 // bill reads the simulated provider's bill over HTTP, as a user would.

@@ -131,6 +131,11 @@ type Options struct {
 	// it is also a ResourceStore (the SQLite and PostgreSQL stores are),
 	// else a record in this process's memory.
 	Resources groundhog.ResourceStore
+	// RentedCaches keeps the Gemini explicit caches created through the
+	// gateway, to book their storage rent per day (cacherent.go); nil
+	// uses Keys when it is also a RentedCacheStore (the SQLite and
+	// PostgreSQL stores are), else a record in this process's memory.
+	RentedCaches groundhog.RentedCacheStore
 	// FingerprintMemoBytes bounds the fingerprints remembered for
 	// bodies sent again (fingerprint.Memo): 0 is
 	// fingerprint.DefaultMemoBytes, negative turns the memo off.
@@ -186,6 +191,13 @@ func New(o Options) *Server {
 			o.Resources = rs
 		} else {
 			o.Resources = newMemResources()
+		}
+	}
+	if o.RentedCaches == nil {
+		if rs, ok := o.Keys.(groundhog.RentedCacheStore); ok {
+			o.RentedCaches = rs
+		} else {
+			o.RentedCaches = newMemRentedCaches()
 		}
 	}
 	tr := o.Transport

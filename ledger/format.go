@@ -47,6 +47,7 @@ type jsonRow struct {
 	Replayed            int64    `json:"replayed"`
 	UpstreamCalls       int64    `json:"upstream_calls"`
 	Spend               usdTotal `json:"spend_usd"`
+	CacheRent           usdTotal `json:"cache_rent_usd"`
 	Saved               usdTotal `json:"saved_usd"`
 	ShadowSaved         usdTotal `json:"shadow_saved_usd"`
 	Projected30d        usdTotal `json:"projected_30d_usd"`
@@ -73,7 +74,7 @@ func toJSONRow(r Row, withOp, byTenant bool) jsonRow {
 		Calls: r.Calls, Distinct: r.Distinct, Repeats: r.Repeats, RepeatShare: share(r.RepeatShare),
 		RepeatCost: usdTotal(r.RepeatCost), ConcurrentIdentical: r.ConcurrentIdentical,
 		CacheHits: r.CacheHits, Coalesced: r.Coalesced, Replayed: r.Replayed, UpstreamCalls: r.UpstreamCalls,
-		Spend: usdTotal(r.Spend), Saved: usdTotal(r.Saved), ShadowSaved: usdTotal(r.ShadowSaved), Projected30d: usdTotal(r.Projected30d),
+		Spend: usdTotal(r.Spend), CacheRent: usdTotal(r.CacheRent), Saved: usdTotal(r.Saved), ShadowSaved: usdTotal(r.ShadowSaved), Projected30d: usdTotal(r.Projected30d),
 		jsonPromptCache: toJSONPromptCache(r.PromptCache),
 	}
 	if withOp {
@@ -166,7 +167,7 @@ func WriteJSONReports(w io.Writer, reports []*Report) error {
 var csvHeader = append([]string{"day", "operation", "calls", "distinct", "repeats", "repeat_share", "repeat_cost_usd",
 	"concurrent_identical", "cache_hits", "coalesced", "replayed", "upstream_calls", "spend_usd", "saved_usd",
 	"shadow_saved_usd", "projected_30d_usd", "unknown_cost_calls", "retry_attempts", "retry_cost_usd"},
-	append(promptCacheCSVHeader, "tool_executed", "tool_suspected_duplicates")...)
+	append(promptCacheCSVHeader, "tool_executed", "tool_suspected_duplicates", "cache_rent_usd")...)
 
 // TotalLabel names the total line in the table and CSV outputs.
 const TotalLabel = "total"
@@ -189,7 +190,7 @@ func (r *Report) csvRecords(cw *csv.Writer) error {
 			strconv.FormatFloat(row.RepeatShare, 'f', 4, 64), m(row.RepeatCost), i(row.ConcurrentIdentical),
 			i(row.CacheHits), i(row.Coalesced), i(row.Replayed), i(row.UpstreamCalls), m(row.Spend), m(row.Saved),
 			m(row.ShadowSaved), m(row.Projected30d), i(row.UnknownCostCalls), i(row.Retries), m(row.RetryCost)},
-			append(promptCacheCSV(row.PromptCache), i(tool.Executed), i(tool.SuspectedDuplicates))...)); err != nil {
+			append(promptCacheCSV(row.PromptCache), i(tool.Executed), i(tool.SuspectedDuplicates), m(row.CacheRent))...)); err != nil {
 			return err
 		}
 	}
@@ -280,6 +281,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if n := r.Total.Retries; n > 0 {
 		fmt.Fprintf(&buf, "\nnote: %d upstream attempt(s) re-ran an idempotent operation after its first worker lost its lease (attempt > 1), costing %s.\n", n, tableMoney(r.Total.RetryCost))
+	}
+	if r.Total.CacheRent.Sign() != 0 {
+		fmt.Fprintf(&buf, "\nstorage rent of explicit caches (included in spend): %s\n", tableMoney(r.Total.CacheRent))
 	}
 	if err := r.writePromptCacheTable(&buf); err != nil {
 		return err

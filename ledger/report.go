@@ -47,7 +47,12 @@ type ReportParams struct {
 //   - SuspectedDuplicates: rows with outcome suspected_duplicate (an MCP
 //     side-effect tool call made again without an idempotency key; see
 //     ToolRow).
-//   - Spend: sum of Cost (known costs only).
+//   - Spend: sum of Cost (known costs only), the storage rent of explicit
+//     caches included.
+//   - CacheRent: the part of Spend that is the storage rent of explicit
+//     caches: sum of the known Cost of the rows of outcome cache_rent (one
+//     per cache and UTC day; they count in Calls and Distinct as every
+//     row does).
 //   - Saved: sum of Saved (known amounts only).
 //   - ShadowSaved: sum of FullCost of the repeats whose CacheOn is false
 //     and that were not avoided anyway (outcome other than cache_hit,
@@ -90,6 +95,7 @@ type Row struct {
 	UnknownCostCalls    int64
 	Retries             int64
 	RetryCost           groundhog.Total
+	CacheRent           groundhog.Total
 	// PromptCache is what the provider's prompt cache did (see PromptCache).
 	PromptCache PromptCache
 }
@@ -109,7 +115,7 @@ type Report struct {
 // must not be shown. BuildReport and Analyze return it as their error.
 func (r *Report) Err() error {
 	for _, row := range append(append([]Row(nil), r.Operations...), r.Total) {
-		for _, t := range []groundhog.Total{row.RepeatCost, row.Spend, row.Saved, row.ShadowSaved, row.Projected30d, row.RetryCost} {
+		for _, t := range []groundhog.Total{row.RepeatCost, row.Spend, row.Saved, row.ShadowSaved, row.Projected30d, row.RetryCost, row.CacheRent} {
 			if t.Overflow() {
 				return groundhog.Errorf(groundhog.EINVALID, "ledger: report %s: a USD figure exceeds the exact range (about $1.7e26)", r.Day)
 			}
@@ -235,6 +241,10 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 		r.Replayed++
 	case groundhog.OutcomeSuspectedDuplicate:
 		r.SuspectedDuplicates++
+	case groundhog.OutcomeCacheRent:
+		if e.Cost.Known() {
+			r.CacheRent = r.CacheRent.Add(e.Cost)
+		}
 	case groundhog.OutcomeUpstream:
 		r.UpstreamCalls++
 		if e.Attempt > 1 {

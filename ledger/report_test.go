@@ -300,7 +300,7 @@ func TestOutputs(t *testing.T) {
 		if got := sortedKeys(doc); got != "day,operations,retry_attempts,retry_cost_usd,tool_total,tools,total,unknown_cost_calls" {
 			t.Fatalf("top-level keys = %s", got)
 		}
-		rowKeys := "calls,concurrent_identical,distinct,projected_30d_usd,repeat_cost_usd,repeat_share,repeats,replayed,saved_usd,shadow_saved_usd,spend_usd,upstream_calls,cache_hits,coalesced" +
+		rowKeys := "calls,concurrent_identical,distinct,projected_30d_usd,repeat_cost_usd,repeat_share,repeats,replayed,saved_usd,shadow_saved_usd,spend_usd,cache_rent_usd,upstream_calls,cache_hits,coalesced" +
 			",cached_read_tokens,cache_write_tokens,cache_write_1h_tokens,uncached_input_tokens,prompt_cache_hit_ratio,prompt_cache_saved_usd,prompt_cache_unknown_calls,prompt_cache_breaks,prompt_cache_agreement,fan_out_held,fan_out_write_tokens_avoided"
 		want := sortKeyList(rowKeys)
 		var total map[string]json.RawMessage
@@ -419,5 +419,39 @@ func TestRetriesAreVisible(t *testing.T) {
 	_ = rep.WriteTable(&b)
 	if !strings.Contains(b.String(), "1 upstream attempt(s) re-ran an idempotent operation") {
 		t.Fatalf("table: %s", b.String())
+	}
+}
+
+// TestReportCacheRent: the rows of outcome cache_rent are in Spend and
+// their known sum is CacheRent, per operation and in total; an unknown
+// rent is left out of both and counted as unknown.
+func TestReportCacheRent(t *testing.T) {
+	at := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
+	rows := []groundhog.LedgerEntry{
+		{ID: "1", Time: at, Tenant: "t", Operation: "docs", RequestHash: "h1", Outcome: groundhog.OutcomeUpstream, Cost: 7, FullCost: 7},
+		{ID: "2", Time: at.Add(time.Second), Tenant: "t", Operation: "docs", RequestHash: "r1", Outcome: groundhog.OutcomeCacheRent, Cost: 5, FullCost: 5},
+		{ID: "3", Time: at.Add(2 * time.Second), Tenant: "t", Operation: "chat", RequestHash: "r2", Outcome: groundhog.OutcomeCacheRent, Cost: 3, FullCost: 3},
+		{ID: "4", Time: at.Add(3 * time.Second), Tenant: "t", Operation: "chat", RequestHash: "r3", Outcome: groundhog.OutcomeCacheRent, Cost: groundhog.CostUnknown, FullCost: groundhog.CostUnknown},
+	}
+	acc := NewAccumulator("")
+	for i := range rows {
+		acc.Add(&rows[i])
+	}
+	rep := acc.Report("2026-03-14")
+	if rep.Total.CacheRent.String() != groundhog.Money(8).String() || rep.Total.Spend.String() != groundhog.Money(15).String() || rep.Total.UnknownCostCalls != 1 {
+		t.Fatalf("total %+v", rep.Total)
+	}
+	for _, op := range rep.Operations {
+		want := map[string]groundhog.Money{"chat": 3, "docs": 5}[op.Operation]
+		if op.CacheRent.String() != want.String() {
+			t.Errorf("%s: cache rent %s, want %s", op.Operation, op.CacheRent, want)
+		}
+	}
+	var b bytes.Buffer
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "storage rent of explicit caches (included in spend): "+groundhog.Total{}.Add(8).Format(6)) {
+		t.Errorf("table has no rent line:\n%s", b.String())
 	}
 }

@@ -45,7 +45,7 @@ type Rollup struct {
 // request hash) in the day, whatever its operation):
 //
 //   - Calls, ConcurrentIdentical, CacheHits, Coalesced, Replayed,
-//     UpstreamCalls, SuspectedDuplicates, Spend, Saved, UnknownCostCalls, Retries, RetryCost and
+//     UpstreamCalls, SuspectedDuplicates, Spend, Saved, UnknownCostCalls, Retries, RetryCost, CacheRent and
 //     the PromptCache sums: Row's figures themselves (they do not depend on
 //     the order of the rows).
 //   - Distinct: distinct request hashes among the rows (Row.Distinct).
@@ -69,7 +69,7 @@ type RollupCounts struct {
 	SuspectedDuplicates                                                int64
 	Spend, Saved                                                       groundhog.Total
 	UnknownCostCalls, Retries                                          int64
-	RetryCost                                                          groundhog.Total
+	RetryCost, CacheRent                                               groundhog.Total
 
 	CachedReadTokens, CacheWriteTokens, CacheWrite1hTokens int64
 	UncachedInputTokens, InputTokens                       int64
@@ -135,6 +135,7 @@ func (s *rollupSum) add(c *RollupCounts) {
 	r.UnknownCostCalls += c.UnknownCostCalls
 	r.Retries += c.Retries
 	r.RetryCost = r.RetryCost.Plus(c.RetryCost)
+	r.CacheRent = r.CacheRent.Plus(c.CacheRent)
 	p := &r.PromptCache
 	p.CachedReadTokens += c.CachedReadTokens
 	p.CacheWriteTokens += c.CacheWriteTokens

@@ -25,7 +25,10 @@ type Next interface {
 }
 
 // Recorder observes each row, then hands it to Next. Metrics, Log and
-// Tracer are each optional; Next nil means the ledger is disabled.
+// Tracer are each optional; Next nil means the ledger is disabled. A row
+// of outcome cache_rent (an explicit cache's rent of a day, which every
+// replica may write and the ledger keeps once) is no call: it goes to Next
+// only.
 type Recorder struct {
 	Next    Next
 	Metrics *metrics.Metrics
@@ -49,6 +52,9 @@ func (o *Recorder) RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stag
 	var err error
 	if o.Next != nil {
 		err = o.Next.Record(e)
+	}
+	if e.Outcome == groundhog.OutcomeCacheRent {
+		return err
 	}
 	if o.Metrics != nil {
 		o.Metrics.Observe(&e)

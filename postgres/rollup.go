@@ -83,6 +83,7 @@ var rollupSums = []rollupSum{
 	{"unknown_cost_calls", "count(*) FILTER (WHERE cost < 0 OR saved < 0 OR full_cost < 0)"},
 	{"retries", "count(*) FILTER (WHERE outcome = 'upstream' AND attempt > 1)"},
 	{"retry_cost", "sum(CASE WHEN outcome = 'upstream' AND attempt > 1 AND cost >= 0 THEN cost ELSE 0 END)"},
+	{"cache_rent", "sum(CASE WHEN outcome = 'cache_rent' AND cost >= 0 THEN cost ELSE 0 END)"},
 	{"cached_read_tokens", "sum(cached_input_tokens)"},
 	{"cache_write_tokens", "sum(cache_write_tokens)"},
 	{"cache_write_1h_tokens", "sum(cache_write_1h_tokens)"},
@@ -386,11 +387,21 @@ func rebuildRollupDay(ctx context.Context, tx pgx.Tx, d int64) error {
 	return err
 }
 
+// qLaterRollupColumns adds the rollup columns of migrations after 0008.
+const qLaterRollupColumns = `ALTER TABLE ledger_rollup ADD COLUMN IF NOT EXISTS cache_rent numeric NOT NULL DEFAULT 0`
+
 // migrateRollups is the rollups' backfill, in its migration's transaction:
 // the rollup partitions of every ledger day, filled from the day's rows. It
 // runs after migration 0006, whose column and table the rollups read and
 // fill (postgres.go, migrationAfter).
+//
+// The rebuild fills every column the rollups have today, so the columns
+// later migrations add (0011's cache_rent) are added here first, as those
+// migrations add them (IF NOT EXISTS: they then find them).
 func migrateRollups(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, qLaterRollupColumns); err != nil {
+		return err
+	}
 	days, err := ledgerPartitionDays(ctx, tx)
 	if err != nil {
 		return err
@@ -559,7 +570,8 @@ func fillCounts(c *ledger.RollupCounts, v map[string]string) error {
 	totals := map[string]*groundhog.Total{
 		"full_cost": &c.FullCost, "first_full_cost": &c.FirstFullCost, "shadow": &c.Shadow,
 		"first_shadow": &c.FirstShadow, "spend": &c.Spend, "saved": &c.Saved, "retry_cost": &c.RetryCost,
-		"pc_saved": &c.PromptCacheSaved,
+		"cache_rent": &c.CacheRent,
+		"pc_saved":   &c.PromptCacheSaved,
 	}
 	if len(ints)+len(totals) != len(v) {
 		return fmt.Errorf("rollup: %d columns, %d fields", len(v), len(ints)+len(totals))

@@ -29,7 +29,7 @@ var rollupDay = time.Date(2026, 4, 2, 0, 0, 0, 0, time.UTC)
 // break causes.
 func randomLedger(rng *rand.Rand, prefix string, n int) []groundhog.LedgerEntry {
 	outcomes := []groundhog.Outcome{groundhog.OutcomeUpstream, groundhog.OutcomeCacheHit, groundhog.OutcomeCoalesced,
-		groundhog.OutcomeReplayed, groundhog.OutcomeRejected, groundhog.OutcomeError, groundhog.OutcomePassthrough, groundhog.OutcomeSuspectedDuplicate}
+		groundhog.OutcomeReplayed, groundhog.OutcomeRejected, groundhog.OutcomeError, groundhog.OutcomePassthrough, groundhog.OutcomeSuspectedDuplicate, groundhog.OutcomeCacheRent}
 	causes := []string{"", "", "", "ttl_gap", "tools_reordered", "system_changed"}
 	money := func() groundhog.Money {
 		if rng.IntN(8) == 0 {

@@ -20,3 +20,7 @@ func TestEvidenceConformance(t *testing.T) {
 func TestResourceConformance(t *testing.T) {
 	storetest.RunResources(t, func(t *testing.T) groundhog.ResourceStore { return openTest(t) })
 }
+
+func TestRentedCacheConformance(t *testing.T) {
+	storetest.RunRentedCaches(t, func(t *testing.T) groundhog.RentedCacheStore { return openTest(t) })
+}

@@ -106,3 +106,7 @@ func TestSweepOrphanEvidence(t *testing.T) {
 func TestResourceConformance(t *testing.T) {
 	storetest.RunResources(t, func(t *testing.T) groundhog.ResourceStore { return openTest(t) })
 }
+
+func TestRentedCacheConformance(t *testing.T) {
+	storetest.RunRentedCaches(t, func(t *testing.T) groundhog.RentedCacheStore { return openTest(t) })
+}
