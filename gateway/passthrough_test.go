@@ -237,7 +237,7 @@ func TestPassthroughAuthAndPaths(t *testing.T) {
 	if reached.Load() != 0 {
 		t.Fatalf("a path outside /v1 reached the provider")
 	}
-	if got := do("DELETE", "/v1/responses/resp_123", secret); got != 200 {
+	if got := do("DELETE", "/v1/assistants/asst_123", secret); got != 200 {
 		t.Fatalf("with the key: %d, want 200", got)
 	}
 	if reached.Load() != 1 {
