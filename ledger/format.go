@@ -277,7 +277,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	if n := r.Total.UnknownCostCalls; n > 0 {
-		fmt.Fprintf(&buf, "\nnote: %d call(s) have an unknown cost (model not in the price table); their cost is left out of the USD columns, never counted as 0.\n", n)
+		fmt.Fprintf(&buf, "\nnote: %d call(s) have an unknown cost (a model not in the price table, or an answer that reports no usage); their cost is left out of the USD columns, never counted as 0.\n", n)
 	}
 	if n := r.Total.Retries; n > 0 {
 		fmt.Fprintf(&buf, "\nnote: %d upstream attempt(s) re-ran an idempotent operation after its first worker lost its lease (attempt > 1), costing %s.\n", n, tableMoney(r.Total.RetryCost))
