@@ -4,40 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/nanotime"
 )
 
 var _ groundhog.RentedCacheStore = (*DB)(nil)
-
-// nanos is t in Unix nanoseconds, 0 for the zero time.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-// cursorNanos is the created_at before every record's for the zero time,
-// else nanos(t).
-func cursorNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return math.MinInt64
-	}
-	return t.UnixNano()
-}
-
-// fromNanos is nanos's inverse.
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
 
 // PutRentedCache stores c unless a record of (c.Tenant, c.Name) is stored.
 func (db *DB) PutRentedCache(ctx context.Context, c groundhog.RentedCache) error {
@@ -46,7 +21,7 @@ func (db *DB) PutRentedCache(ctx context.Context, c groundhog.RentedCache) error
 	}
 	_, err := db.pool.Exec(ctx, `INSERT INTO rented_caches (tenant, name, operation, model, tokens, created_at, expire_at, end_at, booked_until, done)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-		c.Tenant, c.Name, c.Operation, c.Model, c.Tokens, nanos(c.Created), nanos(c.Expire), nanos(c.End), nanos(c.BookedUntil), c.Done)
+		c.Tenant, c.Name, c.Operation, c.Model, c.Tokens, nanotime.Of(c.Created), nanotime.Of(c.Expire), nanotime.Of(c.End), nanotime.Of(c.BookedUntil), c.Done)
 	if err != nil {
 		return mapErr(fmt.Errorf("postgres: put rented cache: %w", err))
 	}
@@ -59,7 +34,7 @@ func (db *DB) ExtendRentedCache(ctx context.Context, tenant, name string, expire
 		return err
 	}
 	_, err := db.pool.Exec(ctx, "UPDATE rented_caches SET expire_at = $1 WHERE tenant = $2 AND name = $3 AND end_at = 0 AND NOT done",
-		nanos(expire), tenant, name)
+		nanotime.Of(expire), tenant, name)
 	if err != nil {
 		return mapErr(fmt.Errorf("postgres: extend rented cache: %w", err))
 	}
@@ -72,7 +47,7 @@ func (db *DB) EndRentedCache(ctx context.Context, tenant, name string, end time.
 	if err := db.check(); err != nil {
 		return groundhog.RentedCache{}, false, err
 	}
-	if _, err := db.pool.Exec(ctx, "UPDATE rented_caches SET end_at = $1 WHERE tenant = $2 AND name = $3 AND end_at = 0", nanos(end), tenant, name); err != nil {
+	if _, err := db.pool.Exec(ctx, "UPDATE rented_caches SET end_at = $1 WHERE tenant = $2 AND name = $3 AND end_at = 0", nanotime.Of(end), tenant, name); err != nil {
 		return groundhog.RentedCache{}, false, mapErr(fmt.Errorf("postgres: end rented cache: %w", err))
 	}
 	var c groundhog.RentedCache
@@ -84,7 +59,7 @@ func (db *DB) EndRentedCache(ctx context.Context, tenant, name string, end time.
 	if err != nil {
 		return c, false, mapErr(fmt.Errorf("postgres: end rented cache: %w", err))
 	}
-	c.Created, c.Expire, c.End, c.BookedUntil = fromNanos(created), fromNanos(expire), fromNanos(endAt), fromNanos(booked)
+	c.Created, c.Expire, c.End, c.BookedUntil = nanotime.Time(created), nanotime.Time(expire), nanotime.Time(endAt), nanotime.Time(booked)
 	return c, true, nil
 }
 
@@ -96,7 +71,7 @@ func (db *DB) UnbookedCaches(ctx context.Context, after groundhog.RentedCache, l
 	}
 	rows, err := db.pool.Query(ctx, `SELECT tenant, name, operation, model, tokens, created_at, expire_at, end_at, booked_until
 		FROM rented_caches WHERE NOT done AND (created_at, tenant, name) > ($1, $2, $3) ORDER BY created_at, tenant, name LIMIT $4`,
-		cursorNanos(after.Created), after.Tenant, after.Name, limit)
+		nanotime.Cursor(after.Created), after.Tenant, after.Name, limit)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("postgres: unbooked caches: %w", err))
 	}
@@ -108,7 +83,7 @@ func (db *DB) UnbookedCaches(ctx context.Context, after groundhog.RentedCache, l
 		if err := rows.Scan(&c.Tenant, &c.Name, &c.Operation, &c.Model, &c.Tokens, &created, &expire, &end, &booked); err != nil {
 			return nil, mapErr(fmt.Errorf("postgres: unbooked caches: %w", err))
 		}
-		c.Created, c.Expire, c.End, c.BookedUntil = fromNanos(created), fromNanos(expire), fromNanos(end), fromNanos(booked)
+		c.Created, c.Expire, c.End, c.BookedUntil = nanotime.Time(created), nanotime.Time(expire), nanotime.Time(end), nanotime.Time(booked)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -124,7 +99,7 @@ func (db *DB) AdvanceRent(ctx context.Context, tenant, name string, from, to tim
 		return false, err
 	}
 	res, err := db.pool.Exec(ctx, "UPDATE rented_caches SET booked_until = $1, done = $2 WHERE tenant = $3 AND name = $4 AND booked_until = $5 AND NOT done",
-		nanos(to), done, tenant, name, nanos(from))
+		nanotime.Of(to), done, tenant, name, nanotime.Of(from))
 	if err != nil {
 		return false, mapErr(fmt.Errorf("postgres: advance rent: %w", err))
 	}

@@ -5,38 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/nanotime"
 )
 
 var _ groundhog.RentedCacheStore = (*DB)(nil)
-
-// nanos is t in Unix nanoseconds, 0 for the zero time.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-// cursorNanos is the created_at before every record's for the zero time,
-// else nanos(t).
-func cursorNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return math.MinInt64
-	}
-	return t.UnixNano()
-}
-
-// fromNanos is nanos's inverse.
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
 
 // PutRentedCache stores c unless a record of (c.Tenant, c.Name) is stored.
 func (db *DB) PutRentedCache(ctx context.Context, c groundhog.RentedCache) error {
@@ -45,7 +20,7 @@ func (db *DB) PutRentedCache(ctx context.Context, c groundhog.RentedCache) error
 	}
 	_, err := db.w.ExecContext(ctx, `INSERT INTO rented_caches (tenant, name, operation, model, tokens, created_at, expire_at, end_at, booked_until, done)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		c.Tenant, c.Name, c.Operation, c.Model, c.Tokens, nanos(c.Created), nanos(c.Expire), nanos(c.End), nanos(c.BookedUntil), c.Done)
+		c.Tenant, c.Name, c.Operation, c.Model, c.Tokens, nanotime.Of(c.Created), nanotime.Of(c.Expire), nanotime.Of(c.End), nanotime.Of(c.BookedUntil), c.Done)
 	if err != nil {
 		return mapErr(fmt.Errorf("sqlite: put rented cache: %w", err))
 	}
@@ -58,7 +33,7 @@ func (db *DB) ExtendRentedCache(ctx context.Context, tenant, name string, expire
 		return err
 	}
 	_, err := db.w.ExecContext(ctx, "UPDATE rented_caches SET expire_at = ? WHERE tenant = ? AND name = ? AND end_at = 0 AND done = 0",
-		nanos(expire), tenant, name)
+		nanotime.Of(expire), tenant, name)
 	if err != nil {
 		return mapErr(fmt.Errorf("sqlite: extend rented cache: %w", err))
 	}
@@ -71,7 +46,7 @@ func (db *DB) EndRentedCache(ctx context.Context, tenant, name string, end time.
 	if err := db.check(); err != nil {
 		return groundhog.RentedCache{}, false, err
 	}
-	if _, err := db.w.ExecContext(ctx, "UPDATE rented_caches SET end_at = ? WHERE tenant = ? AND name = ? AND end_at = 0", nanos(end), tenant, name); err != nil {
+	if _, err := db.w.ExecContext(ctx, "UPDATE rented_caches SET end_at = ? WHERE tenant = ? AND name = ? AND end_at = 0", nanotime.Of(end), tenant, name); err != nil {
 		return groundhog.RentedCache{}, false, mapErr(fmt.Errorf("sqlite: end rented cache: %w", err))
 	}
 	var c groundhog.RentedCache
@@ -83,7 +58,7 @@ func (db *DB) EndRentedCache(ctx context.Context, tenant, name string, end time.
 	if err != nil {
 		return c, false, mapErr(fmt.Errorf("sqlite: end rented cache: %w", err))
 	}
-	c.Created, c.Expire, c.End, c.BookedUntil = fromNanos(created), fromNanos(expire), fromNanos(endAt), fromNanos(booked)
+	c.Created, c.Expire, c.End, c.BookedUntil = nanotime.Time(created), nanotime.Time(expire), nanotime.Time(endAt), nanotime.Time(booked)
 	return c, true, nil
 }
 
@@ -95,7 +70,7 @@ func (db *DB) UnbookedCaches(ctx context.Context, after groundhog.RentedCache, l
 	}
 	rows, err := db.r.QueryContext(ctx, `SELECT tenant, name, operation, model, tokens, created_at, expire_at, end_at, booked_until
 		FROM rented_caches WHERE done = 0 AND (created_at, tenant, name) > (?, ?, ?) ORDER BY created_at, tenant, name LIMIT ?`,
-		cursorNanos(after.Created), after.Tenant, after.Name, limit)
+		nanotime.Cursor(after.Created), after.Tenant, after.Name, limit)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("sqlite: unbooked caches: %w", err))
 	}
@@ -107,7 +82,7 @@ func (db *DB) UnbookedCaches(ctx context.Context, after groundhog.RentedCache, l
 		if err := rows.Scan(&c.Tenant, &c.Name, &c.Operation, &c.Model, &c.Tokens, &created, &expire, &end, &booked); err != nil {
 			return nil, mapErr(fmt.Errorf("sqlite: unbooked caches: %w", err))
 		}
-		c.Created, c.Expire, c.End, c.BookedUntil = fromNanos(created), fromNanos(expire), fromNanos(end), fromNanos(booked)
+		c.Created, c.Expire, c.End, c.BookedUntil = nanotime.Time(created), nanotime.Time(expire), nanotime.Time(end), nanotime.Time(booked)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -123,7 +98,7 @@ func (db *DB) AdvanceRent(ctx context.Context, tenant, name string, from, to tim
 		return false, err
 	}
 	res, err := db.w.ExecContext(ctx, "UPDATE rented_caches SET booked_until = ?, done = ? WHERE tenant = ? AND name = ? AND booked_until = ? AND done = 0",
-		nanos(to), done, tenant, name, nanos(from))
+		nanotime.Of(to), done, tenant, name, nanotime.Of(from))
 	if err != nil {
 		return false, mapErr(fmt.Errorf("sqlite: advance rent: %w", err))
 	}
