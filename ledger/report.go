@@ -34,9 +34,11 @@ type ReportParams struct {
 //
 //   - Calls: ledger rows (all outcomes) except those of outcome cache_rent,
 //     which are no calls: the gateway books an explicit cache's storage
-//     rent in them. Every per-call figure (Distinct, Repeats,
-//     ConcurrentIdentical, UnknownCostCalls and the outcome counts) leaves
-//     them out too; they count in Spend, CacheRent and UnknownRentDays only.
+//     rent in them. Every per-call figure (Distinct, Repeats, RepeatCost,
+//     ConcurrentIdentical, the outcome counts, Saved, ShadowSaved,
+//     UnknownCostCalls, PromptCache) leaves them out too; they count in
+//     Spend, CacheRent and UnknownRentDays only. An operation with only
+//     rent on the day is a row of 0 calls.
 //   - Distinct: distinct request hashes among those calls.
 //   - Repeats: rows whose (tenant, request hash) appeared in an earlier row
 //     of the same day, in any operation (the hash already includes the
@@ -69,7 +71,7 @@ type ReportParams struct {
 //     saved for calls whose cache was off. An avoided call's cost is in
 //     Saved, so no call is counted in both.
 //   - Projected30d: 30 × (Saved + ShadowSaved).
-//   - UnknownCostCalls: rows whose Cost, Saved or FullCost is
+//   - UnknownCostCalls: calls whose Cost, Saved or FullCost is
 //     groundhog.CostUnknown (model not in the price table). Their unknown
 //     amounts are never summed as 0: they are left out of every USD figure
 //     and counted here instead.
