@@ -111,22 +111,20 @@ func rollupStatement(source, days string) string {
 r AS (
 	SELECT CASE WHEN time >= 0 OR time % 86400000000000 = 0 THEN time / 86400000000000
 		ELSE time / 86400000000000 - 1 END AS day,
-		id COLLATE "C" AS id, time, tenant, operation, request_hash, outcome, cost, saved, full_cost, attempt,
-		in_flight, cache_on, input_tokens, cached_input_tokens, cache_write_tokens, cache_write_1h_tokens,
-		prompt_cache_saved, prompt_cache_break, prompt_cache_lost_tokens, fan_out_held, provider_cache_reason,
-		CASE WHEN full_cost >= 0 THEN full_cost ELSE 0 END AS fk,
-		CASE WHEN full_cost >= 0 AND NOT cache_on AND outcome NOT IN ('cache_hit', 'coalesced', 'replayed')
+		id COLLATE "C" AS id, time, tenant, operation, request_hash, outcome, cost, attempt, cache_on,
+		-- A row of outcome cache_rent is no call (ledger.Row): only its
+		-- cost counts, in spend, cache_rent and unknown_rent; the other
+		-- columns see it as nothing: 0, false, no cause (and bop: no hash).
+		` + notRent("saved", "0") + `, ` + notRent("full_cost", "0") + `, ` + notRent("in_flight", "false") + `,
+		` + notRent("input_tokens", "0") + `, ` + notRent("cached_input_tokens", "0") + `,
+		` + notRent("cache_write_tokens", "0") + `, ` + notRent("cache_write_1h_tokens", "0") + `,
+		` + notRent("prompt_cache_saved", "0") + `, ` + notRent("prompt_cache_break", "''") + `,
+		` + notRent("prompt_cache_lost_tokens", "0") + `, ` + notRent("fan_out_held", "false") + `,
+		` + notRent("provider_cache_reason", "''") + `,
+		CASE WHEN full_cost >= 0 AND outcome <> 'cache_rent' THEN full_cost ELSE 0 END AS fk,
+		CASE WHEN full_cost >= 0 AND NOT cache_on AND outcome NOT IN ('cache_hit', 'coalesced', 'replayed', 'cache_rent')
 			THEN full_cost ELSE 0 END AS sh
-	FROM src WHERE outcome <> 'cache_rent'
-	-- A row of outcome cache_rent is no call (ledger.Row): only its cost
-	-- counts, in spend, cache_rent and unknown_rent; every other column
-	-- sees it as nothing: 0 and false, no hash, no cause.
-	UNION ALL
-	SELECT CASE WHEN time >= 0 OR time % 86400000000000 = 0 THEN time / 86400000000000
-		ELSE time / 86400000000000 - 1 END AS day,
-		id COLLATE "C" AS id, time, tenant, operation, request_hash, outcome, cost, 0, 0, 1,
-		false, true, 0, 0, 0, 0, 0, '', 0, false, '', 0, 0
-	FROM src WHERE outcome = 'cache_rent'
+	FROM src
 ),
 bop AS (
 	SELECT DISTINCT ON (day, tenant, request_hash, operation) day, tenant, request_hash, operation, time, id, fk, sh
@@ -236,6 +234,12 @@ ON CONFLICT (day, tenant, operation, cause) DO UPDATE SET calls = k.calls + excl
 	first_request_hash = CASE WHEN (excluded.first_time, excluded.first_id) < (k.first_time, k.first_id)
 		THEN excluded.first_request_hash ELSE k.first_request_hash END`)
 	return b.String()
+}
+
+// notRent is column col of a ledger row, or zero when the row is one of
+// outcome cache_rent (no call: see rollupStatement).
+func notRent(col, zero string) string {
+	return "CASE WHEN outcome = 'cache_rent' THEN " + zero + " ELSE " + col + " END AS " + col
 }
 
 func rollupCols() []string {
