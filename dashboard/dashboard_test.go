@@ -517,3 +517,38 @@ func TestEmptyLedger(t *testing.T) {
 	rep := get(t, d.ReportHandler(), "GET", ReportPath, keyAcme)
 	checkDOMAgainstReport(t, body, rep.Body.Bytes())
 }
+
+// TestCacheRentIsNoCall: a day with calls and the storage rent of explicit
+// caches (known, and of a model without a storage price): the page's
+// numbers are the report's, the rent is in spend but not in calls, and the
+// unknown rent has a note of its own, not the unknown-cost calls' note.
+func TestCacheRentIsNoCall(t *testing.T) {
+	db := openStore(t)
+	day, _ := ledger.DayBounds(testNow, time.UTC)
+	rows := []groundhog.LedgerEntry{
+		{ID: "a1", Time: day.Add(time.Hour), Tenant: "acme", Operation: "docs", RequestHash: "sha256:q1", Outcome: groundhog.OutcomeUpstream, Status: 200, Cost: groundhog.Dollar / 250, FullCost: groundhog.Dollar / 250},
+		{ID: "a2", Time: day.Add(2 * time.Hour), Tenant: "acme", Operation: "docs", RequestHash: "sha256:q1", Outcome: groundhog.OutcomeUpstream, Status: 200, Cost: groundhog.Dollar / 250, FullCost: groundhog.Dollar / 250},
+		{ID: "r1", Time: day, Tenant: "acme", Operation: "docs", RequestHash: "sha256:rent-1", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: groundhog.Dollar * 5 / 2, FullCost: groundhog.Dollar * 5 / 2},
+		{ID: "r2", Time: day, Tenant: "acme", Operation: "brief", RequestHash: "sha256:rent-2", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: groundhog.CostUnknown, FullCost: groundhog.CostUnknown},
+	}
+	if err := db.AppendLedger(context.Background(), rows); err != nil {
+		t.Fatal(err)
+	}
+	d := New(Options{Logger: quietLog, Store: db, Auth: testAuth, Clock: fakeClock{testNow}})
+	w := get(t, d.Handler(), "GET", "/groundhog/", keyAcme)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	body := w.Body.String()
+	rep := get(t, d.ReportHandler(), "GET", ReportPath, keyAcme)
+	checkDOMAgainstReport(t, body, rep.Body.Bytes())
+	doc := decodeReport(t, rep.Body.Bytes())
+	total := doc["total"].(map[string]any)
+	if fmtJSONNumber(total["calls"]) != "2" || fmtJSONNumber(total["spend_usd"]) != "2.508000" ||
+		fmtJSONNumber(total["cache_rent_usd"]) != "2.500000" || fmtJSONNumber(doc["unknown_rent_days"]) != "1" || fmtJSONNumber(doc["unknown_cost_calls"]) != "0" {
+		t.Errorf("report %s", rep.Body)
+	}
+	if !strings.Contains(body, "day(s) of explicit-cache storage rent have an unknown cost") || strings.Contains(body, "call(s) have an unknown cost") {
+		t.Errorf("page notes:\n%s", body)
+	}
+}

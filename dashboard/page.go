@@ -180,9 +180,12 @@ type pageView struct {
 	Rows      []tableRow
 	Total     tableRow
 	Unknown   int64
-	JSONHref  string
-	CSVHref   string
-	Form      formView
+	// UnknownRent counts the days of explicit-cache rent of unknown cost
+	// (no calls: a note of their own).
+	UnknownRent int64
+	JSONHref    string
+	CSVHref     string
+	Form        formView
 
 	// PromptCache is the provider prompt-cache section (promptcache.go).
 	PromptCache promptCacheView
@@ -335,8 +338,9 @@ func buildPage(p pageParams) pageView {
 	v := pageView{
 		Tenant: p.Tenant, Day: today.Day, From: p.Reports[0].Day, Days: len(p.Reports),
 		Zone: p.Loc.String(), Selected: p.Selected, Operation: p.Operation, Unknown: today.Total.UnknownCostCalls,
-		Columns: columns,
-		Form:    formView{Day: today.Day, TZ: p.Loc.String(), Operation: p.Operation, Selected: p.Selected},
+		UnknownRent: today.Total.UnknownRentDays,
+		Columns:     columns,
+		Form:        formView{Day: today.Day, TZ: p.Loc.String(), Operation: p.Operation, Selected: p.Selected},
 	}
 	v.Scope = "all operations"
 	if p.Selected {

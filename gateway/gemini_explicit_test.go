@@ -177,12 +177,25 @@ func TestGeminiSDKExplicitCacheLifecycle(t *testing.T) {
 		t.Fatalf("bill %+v", bill)
 	}
 	var spend, booked groundhog.Total
+	var reported int64
+	first, _ := ledger.DayBounds(clock.Now().Add(-24*time.Hour), time.UTC)
 	for _, day := range []time.Time{clock.Now().Add(-24 * time.Hour), clock.Now()} {
 		rep, err := ledger.BuildReport(ctx, h.DB, ledger.ReportParams{Day: day})
 		if err != nil {
 			t.Fatal(err)
 		}
 		spend, booked = spend.Plus(rep.Total.Spend), booked.Plus(rep.Total.CacheRent)
+		reported += rep.Total.Calls
+	}
+	// The report's calls are the calls made: the rent rows are none.
+	var calls int64
+	for _, r := range h.ledgerRows() {
+		if r.Outcome != groundhog.OutcomeCacheRent && !r.Time.Before(first) && r.Time.Before(first.Add(48*time.Hour)) {
+			calls++
+		}
+	}
+	if reported != calls || calls == 0 {
+		t.Errorf("report counted %d calls over both days, the ledger holds %d calls", reported, calls)
 	}
 	if got, want := spend.String(), billUSD.String(); got != want {
 		t.Errorf("report spend over both days %s, sim bill %s", got, want)

@@ -220,7 +220,7 @@ func TestGeminiCacheRentTwoReplicasPostgres(t *testing.T) {
 
 // TestGeminiCacheRentUnknownPrice: the rent of a cache of a model the
 // price table does not price is booked unknown — one row per day, counted
-// among the report's unknown-cost calls — never 0.
+// in the report's unknown rent days, not as a call — never 0.
 func TestGeminiCacheRentUnknownPrice(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 7, 1, 23, 30, 0, 0, time.UTC)}
 	h := newHarness(t, withClock(clock))
@@ -243,7 +243,7 @@ func TestGeminiCacheRentUnknownPrice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Total.UnknownCostCalls != 1 || rep.Total.CacheRent.Sign() != 0 || rep.Total.Spend.Sign() != 0 {
+	if rep.Total.UnknownRentDays != 1 || rep.Total.UnknownCostCalls != 0 || rep.Total.Calls != 0 || rep.Total.CacheRent.Sign() != 0 || rep.Total.Spend.Sign() != 0 {
 		t.Fatalf("report %+v", rep.Total)
 	}
 }

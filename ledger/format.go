@@ -57,6 +57,7 @@ type jsonRow struct {
 type jsonReport struct {
 	Day              string   `json:"day"`
 	UnknownCostCalls int64    `json:"unknown_cost_calls"`
+	UnknownRentDays  int64    `json:"unknown_rent_days"`
 	RetryAttempts    int64    `json:"retry_attempts"`
 	RetryCost        usdTotal `json:"retry_cost_usd"`
 	// Exactly one of Operations and Tenants is set (see Report.Group); a
@@ -94,7 +95,7 @@ func (r *Report) toJSON() jsonReport {
 	for _, op := range r.Operations {
 		rows = append(rows, toJSONRow(op, true, byTenant))
 	}
-	j := jsonReport{Day: r.Day, UnknownCostCalls: r.Total.UnknownCostCalls, RetryAttempts: r.Total.Retries, RetryCost: usdTotal(r.Total.RetryCost), Total: toJSONRow(r.Total, false, false)}
+	j := jsonReport{Day: r.Day, UnknownCostCalls: r.Total.UnknownCostCalls, UnknownRentDays: r.Total.UnknownRentDays, RetryAttempts: r.Total.Retries, RetryCost: usdTotal(r.Total.RetryCost), Total: toJSONRow(r.Total, false, false)}
 	if byTenant {
 		j.Tenants = &rows
 	} else {
@@ -132,7 +133,10 @@ func (r *Report) MarshalJSON() ([]byte, error) { return json.Marshal(r.toJSON())
 // fan_out_write_tokens_avoided (see PromptCache). Money is
 // a JSON number in dollars with exactly six decimals; repeat_share has four.
 // unknown_cost_calls counts the calls left out of the USD figures because
-// their model has no price; retry_attempts and retry_cost_usd count the
+// their model has no price; unknown_rent_days the days of explicit-cache
+// storage rent left out of spend_usd and cache_rent_usd because their
+// model has no storage price (rent rows are no calls, see Row);
+// retry_attempts and retry_cost_usd count the
 // upstream attempts that re-ran an idempotent operation (attempt > 1).
 // "tools" lists the MCP tool calls per tool ({"operation", "server",
 // "tool", "calls", "executed", "cache_hits", "coalesced", "replayed",
@@ -163,11 +167,11 @@ func WriteJSONReports(w io.Writer, reports []*Report) error {
 }
 
 // csvHeader lists the CSV columns: the day, the operation ("total" on the
-// total line), the report keys, and unknown_cost_calls.
+// total line), the report keys, unknown_cost_calls and unknown_rent_days.
 var csvHeader = append([]string{"day", "operation", "calls", "distinct", "repeats", "repeat_share", "repeat_cost_usd",
 	"concurrent_identical", "cache_hits", "coalesced", "replayed", "upstream_calls", "spend_usd", "saved_usd",
 	"shadow_saved_usd", "projected_30d_usd", "unknown_cost_calls", "retry_attempts", "retry_cost_usd"},
-	append(promptCacheCSVHeader, "tool_executed", "tool_suspected_duplicates", "cache_rent_usd")...)
+	append(promptCacheCSVHeader, "tool_executed", "tool_suspected_duplicates", "cache_rent_usd", "unknown_rent_days")...)
 
 // TotalLabel names the total line in the table and CSV outputs.
 const TotalLabel = "total"
@@ -190,7 +194,7 @@ func (r *Report) csvRecords(cw *csv.Writer) error {
 			strconv.FormatFloat(row.RepeatShare, 'f', 4, 64), m(row.RepeatCost), i(row.ConcurrentIdentical),
 			i(row.CacheHits), i(row.Coalesced), i(row.Replayed), i(row.UpstreamCalls), m(row.Spend), m(row.Saved),
 			m(row.ShadowSaved), m(row.Projected30d), i(row.UnknownCostCalls), i(row.Retries), m(row.RetryCost)},
-			append(promptCacheCSV(row.PromptCache), i(tool.Executed), i(tool.SuspectedDuplicates), m(row.CacheRent))...)); err != nil {
+			append(promptCacheCSV(row.PromptCache), i(tool.Executed), i(tool.SuspectedDuplicates), m(row.CacheRent), i(row.UnknownRentDays))...)); err != nil {
 			return err
 		}
 	}
@@ -199,8 +203,9 @@ func (r *Report) csvRecords(cw *csv.Writer) error {
 
 // WriteCSV writes a header line, one line per operation and a total line
 // (operation "total"). Columns: see csvHeader; money in dollars with six
-// decimals. The unknown_cost_calls column is the CSV form of the table's
-// note on calls whose cost is unknown. tool_executed and
+// decimals. The unknown_cost_calls and unknown_rent_days columns are the
+// CSV form of the table's notes on calls, and days of explicit-cache rent,
+// whose cost is unknown. tool_executed and
 // tool_suspected_duplicates are an MCP tool operation's Executed and
 // SuspectedDuplicates (see ToolRow; 0 on other operations, the tools' sums
 // on the total line); its cache_hits, coalesced and replayed columns are
@@ -250,8 +255,8 @@ func (r *Report) groupLabel() string {
 }
 
 // WriteTable writes an aligned terminal table: a title line with the day,
-// one line per operation, a total line, and a note when some calls have an
-// unknown cost. Money is in dollars with six decimals in every column (see
+// one line per operation, a total line, and a note when some calls (or
+// days of explicit-cache rent) have an unknown cost. Money is in dollars with six decimals in every column (see
 // tableMoney).
 func (r *Report) WriteTable(w io.Writer) error {
 	var buf bytes.Buffer
@@ -278,6 +283,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if n := r.Total.UnknownCostCalls; n > 0 {
 		fmt.Fprintf(&buf, "\nnote: %d call(s) have an unknown cost (a model not in the price table, or an answer that reports no usage); their cost is left out of the USD columns, never counted as 0.\n", n)
+	}
+	if n := r.Total.UnknownRentDays; n > 0 {
+		fmt.Fprintf(&buf, "\nnote: %d day(s) of explicit-cache storage rent have an unknown cost (model not in the price table); spend is partly unknown: that rent is left out of it, never counted as 0.\n", n)
 	}
 	if n := r.Total.Retries; n > 0 {
 		fmt.Fprintf(&buf, "\nnote: %d upstream attempt(s) re-ran an idempotent operation after its first worker lost its lease (attempt > 1), costing %s.\n", n, tableMoney(r.Total.RetryCost))

@@ -32,8 +32,14 @@ type ReportParams struct {
 // Row is the report of one operation, or the total. Definitions, for the
 // rows of one calendar day in the report's time zone:
 //
-//   - Calls: ledger rows (all outcomes).
-//   - Distinct: distinct request hashes among those rows.
+//   - Calls: ledger rows (all outcomes) except those of outcome cache_rent,
+//     which are no calls: the gateway books an explicit cache's storage
+//     rent in them. Every per-call figure (Distinct, Repeats, RepeatCost,
+//     ConcurrentIdentical, the outcome counts, Saved, ShadowSaved,
+//     UnknownCostCalls, PromptCache) leaves them out too; they count in
+//     Spend, CacheRent and UnknownRentDays only. An operation with only
+//     rent on the day is a row of 0 calls.
+//   - Distinct: distinct request hashes among those calls.
 //   - Repeats: rows whose (tenant, request hash) appeared in an earlier row
 //     of the same day, in any operation (the hash already includes the
 //     tenant; "earlier" orders by time, then ID).
@@ -51,8 +57,13 @@ type ReportParams struct {
 //     caches included.
 //   - CacheRent: the part of Spend that is the storage rent of explicit
 //     caches: sum of the known Cost of the rows of outcome cache_rent (one
-//     per cache and UTC day; they count in Calls and Distinct as every
-//     row does).
+//     per cache and UTC day; not calls, see Calls).
+//   - UnknownRentDays: rows of outcome cache_rent whose Cost is
+//     groundhog.CostUnknown (the cache's model has no storage price): a
+//     day of one cache's rent left out of Spend and CacheRent, never
+//     summed as 0, and counted here rather than in UnknownCostCalls, for
+//     it is no call. Spend is then partly unknown, as it is when
+//     UnknownCostCalls is not 0.
 //   - Saved: sum of Saved (known amounts only).
 //   - ShadowSaved: sum of FullCost of the repeats whose CacheOn is false
 //     and that were not avoided anyway (outcome other than cache_hit,
@@ -60,7 +71,7 @@ type ReportParams struct {
 //     saved for calls whose cache was off. An avoided call's cost is in
 //     Saved, so no call is counted in both.
 //   - Projected30d: 30 × (Saved + ShadowSaved).
-//   - UnknownCostCalls: rows whose Cost, Saved or FullCost is
+//   - UnknownCostCalls: calls whose Cost, Saved or FullCost is
 //     groundhog.CostUnknown (model not in the price table). Their unknown
 //     amounts are never summed as 0: they are left out of every USD figure
 //     and counted here instead.
@@ -96,6 +107,7 @@ type Row struct {
 	Retries             int64
 	RetryCost           groundhog.Total
 	CacheRent           groundhog.Total
+	UnknownRentDays     int64
 	// PromptCache is what the provider's prompt cache did (see PromptCache).
 	PromptCache PromptCache
 }
@@ -185,6 +197,15 @@ func (a *Accumulator) op(name string) int32 {
 // Add counts e. See Row for the definitions.
 func (a *Accumulator) Add(e *groundhog.LedgerEntry) {
 	oi := a.op(e.Operation)
+	if e.Outcome == groundhog.OutcomeCacheRent {
+		// No call: its hash (its own, one per row) is no request the
+		// repeat rule could see again.
+		if a.operation == "" || e.Operation == a.operation {
+			countRent(a.rows[oi], e)
+			countRent(&a.total, e)
+		}
+		return
+	}
 	ref := a.seen.ref(e.Tenant, e.RequestHash)
 	first, repeat := a.seen.get(ref)
 	if !repeat {
@@ -241,10 +262,6 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 		r.Replayed++
 	case groundhog.OutcomeSuspectedDuplicate:
 		r.SuspectedDuplicates++
-	case groundhog.OutcomeCacheRent:
-		if e.Cost.Known() {
-			r.CacheRent = r.CacheRent.Add(e.Cost)
-		}
 	case groundhog.OutcomeUpstream:
 		r.UpstreamCalls++
 		if e.Attempt > 1 {
@@ -264,6 +281,23 @@ func count(r *Row, e *groundhog.LedgerEntry, repeat, distinct bool) {
 		r.UnknownCostCalls++
 	}
 	r.PromptCache.add(e)
+}
+
+// countRent counts e, a row of outcome cache_rent: in Spend and CacheRent
+// when its cost is known, else in UnknownRentDays (see Row).
+func countRent(r *Row, e *groundhog.LedgerEntry) {
+	if !e.Cost.Known() {
+		r.UnknownRentDays++
+		return
+	}
+	r.Spend = r.Spend.Add(e.Cost)
+	r.CacheRent = r.CacheRent.Add(e.Cost)
+}
+
+// shown reports whether r is a row of the report: it has calls, or the
+// rent of an explicit cache (an operation may have only that on a day).
+func (r *Row) shown() bool {
+	return r.Calls > 0 || r.CacheRent.Sign() != 0 || r.UnknownRentDays > 0
 }
 
 // avoided reports whether a call of outcome o did not reach the provider
@@ -290,7 +324,7 @@ func (a *Accumulator) Report(day string) *Report {
 		if a.operation != "" && r.Operation != a.operation {
 			continue
 		}
-		if r.Calls == 0 {
+		if !r.shown() {
 			continue
 		}
 		rep.Operations = append(rep.Operations, r.finish())

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -297,7 +298,7 @@ func TestOutputs(t *testing.T) {
 		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 			t.Fatal(err)
 		}
-		if got := sortedKeys(doc); got != "day,operations,retry_attempts,retry_cost_usd,tool_total,tools,total,unknown_cost_calls" {
+		if got := sortedKeys(doc); got != "day,operations,retry_attempts,retry_cost_usd,tool_total,tools,total,unknown_cost_calls,unknown_rent_days" {
 			t.Fatalf("top-level keys = %s", got)
 		}
 		rowKeys := "calls,concurrent_identical,distinct,projected_30d_usd,repeat_cost_usd,repeat_share,repeats,replayed,saved_usd,shadow_saved_usd,spend_usd,cache_rent_usd,upstream_calls,cache_hits,coalesced" +
@@ -422,36 +423,106 @@ func TestRetriesAreVisible(t *testing.T) {
 	}
 }
 
-// TestReportCacheRent: the rows of outcome cache_rent are in Spend and
-// their known sum is CacheRent, per operation and in total; an unknown
-// rent is left out of both and counted as unknown.
+// TestReportCacheRent: the rows of outcome cache_rent are no calls. A
+// report with them equals the report of the calls alone in every figure
+// but Spend, CacheRent and UnknownRentDays: their known sum is in Spend
+// and is CacheRent, per operation and in total; an unknown rent is left
+// out of both and counted in UnknownRentDays, not in UnknownCostCalls. An
+// operation with only rent on the day is a row of 0 calls.
 func TestReportCacheRent(t *testing.T) {
 	at := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
-	rows := []groundhog.LedgerEntry{
-		{ID: "1", Time: at, Tenant: "t", Operation: "docs", RequestHash: "h1", Outcome: groundhog.OutcomeUpstream, Cost: 7, FullCost: 7},
-		{ID: "2", Time: at.Add(time.Second), Tenant: "t", Operation: "docs", RequestHash: "r1", Outcome: groundhog.OutcomeCacheRent, Cost: 5, FullCost: 5},
-		{ID: "3", Time: at.Add(2 * time.Second), Tenant: "t", Operation: "chat", RequestHash: "r2", Outcome: groundhog.OutcomeCacheRent, Cost: 3, FullCost: 3},
-		{ID: "4", Time: at.Add(3 * time.Second), Tenant: "t", Operation: "chat", RequestHash: "r3", Outcome: groundhog.OutcomeCacheRent, Cost: groundhog.CostUnknown, FullCost: groundhog.CostUnknown},
+	calls := []groundhog.LedgerEntry{
+		{ID: "1", Time: at, Tenant: "t", Operation: "docs", RequestHash: "h1", Outcome: groundhog.OutcomeUpstream, Cost: 7, Saved: 0, FullCost: 7},
+		{ID: "3", Time: at.Add(2 * time.Second), Tenant: "t", Operation: "docs", RequestHash: "h1", Outcome: groundhog.OutcomeCacheHit, Cost: 0, Saved: 7, FullCost: 7},
+		{ID: "5", Time: at.Add(4 * time.Second), Tenant: "t", Operation: "docs", RequestHash: "h2", Outcome: groundhog.OutcomeUpstream, Cost: 11, Saved: 0, FullCost: 11},
 	}
-	acc := NewAccumulator("")
-	for i := range rows {
-		acc.Add(&rows[i])
+	rent := []groundhog.LedgerEntry{
+		{ID: "2", Time: at.Add(time.Second), Tenant: "t", Operation: "docs", RequestHash: "r1", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: 5, FullCost: 5},
+		{ID: "4", Time: at.Add(3 * time.Second), Tenant: "t", Operation: "chat", RequestHash: "r2", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: 3, FullCost: 3},
+		{ID: "6", Time: at.Add(5 * time.Second), Tenant: "t", Operation: "chat", RequestHash: "r3", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: groundhog.CostUnknown, FullCost: groundhog.CostUnknown},
 	}
-	rep := acc.Report("2026-03-14")
-	if rep.Total.CacheRent.String() != groundhog.Money(8).String() || rep.Total.Spend.String() != groundhog.Money(15).String() || rep.Total.UnknownCostCalls != 1 {
-		t.Fatalf("total %+v", rep.Total)
-	}
-	for _, op := range rep.Operations {
-		want := map[string]groundhog.Money{"chat": 3, "docs": 5}[op.Operation]
-		if op.CacheRent.String() != want.String() {
-			t.Errorf("%s: cache rent %s, want %s", op.Operation, op.CacheRent, want)
+	onlyCalls, withRent := openDB(t), openDB(t)
+	appendRows(t, onlyCalls, calls)
+	appendRows(t, withRent, append(slices.Clone(calls), rent...))
+	report := func(db groundhog.LedgerStore, op string) *Report {
+		t.Helper()
+		rep, err := BuildReport(context.Background(), db, ReportParams{Day: at, Operation: op})
+		if err != nil {
+			t.Fatal(err)
 		}
+		return rep
 	}
+	money := func(m groundhog.Money) groundhog.Total { return groundhog.Total{}.Add(m) }
+
+	base, rep := report(onlyCalls, ""), report(withRent, "")
+	if base.Total.Calls != 3 || base.Total.Distinct != 2 || base.Total.Repeats != 1 {
+		t.Fatalf("calls alone: %+v", base.Total)
+	}
+	want := base.Total
+	want.Spend, want.CacheRent, want.UnknownRentDays = money(7+11+5+3), money(5+3), 1
+	if !reflect.DeepEqual(rep.Total, want) {
+		t.Errorf("total\n%+v\nwant\n%+v", rep.Total, want)
+	}
+	if len(rep.Operations) != 2 {
+		t.Fatalf("operations %+v", rep.Operations)
+	}
+	chat, docs := rep.Operations[0], rep.Operations[1]
+	wantDocs := base.Operations[0]
+	wantDocs.Spend, wantDocs.CacheRent = money(7+11+5), money(5)
+	if !reflect.DeepEqual(docs, wantDocs) {
+		t.Errorf("docs\n%+v\nwant\n%+v", docs, wantDocs)
+	}
+	if wantChat := (Row{Operation: "chat", Spend: money(3), CacheRent: money(3), UnknownRentDays: 1}); !reflect.DeepEqual(chat, wantChat) {
+		t.Errorf("chat\n%+v\nwant\n%+v", chat, wantChat)
+	}
+	// Filtered to the operation with only rent: no call, its rent.
+	if got := report(withRent, "chat"); got.Total.Calls != 0 || got.Total.Distinct != 0 || got.Total.CacheRent.String() != money(3).String() || got.Total.UnknownRentDays != 1 || len(got.Operations) != 1 {
+		t.Errorf("chat only: %+v", got)
+	}
+
 	var b bytes.Buffer
 	if err := rep.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "storage rent of explicit caches (included in spend): "+groundhog.Total{}.Add(8).Format(6)) {
-		t.Errorf("table has no rent line:\n%s", b.String())
+	for _, line := range []string{"storage rent of explicit caches (included in spend): " + money(8).Format(6),
+		"note: 1 day(s) of explicit-cache storage rent have an unknown cost"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("table lacks %q:\n%s", line, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "call(s) have an unknown cost") {
+		t.Errorf("table counts the unknown rent as a call:\n%s", b.String())
+	}
+	b.Reset()
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		UnknownCostCalls int64 `json:"unknown_cost_calls"`
+		UnknownRentDays  int64 `json:"unknown_rent_days"`
+		Total            struct {
+			Calls    int64           `json:"calls"`
+			Distinct int64           `json:"distinct"`
+			Rent     json.RawMessage `json:"cache_rent_usd"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.UnknownCostCalls != 0 || doc.UnknownRentDays != 1 || doc.Total.Calls != 3 || doc.Total.Distinct != 2 || string(doc.Total.Rent) != money(8).Format(6) {
+		t.Errorf("json: %s", b.String())
+	}
+	b.Reset()
+	if err := rep.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := func(name string) int { return slices.Index(recs[0], name) }
+	total := recs[len(recs)-1]
+	if total[col("calls")] != "3" || total[col("unknown_cost_calls")] != "0" || total[col("unknown_rent_days")] != "1" || total[col("cache_rent_usd")] != money(8).Format(6) {
+		t.Errorf("csv total line %v", total)
 	}
 }

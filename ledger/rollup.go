@@ -45,9 +45,12 @@ type Rollup struct {
 // request hash) in the day, whatever its operation):
 //
 //   - Calls, ConcurrentIdentical, CacheHits, Coalesced, Replayed,
-//     UpstreamCalls, SuspectedDuplicates, Spend, Saved, UnknownCostCalls, Retries, RetryCost, CacheRent and
-//     the PromptCache sums: Row's figures themselves (they do not depend on
-//     the order of the rows).
+//     UpstreamCalls, SuspectedDuplicates, Spend, Saved, UnknownCostCalls, Retries, RetryCost, CacheRent,
+//     UnknownRentDays and the PromptCache sums: Row's figures themselves
+//     (they do not depend on the order of the rows).
+//   - The rows of outcome cache_rent are no calls (see Row.Calls): they
+//     count in Spend, CacheRent and UnknownRentDays only, never in the
+//     figures below.
 //   - Distinct: distinct request hashes among the rows (Row.Distinct).
 //   - Firsts: rows that are the first row of their hash. Repeats = Calls −
 //     Firsts.
@@ -70,6 +73,7 @@ type RollupCounts struct {
 	Spend, Saved                                                       groundhog.Total
 	UnknownCostCalls, Retries                                          int64
 	RetryCost, CacheRent                                               groundhog.Total
+	UnknownRentDays                                                    int64
 
 	CachedReadTokens, CacheWriteTokens, CacheWrite1hTokens int64
 	UncachedInputTokens, InputTokens                       int64
@@ -136,6 +140,7 @@ func (s *rollupSum) add(c *RollupCounts) {
 	r.Retries += c.Retries
 	r.RetryCost = r.RetryCost.Plus(c.RetryCost)
 	r.CacheRent = r.CacheRent.Plus(c.CacheRent)
+	r.UnknownRentDays += c.UnknownRentDays
 	p := &r.PromptCache
 	p.CachedReadTokens += c.CachedReadTokens
 	p.CacheWriteTokens += c.CacheWriteTokens
@@ -227,7 +232,7 @@ func (ru *Rollup) Report(day, operation string) (*Report, error) {
 	}
 	rep := &Report{Day: day, Operations: []Row{}}
 	for _, s := range ops {
-		if s.row.Calls == 0 {
+		if !s.row.shown() {
 			continue
 		}
 		rep.Operations = append(rep.Operations, s.result(false))

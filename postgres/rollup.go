@@ -69,7 +69,7 @@ type rollupSum struct{ col, agg string }
 // order-dependent ones (distinct_hashes, firsts, first_full_cost,
 // first_shadow) come from the hash table.
 var rollupSums = []rollupSum{
-	{"calls", "count(*)"},
+	{"calls", "count(*) FILTER (WHERE outcome <> 'cache_rent')"},
 	{"full_cost", "sum(fk)"},
 	{"shadow", "sum(sh)"},
 	{"in_flight", "count(*) FILTER (WHERE in_flight)"},
@@ -80,10 +80,11 @@ var rollupSums = []rollupSum{
 	{"suspected_duplicates", "count(*) FILTER (WHERE outcome = 'suspected_duplicate')"},
 	{"spend", "sum(CASE WHEN cost >= 0 THEN cost ELSE 0 END)"},
 	{"saved", "sum(CASE WHEN saved >= 0 THEN saved ELSE 0 END)"},
-	{"unknown_cost_calls", "count(*) FILTER (WHERE cost < 0 OR saved < 0 OR full_cost < 0)"},
+	{"unknown_cost_calls", "count(*) FILTER (WHERE outcome <> 'cache_rent' AND (cost < 0 OR saved < 0 OR full_cost < 0))"},
 	{"retries", "count(*) FILTER (WHERE outcome = 'upstream' AND attempt > 1)"},
 	{"retry_cost", "sum(CASE WHEN outcome = 'upstream' AND attempt > 1 AND cost >= 0 THEN cost ELSE 0 END)"},
 	{"cache_rent", "sum(CASE WHEN outcome = 'cache_rent' AND cost >= 0 THEN cost ELSE 0 END)"},
+	{"unknown_rent", "count(*) FILTER (WHERE outcome = 'cache_rent' AND cost < 0)"},
 	{"cached_read_tokens", "sum(cached_input_tokens)"},
 	{"cache_write_tokens", "sum(cache_write_tokens)"},
 	{"cache_write_1h_tokens", "sum(cache_write_1h_tokens)"},
@@ -110,17 +111,25 @@ func rollupStatement(source, days string) string {
 r AS (
 	SELECT CASE WHEN time >= 0 OR time % 86400000000000 = 0 THEN time / 86400000000000
 		ELSE time / 86400000000000 - 1 END AS day,
-		id COLLATE "C" AS id, time, tenant, operation, request_hash, outcome, cost, saved, full_cost, attempt,
-		in_flight, cache_on, input_tokens, cached_input_tokens, cache_write_tokens, cache_write_1h_tokens,
-		prompt_cache_saved, prompt_cache_break, prompt_cache_lost_tokens, fan_out_held, provider_cache_reason,
-		CASE WHEN full_cost >= 0 THEN full_cost ELSE 0 END AS fk,
-		CASE WHEN full_cost >= 0 AND NOT cache_on AND outcome NOT IN ('cache_hit', 'coalesced', 'replayed')
+		id COLLATE "C" AS id, time, tenant, operation, request_hash, outcome, cost, attempt, cache_on,
+		-- A row of outcome cache_rent is no call (ledger.Row): only its
+		-- cost counts, in spend, cache_rent and unknown_rent; the other
+		-- columns see it as nothing: 0, false, no cause (and bop: no hash).
+		` + notRent("saved", "0") + `, ` + notRent("full_cost", "0") + `, ` + notRent("in_flight", "false") + `,
+		` + notRent("input_tokens", "0") + `, ` + notRent("cached_input_tokens", "0") + `,
+		` + notRent("cache_write_tokens", "0") + `, ` + notRent("cache_write_1h_tokens", "0") + `,
+		` + notRent("prompt_cache_saved", "0") + `, ` + notRent("prompt_cache_break", "''") + `,
+		` + notRent("prompt_cache_lost_tokens", "0") + `, ` + notRent("fan_out_held", "false") + `,
+		` + notRent("provider_cache_reason", "''") + `,
+		CASE WHEN full_cost >= 0 AND outcome <> 'cache_rent' THEN full_cost ELSE 0 END AS fk,
+		CASE WHEN full_cost >= 0 AND NOT cache_on AND outcome NOT IN ('cache_hit', 'coalesced', 'replayed', 'cache_rent')
 			THEN full_cost ELSE 0 END AS sh
 	FROM src
 ),
 bop AS (
 	SELECT DISTINCT ON (day, tenant, request_hash, operation) day, tenant, request_hash, operation, time, id, fk, sh
-	FROM r ORDER BY day, tenant, request_hash, operation, time, id
+	FROM r WHERE outcome <> 'cache_rent' -- no call: no hash of the repeat rule (ledger.Row)
+	ORDER BY day, tenant, request_hash, operation, time, id
 ),
 old AS (
 	SELECT k.day, k.tenant, k.request_hash, h.operation, h.first_time AS time, h.first_id AS id, h.full_cost AS fk, h.shadow AS sh
@@ -225,6 +234,12 @@ ON CONFLICT (day, tenant, operation, cause) DO UPDATE SET calls = k.calls + excl
 	first_request_hash = CASE WHEN (excluded.first_time, excluded.first_id) < (k.first_time, k.first_id)
 		THEN excluded.first_request_hash ELSE k.first_request_hash END`)
 	return b.String()
+}
+
+// notRent is column col of a ledger row, or zero when the row is one of
+// outcome cache_rent (no call: see rollupStatement).
+func notRent(col, zero string) string {
+	return "CASE WHEN outcome = 'cache_rent' THEN " + zero + " ELSE " + col + " END AS " + col
 }
 
 func rollupCols() []string {
@@ -388,7 +403,8 @@ func rebuildRollupDay(ctx context.Context, tx pgx.Tx, d int64) error {
 }
 
 // qLaterRollupColumns adds the rollup columns of migrations after 0008.
-const qLaterRollupColumns = `ALTER TABLE ledger_rollup ADD COLUMN IF NOT EXISTS cache_rent numeric NOT NULL DEFAULT 0`
+const qLaterRollupColumns = `ALTER TABLE ledger_rollup ADD COLUMN IF NOT EXISTS cache_rent numeric NOT NULL DEFAULT 0;
+ALTER TABLE ledger_rollup ADD COLUMN IF NOT EXISTS unknown_rent bigint NOT NULL DEFAULT 0`
 
 // migrateRollups is the rollups' backfill, in its migration's transaction:
 // the rollup partitions of every ledger day, filled from the day's rows. It
@@ -396,10 +412,10 @@ const qLaterRollupColumns = `ALTER TABLE ledger_rollup ADD COLUMN IF NOT EXISTS 
 // fill (postgres.go, migrationAfter).
 //
 // The rebuild fills every column the rollups have today, so the columns
-// later migrations add (0011's cache_rent) are added here first, as those
+// later migrations add (0011's cache_rent and unknown_rent) are added here first, as those
 // migrations add them (IF NOT EXISTS: they then find them).
 func migrateRollups(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, qLaterRollupColumns); err != nil {
+	if _, err := tx.Exec(ctx, qLaterRollupColumns, pgx.QueryExecModeSimpleProtocol); err != nil {
 		return err
 	}
 	days, err := ledgerPartitionDays(ctx, tx)
@@ -565,7 +581,7 @@ func fillCounts(c *ledger.RollupCounts, v map[string]string) error {
 		"cache_write_1h_tokens": &c.CacheWrite1hTokens, "uncached_input_tokens": &c.UncachedInputTokens,
 		"input_tokens": &c.InputTokens, "pc_known_calls": &c.PromptCacheKnownCalls,
 		"pc_unknown_calls": &c.PromptCacheUnknownCalls, "fan_out_held": &c.FanOutHeld,
-		"fan_out_write_tokens_avoided": &c.FanOutWriteTokensAvoided,
+		"fan_out_write_tokens_avoided": &c.FanOutWriteTokensAvoided, "unknown_rent": &c.UnknownRentDays,
 	}
 	totals := map[string]*groundhog.Total{
 		"full_cost": &c.FullCost, "first_full_cost": &c.FirstFullCost, "shadow": &c.Shadow,

@@ -358,9 +358,9 @@ func TestRollupFreshWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := 0
+	want := 0 // the day's calls: its rows but those of cache rent
 	for _, e := range rows {
-		if e.Time.Sub(rollupDay) >= 0 && e.Time.Sub(rollupDay) < 24*time.Hour {
+		if e.Time.Sub(rollupDay) >= 0 && e.Time.Sub(rollupDay) < 24*time.Hour && e.Outcome != groundhog.OutcomeCacheRent {
 			want++
 		}
 	}
@@ -417,4 +417,88 @@ func TestRebuildIgnoresStatementTimeout(t *testing.T) {
 	if err := tx.QueryRow(ctx, "SHOW statement_timeout").Scan(&after); err != nil || after != "0" {
 		t.Fatalf("statement_timeout during the rebuild = %q (%v), want 0", after, err)
 	}
+}
+
+// TestRollupCacheRentIsNoCall: the storage rent rows of explicit caches,
+// as the gateway writes them (one per cache and day, a hash of their own,
+// some of unknown price, an operation and a tenant with only rent), are
+// no calls in the report from the rollups either: its calls and every
+// per-call figure are those of the calls alone, its spend includes the
+// known rent, and it deep-equals the scan's report for every filter, after
+// appends, with the rent pending, and after a rebuild.
+func TestRollupCacheRentIsNoCall(t *testing.T) {
+	db := openTest(t)
+	calls := randomLedger(rand.New(rand.NewPCG(21, 9)), "c", 300)
+	calls = slices.DeleteFunc(calls, func(e groundhog.LedgerEntry) bool { return e.Outcome == groundhog.OutcomeCacheRent })
+	var rent []groundhog.LedgerEntry
+	known := groundhog.Total{}
+	for i, c := range []struct {
+		tenant, op string
+		cost       groundhog.Money
+	}{
+		{"tenant-1", "op-2", 1_250_000}, {"tenant-1", "op-2", groundhog.CostUnknown}, {"tenant-0", "op-rent", 30_000},
+		{"tenant-rent", "op-rent", 7_000_000}, {"tenant-rent", "op-rent", groundhog.CostUnknown},
+	} {
+		from := rollupDay.Add(time.Duration(i) * time.Hour)
+		name := fmt.Sprintf("cachedContents/c%d", i)
+		rent = append(rent, groundhog.LedgerEntry{ID: groundhog.RentRowID(c.tenant, name, from), Time: from, Tenant: c.tenant,
+			Operation: c.op, RequestHash: "sha256:rent-" + name, Shape: groundhog.ShapeGemini, Model: "gemini-2.5-flash",
+			Provider: "sim", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: c.cost, FullCost: c.cost})
+		if c.cost.Known() {
+			known = known.Add(c.cost)
+		}
+	}
+	appendShuffled(t, rand.New(rand.NewPCG(21, 10)), db, calls)
+	base, err := ledger.BuildReport(ctx, db, ledger.ReportParams{Day: rollupDay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filters := []ledger.ReportParams{}
+	for _, tenant := range []string{"", "tenant-1", "tenant-rent"} {
+		for _, op := range []string{"", "op-2", "op-rent"} {
+			filters = append(filters, ledger.ReportParams{Day: rollupDay, Tenant: tenant, Operation: op})
+		}
+	}
+	same := func(agg, scan groundhog.LedgerStore) {
+		t.Helper()
+		for _, p := range filters {
+			want, err := ledger.BuildReport(ctx, scan, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ledger.BuildReport(ctx, agg, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("tenant %q, operation %q: report from the rollups\n%+v\nwant (scan)\n%+v", p.Tenant, p.Operation, got, want)
+			}
+		}
+	}
+	same(ledger.WithPending(db, rent), ledger.WithPending(scanOnly{db}, rent))
+	if err := db.AppendLedger(ctx, rent); err != nil {
+		t.Fatal(err)
+	}
+	same(db, scanOnly{db})
+	rep, err := ledger.BuildReport(ctx, db, ledger.ReportParams{Day: rollupDay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := base.Total
+	want.Spend, want.CacheRent, want.UnknownRentDays = base.Total.Spend.Plus(known), known, base.Total.UnknownRentDays+2
+	if !reflect.DeepEqual(rep.Total, want) {
+		t.Fatalf("total with rent\n%+v\nwant\n%+v", rep.Total, want)
+	}
+	onlyRent, err := ledger.BuildReport(ctx, db, ledger.ReportParams{Day: rollupDay, Tenant: "tenant-rent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(onlyRent.Operations) != 1 || onlyRent.Total.Calls != 0 || onlyRent.Total.Distinct != 0 ||
+		onlyRent.Total.CacheRent.String() != groundhog.TotalOf(7_000_000).String() || onlyRent.Total.UnknownRentDays != 1 {
+		t.Fatalf("tenant with only rent: %+v", onlyRent)
+	}
+	if err := db.RebuildLedgerRollup(ctx, rollupDay); err != nil {
+		t.Fatal(err)
+	}
+	same(db, scanOnly{db})
 }

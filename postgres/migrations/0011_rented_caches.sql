@@ -16,7 +16,10 @@ CREATE TABLE rented_caches (
 );
 CREATE INDEX rented_caches_unbooked ON rented_caches (created_at) WHERE NOT done;
 -- The report's storage rent of explicit caches: the known cost of the
--- rows of outcome cache_rent. No existing row has that outcome, so the
--- existing rollups hold 0 rightly. (A store migrated from before 0008
--- has the column already: the rollups' backfill after 0008 adds it.)
+-- rows of outcome cache_rent, and those rows of unknown cost. Those rows
+-- are no calls: the rollups leave them out of calls and of every per-call
+-- column. No existing row has that outcome, so the existing rollups hold
+-- 0 rightly. (A store migrated from before 0008 has the columns already:
+-- the rollups' backfill after 0008 adds them.)
 ALTER TABLE ledger_rollup ADD COLUMN IF NOT EXISTS cache_rent numeric NOT NULL DEFAULT 0;
+ALTER TABLE ledger_rollup ADD COLUMN IF NOT EXISTS unknown_rent bigint NOT NULL DEFAULT 0;
