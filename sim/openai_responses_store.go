@@ -274,11 +274,26 @@ type compactionItem struct {
 }
 
 type compactionObject struct {
-	ID        string          `json:"id"`
-	Object    string          `json:"object"`
-	CreatedAt int64           `json:"created_at"`
-	Output    []any           `json:"output"`
-	Usage     *responsesUsage `json:"usage"`
+	ID        string           `json:"id"`
+	Object    string           `json:"object"`
+	CreatedAt int64            `json:"created_at"`
+	Output    []any            `json:"output"`
+	Usage     *compactionUsage `json:"usage"`
+}
+
+// compactionUsage is a compaction's usage: the API's fields, and
+// cache_write_tokens only when the model bills a cache write.
+type compactionUsage struct {
+	InputTokens        int64 `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int64 `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int64 `json:"total_tokens"`
 }
 
 // keptMessages returns the user messages of a context, as stored.
@@ -337,7 +352,7 @@ func parseCompact(body []byte, sd seed, prev func(string) ([]json.RawMessage, er
 	pc.apply(j)
 	j.output = compactionTokens(j.prompt)
 	j.respond = func(x *exchange) {
-		u := &responsesUsage{InputTokens: x.usage.InputTokens, OutputTokens: x.usage.OutputTokens,
+		u := &compactionUsage{InputTokens: x.usage.InputTokens, OutputTokens: x.usage.OutputTokens,
 			TotalTokens: x.usage.InputTokens + x.usage.OutputTokens}
 		u.InputTokensDetails.CachedTokens = x.usage.CachedInputTokens
 		u.InputTokensDetails.CacheWriteTokens = x.usage.CacheWriteTokens
