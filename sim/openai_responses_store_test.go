@@ -316,3 +316,48 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// TestResponsesChainsConcurrent: chains continued at the same time under
+// several keys each see their own context only.
+func TestResponsesChainsConcurrent(t *testing.T) {
+	_, base := startSim(t, Config{})
+	const chains, turns = 8, 5
+	errs := make(chan error, chains)
+	for c := range chains {
+		go func() {
+			key := fmt.Sprintf("sk-%d", c)
+			prev, want := "", int64(0)
+			for i := range turns {
+				body := fmt.Sprintf(`{"model":"sim-small","input":"turn %d of %d"}`, i, c)
+				if prev != "" {
+					body = fmt.Sprintf(`{"model":"sim-small","previous_response_id":%q,"input":"turn %d of %d"}`, prev, i, c)
+				}
+				status, _, raw := post(t, base, "/v1/responses", body, "Authorization", "Bearer "+key)
+				var r struct {
+					ID    string `json:"id"`
+					Usage struct {
+						Input  int64 `json:"input_tokens"`
+						Output int64 `json:"output_tokens"`
+					} `json:"usage"`
+				}
+				if status != 200 || json.Unmarshal(raw, &r) != nil {
+					errs <- fmt.Errorf("chain %d turn %d: %d %s", c, i, status, raw)
+					return
+				}
+				want += 4 + 4 // "turn i of c": four one-token words, framed
+				if r.Usage.Input != want {
+					errs <- fmt.Errorf("chain %d turn %d: %d input tokens, want %d", c, i, r.Usage.Input, want)
+					return
+				}
+				want += r.Usage.Output + 4
+				prev = r.ID
+			}
+			errs <- nil
+		}()
+	}
+	for range chains {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

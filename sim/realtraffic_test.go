@@ -146,6 +146,21 @@ func (c *conversation) knows(body string) bool {
 	return false
 }
 
+// holdsSimCompaction reports whether body's input holds a compaction item
+// the simulator wrote.
+func holdsSimCompaction(body string) bool {
+	var b struct {
+		Input []responsesItem `json:"input"`
+	}
+	json.Unmarshal([]byte(body), &b)
+	for _, it := range b.Input {
+		if it.Type == "compaction" && isSimCompaction(it.EncryptedContent) {
+			return true
+		}
+	}
+	return false
+}
+
 // learn pairs the ids of a recorded answer with the simulator's: the
 // response's id and each compaction item's id and encrypted_content.
 func (c *conversation) learn(recorded, simulated []byte, stream bool) {
@@ -416,7 +431,7 @@ func TestSimMatchesRecordedShapes(t *testing.T) {
 		}
 		known[r.route].merge(sh)
 	}
-	var matched, excepted, excused, seqCompared, continued int
+	var matched, excepted, excused, seqCompared, continued, compacted int
 	s := New(Config{})
 	var conv conversation
 	for i, r := range recs {
@@ -440,6 +455,9 @@ func TestSimMatchesRecordedShapes(t *testing.T) {
 		conv.learn(r.resp, raw, r.stream)
 		if conv.knows(body) {
 			continued++
+		}
+		if holdsSimCompaction(body) {
+			compacted++
 		}
 		got, gotEvs, err := bodyShape(r.route, raw, r.stream)
 		if err != nil {
@@ -475,7 +493,7 @@ func TestSimMatchesRecordedShapes(t *testing.T) {
 		}
 	}
 	t.Logf("recordings compared: %d; shapes matched: %d; streams whose event sequence was compared: %d; "+
-		"continuations of a recorded response (previous_response_id) served: %d; "+
+		"continuations of a recorded response (previous_response_id) served: %d; requests sending back the simulator's compaction: %d; "+
 		"exceptions: %d continuations of a response made outside the recording, %d field differences of features it does not simulate",
-		len(recs), matched, seqCompared, continued, excepted, excused)
+		len(recs), matched, seqCompared, continued, compacted, excepted, excused)
 }
