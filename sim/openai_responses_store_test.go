@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -332,7 +333,16 @@ func TestResponsesChainsConcurrent(t *testing.T) {
 				if prev != "" {
 					body = fmt.Sprintf(`{"model":"sim-small","previous_response_id":%q,"input":"turn %d of %d"}`, prev, i, c)
 				}
-				status, _, raw := post(t, base, "/v1/responses", body, "Authorization", "Bearer "+key)
+				req, _ := http.NewRequest(http.MethodPost, base+"/v1/responses", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				raw, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				status := res.StatusCode
 				var r struct {
 					ID    string `json:"id"`
 					Usage struct {
