@@ -523,6 +523,7 @@ func (s *Server) v1(w http.ResponseWriter, r *http.Request) {
 	if s.ownedResources(w, r) {
 		return
 	}
+	model := ""
 	if shape, ok := countRoutes[r.URL.Path]; ok && r.Method == http.MethodPost {
 		tenant, err := s.authenticate(r)
 		if err != nil {
@@ -539,6 +540,14 @@ func (s *Server) v1(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+		// A compaction's answer has a usage and no model: it is billed
+		// as a call of the model asked.
+		var m struct {
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(body, &m) == nil {
+			model = m.Model
+		}
 	}
-	s.passthrough(w, r)
+	s.passthroughFor(w, r, model)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"hash"
 	"io"
@@ -130,7 +131,12 @@ func safePassthroughPath(escaped string, geminiRoute bool) bool {
 }
 
 // passthrough serves one unmodelled /v1/* route.
-func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) { s.passthroughFor(w, r, "") }
+
+// passthroughFor serves one unmodelled /v1/* route whose request body
+// names model: the model a usage without one is priced as (a Responses
+// compaction answers a usage and no model).
+func (s *Server) passthroughFor(w http.ResponseWriter, r *http.Request, model string) {
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	up, shape := s.passthroughUpstream(r)
@@ -272,7 +278,7 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request) {
 	case events != nil:
 		row.Model, row.Usage, row.Cost = s.streamPassthroughCost(res.StatusCode, events)
 	default:
-		row.Model, row.Usage, row.Cost = s.passthroughCost(r.URL.Path, shape, usage)
+		row.Model, row.Usage, row.Cost = s.passthroughCost(r.Method, r.URL.Path, shape, usage, model)
 	}
 	row.FullCost = row.Cost
 	s.recordPassthrough(row, h, start)
@@ -336,11 +342,28 @@ func passthroughUsage(shape groundhog.Shape, body []byte) (string, groundhog.Usa
 	return model, u, err
 }
 
-// passthroughCost prices a relayed response from its usage, if it had one.
-func (s *Server) passthroughCost(p string, shape groundhog.Shape, usage *capped) (string, groundhog.Usage, groundhog.Money) {
+// passthroughCost prices a relayed response from its usage, if it had one,
+// as the model it names or else as asked (the request body's model, "" when
+// not known).
+//
+// Reading a stored response back (GET /v1/responses/{id}) is free: its
+// usage is the call that made it, billed when it was made — unless it ran
+// in the background, whose call answered before the work was done.
+func (s *Server) passthroughCost(method, p string, shape groundhog.Shape, usage *capped, asked string) (string, groundhog.Usage, groundhog.Money) {
 	if !usage.over && usage.buf.Len() > 0 && bytes.Contains(usage.buf.Bytes(), []byte(`"usage"`)) {
 		model, u, _ := passthroughUsage(shape, usage.buf.Bytes())
+		if u != (groundhog.Usage{}) && method == http.MethodGet && strings.HasPrefix(p, "/v1/responses/") {
+			var r struct {
+				Background bool `json:"background"`
+			}
+			if json.Unmarshal(usage.buf.Bytes(), &r) == nil && !r.Background {
+				return model, groundhog.Usage{}, 0
+			}
+		}
 		if u != (groundhog.Usage{}) {
+			if model == "" {
+				model = asked
+			}
 			return model, u, s.cfg.PriceTable.Cost(model, u)
 		}
 	}

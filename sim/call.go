@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
@@ -129,7 +130,11 @@ func (s *Server) modelCall(w http.ResponseWriter, r *http.Request, shape groundh
 	case groundhog.ShapeChat:
 		j, err = parseChat(body, sd)
 	case groundhog.ShapeResponses:
-		j, err = parseResponses(body, sd)
+		if strings.HasSuffix(r.URL.Path, "/responses/compact") {
+			j, err = parseCompact(body, sd, s.previous(r))
+		} else {
+			j, err = parseResponses(body, sd, s.previous(r))
+		}
 	case groundhog.ShapeEmbeddings:
 		j, err = parseEmbeddings(body, sd)
 	case groundhog.ShapeMessages:

@@ -8,6 +8,8 @@
 //
 //	POST /v1/chat/completions      OpenAI chat (stream: chat.completion.chunk events, then data: [DONE])
 //	POST /v1/responses             OpenAI Responses (stream: response.* events with sequence_number)
+//	GET|DELETE /v1/responses/{id}  a stored response; GET …/{id}/input_items lists its input items
+//	POST /v1/responses/compact     OpenAI compaction of a Responses conversation
 //	POST /v1/embeddings            OpenAI embeddings (string, strings, tokens or token arrays; float or base64)
 //	GET  /v1/models[/{id}]         model list (sim-small, sim-large, sim-embed); Anthropic's shape when
 //	                               the request has an anthropic-version header
@@ -24,7 +26,7 @@
 // field, 404 for an unknown route, 405 for a wrong method, 413 above 32 MiB.
 // Any model name is accepted; one the price table does not know is billed
 // as sim-small. Any API key (or none) is accepted: the key only scopes the
-// prefix cache.
+// prefix cache and the stored responses.
 //
 // # Outputs
 //
@@ -59,6 +61,36 @@
 // Embeddings are unit vectors (8 dimensions unless "dimensions" says
 // otherwise) that depend only on model, input and dimensions, so a text
 // embeds the same alone or in any batch.
+//
+// # Stored responses and compaction
+//
+// A Responses answer is stored unless the request says "store": false, as
+// the API does, in memory and per API key (the newest 4,096 in all).
+// GET /v1/responses/{id} returns it as it was answered; DELETE answers
+// {"id","object":"response","deleted":true}; GET …/{id}/input_items pages
+// the request's input items (order desc by default, limit 1–100, after),
+// each message with a "msg_" id. An unknown, deleted or other key's id is a
+// 404 "Response with id '…' not found.".
+//
+// previous_response_id continues a stored response: the prompt is the
+// tools and instructions of this request, then the previous response's
+// context (its own previous context, its input items, its output items),
+// then this request's input; instructions are not carried over. The tokens
+// and the prefix cache follow that prompt, so a continuation re-reads the
+// previous prompt from the prefix cache when it was cached. An unknown,
+// deleted or store:false id is OpenAI's 400 (param previous_response_id,
+// code previous_response_not_found).
+//
+// POST /v1/responses/compact ({"model","input","previous_response_id",
+// "instructions"}) reads the whole context (instructions, the previous
+// context, the input) and answers {"id","object":"response.compaction",
+// "created_at","output","usage"}: the context's user messages, then one
+// {"type":"compaction","id":"cmp_…","encrypted_content"} item. It is
+// billed as a call of the request's model: input the whole context (read
+// from the prefix cache as any prompt), output the summary, 64 + input/4
+// tokens. It is not stored. Sent back as an input item, the sim's compaction
+// item counts as its summary's tokens plus a message's MessageOverhead; a
+// compaction item the sim did not write counts as the tokens of its JSON.
 //
 // # Tokens
 //

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/groundhog-ai/groundhog"
@@ -37,6 +38,11 @@ func statusFor(err error) int { return wire.Status(groundhog.ErrorCode(err)) }
 
 // writeErr answers with err's client-safe message in fam's error shape.
 func writeErr(w http.ResponseWriter, fam family, err error) {
+	var pe *paramError
+	if fam == familyOpenAI && errors.As(err, &pe) {
+		pe.write(w)
+		return
+	}
 	writeError(w, fam, statusFor(err), groundhog.ErrorMessage(err))
 }
 

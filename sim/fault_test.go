@@ -91,7 +91,7 @@ func TestErrors(t *testing.T) {
 		{"chat unknown forced tool", "POST", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":{"type":"function","function":{"name":"b"}}}`, nil, 400, "openai", "invalid_request_error", `"b"`},
 		{"responses missing model", "POST", "/v1/responses", `{"input":"hi"}`, nil, 400, "openai", "invalid_request_error", "model"},
 		{"responses missing input", "POST", "/v1/responses", `{"model":"m"}`, nil, 400, "openai", "invalid_request_error", "input"},
-		{"responses previous id", "POST", "/v1/responses", `{"model":"m","input":"x","previous_response_id":"resp_1"}`, nil, 400, "openai", "invalid_request_error", "previous_response_id"},
+		{"responses previous id", "POST", "/v1/responses", `{"model":"m","input":"x","previous_response_id":"resp_1"}`, nil, 400, "openai", "invalid_request_error", "Previous response with id 'resp_1' not found."},
 		{"embeddings empty input", "POST", "/v1/embeddings", `{"model":"m","input":""}`, nil, 400, "openai", "invalid_request_error", "input"},
 		{"embeddings bad dims", "POST", "/v1/embeddings", `{"model":"m","input":"x","dimensions":0}`, nil, 400, "openai", "invalid_request_error", "dimensions"},
 		{"embeddings bad format", "POST", "/v1/embeddings", `{"model":"m","input":"x","encoding_format":"hex"}`, nil, 400, "openai", "invalid_request_error", "encoding_format"},

@@ -234,6 +234,15 @@ func (d *printStore[P]) put(id string, p P, limit int) {
 	}
 }
 
+// del removes id and reports whether it was kept.
+func (d *printStore[P]) del(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.byID[id]
+	delete(d.byID, id)
+	return ok
+}
+
 func (d *printStore[P]) get(id string) P {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -38,12 +38,15 @@ type responsesItem struct {
 	Name      string            `json:"name"`
 	Arguments json.RawMessage   `json:"arguments"` // a string on function_call; an object on tool_search_call
 	Output    json.RawMessage   `json:"output"`
+	// EncryptedContent is a compaction item's (and a reasoning item's).
+	EncryptedContent string `json:"encrypted_content"`
 }
 
 // parseResponses validates a Responses request and generates its answer.
 // The prompt is the tools, the instructions (a system message), then the
-// input items.
-func parseResponses(body []byte, sd seed) (*job, error) {
+// input items; with previous_response_id, the input items follow the
+// previous response's context (prev returns it).
+func parseResponses(body []byte, sd seed, prev func(string) ([]json.RawMessage, error)) (*job, error) {
 	var req responsesRequest
 	if err := decodeBody(body, &req); err != nil {
 		return nil, err
@@ -51,120 +54,35 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 	if req.Model == "" {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "Missing required parameter: 'model'.")
 	}
-	if req.PreviousResponseID != "" {
-		return nil, groundhog.Errorf(groundhog.EINVALID, "previous_response_id is not supported by the simulated provider (it stores no responses); send the whole input")
-	}
 	input := bytes.TrimSpace(req.Input)
-	if len(input) == 0 || string(input) == "null" {
+	missing := len(input) == 0 || string(input) == "null"
+	if missing && req.PreviousResponseID == "" {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "Missing required parameter: 'input'.")
 	}
 	limit, err := maxTokens("max_output_tokens", req.MaxOutputTokens)
 	if err != nil {
 		return nil, err
 	}
+	var before, own []json.RawMessage
+	if req.PreviousResponseID != "" {
+		if before, err = prev(req.PreviousResponseID); err != nil {
+			return nil, err
+		}
+		if own, err = inputItems(input, sd); err != nil {
+			return nil, err
+		}
+		input, _ = json.Marshal(append(append(make([]json.RawMessage, 0, len(before)+len(own)), before...), own...))
+	}
 
 	pc, err := newOpenAICache(req.Model, &req.openaiCacheFields, "input_text", "input_image", "input_file")
 	if err != nil {
 		return nil, err
 	}
-	ts := pc.ts
 	// The prompt's print, kept for cache diagnostics (openai_diagnostics.go).
 	pr := &responsesPrint{model: req.Model, key: req.PromptCacheKey, tools: hashTools(req.Tools), set: settingsOf(body)}
-	var tools []toolSpec
-	addTool := func(raw json.RawMessage) {
-		var t struct {
-			Type       string          `json:"type"`
-			Name       string          `json:"name"`
-			Parameters json.RawMessage `json:"parameters"`
-		}
-		if json.Unmarshal(raw, &t) == nil && t.Type == "function" && t.Name != "" {
-			tools = append(tools, toolSpec{name: t.Name, schema: t.Parameters})
-		}
-	}
-	for _, raw := range req.Tools {
-		ts.begin("tool")
-		ts.text(compactJSON(raw))
-		ts.end()
-		addTool(raw)
-	}
-	pr.toolsEnd = ts.n
-	if req.Instructions != nil {
-		ts.begin("system")
-		ts.text(*req.Instructions)
-		ts.end()
-	}
-	pr.instr = ts.point()
-	asked := false
-	switch input[0] {
-	case '"':
-		var s string
-		json.Unmarshal(input, &s)
-		ts.begin("user")
-		ts.text(s)
-		pc.endMessage()
-		asked = true
-		pr.items, pr.compaction = []PrefixPoint{ts.point()}, []bool{false}
-	case '[':
-		var items []responsesItem
-		if err := json.Unmarshal(input, &items); err != nil {
-			return nil, groundhog.WrapError(groundhog.EINVALID, "Invalid 'input': expected a string or an array of input items.", err)
-		}
-		var raws []json.RawMessage
-		json.Unmarshal(input, &raws)
-		for i, it := range items {
-			if i > 0 {
-				pr.items = append(pr.items, ts.point()) // the end of item i-1
-			}
-			pr.compaction = append(pr.compaction, it.Type == "compaction")
-			asked = false
-			path := fmt.Sprintf("input[%d]", i)
-			switch {
-			case it.Type == "additional_tools":
-				// Tools added mid-session: after the cached prefix, so the
-				// catalog at the start (and its cache) is unchanged. They
-				// can never hold a breakpoint.
-				if hasKey(raws[i], "prompt_cache_breakpoint") {
-					return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid '%s': additional_tools items cannot contain a prompt_cache_breakpoint.", path)
-				}
-				ts.begin("tools")
-				for _, raw := range it.Tools {
-					ts.text(compactJSON(raw))
-					addTool(raw)
-				}
-				ts.end()
-				continue
-			case it.Type == "function_call":
-				ts.begin("assistant")
-				ts.text(it.Name)
-				var args string
-				if json.Unmarshal(it.Arguments, &args) != nil {
-					args = compactJSON(it.Arguments)
-				}
-				ts.text(args)
-			case it.Type == "function_call_output":
-				ts.begin("tool")
-				if _, err := pc.content(it.Output, path+".output"); err != nil {
-					return nil, err
-				}
-			case it.Role != "":
-				ts.begin(it.Role)
-				if _, err := pc.content(it.Content, path+".content"); err != nil {
-					return nil, err
-				}
-				asked = it.Role == "user"
-			default:
-				ts.begin(it.Type)
-				ts.text(compactJSON(raws[i]))
-				ts.end()
-				continue
-			}
-			pc.endMessage()
-		}
-		if len(items) > 0 {
-			pr.items = append(pr.items, ts.point())
-		}
-	default:
-		return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid 'input': expected a string or an array of input items.")
+	tools, asked, err := responsesPrompt(&req, input, pc, pr)
+	if err != nil {
+		return nil, err
 	}
 	mode, name := responsesToolChoice(req.ToolChoice)
 	if m, allowed, ok := allowedTools(req.ToolChoice, tools); ok {
@@ -188,6 +106,11 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 	j.respond = func(x *exchange) {
 		r := newResponseObject(x, &req, c)
 		r.PromptCacheDiagnostics = x.s.diagnoseResponses(req.PromptCacheOptions, r.ID, pr)
+		if r.Store {
+			// Stored items get ids unique to this call.
+			items, _ := inputItems(req.Input, x.id) // validated above
+			x.s.storeResponse(x, r, before, items)
+		}
 		if j.stream {
 			streamResponses(x, r, c)
 		} else {
@@ -195,6 +118,113 @@ func parseResponses(body []byte, sd seed) (*job, error) {
 		}
 	}
 	return j, nil
+}
+
+// responsesPrompt tokenizes the tools, the instructions and the input
+// items of a Responses prompt into pc, recording the print's points in pr.
+// It returns the function tools and whether the prompt ends with a user
+// message.
+func responsesPrompt(req *responsesRequest, input json.RawMessage, pc *openaiCache, pr *responsesPrint) (tools []toolSpec, asked bool, err error) {
+	ts := pc.ts
+	addTool := func(raw json.RawMessage) {
+		var t struct {
+			Type       string          `json:"type"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Type == "function" && t.Name != "" {
+			tools = append(tools, toolSpec{name: t.Name, schema: t.Parameters})
+		}
+	}
+	for _, raw := range req.Tools {
+		ts.begin("tool")
+		ts.text(compactJSON(raw))
+		ts.end()
+		addTool(raw)
+	}
+	pr.toolsEnd = ts.n
+	if req.Instructions != nil {
+		ts.begin("system")
+		ts.text(*req.Instructions)
+		ts.end()
+	}
+	pr.instr = ts.point()
+	switch input[0] {
+	case '"':
+		var s string
+		json.Unmarshal(input, &s)
+		ts.begin("user")
+		ts.text(s)
+		pc.endMessage()
+		asked = true
+		pr.items, pr.compaction = []PrefixPoint{ts.point()}, []bool{false}
+	case '[':
+		var items []responsesItem
+		if err := json.Unmarshal(input, &items); err != nil {
+			return nil, false, groundhog.WrapError(groundhog.EINVALID, "Invalid 'input': expected a string or an array of input items.", err)
+		}
+		var raws []json.RawMessage
+		json.Unmarshal(input, &raws)
+		for i, it := range items {
+			if i > 0 {
+				pr.items = append(pr.items, ts.point()) // the end of item i-1
+			}
+			pr.compaction = append(pr.compaction, it.Type == "compaction")
+			asked = false
+			path := fmt.Sprintf("input[%d]", i)
+			switch {
+			case it.Type == "additional_tools":
+				// Tools added mid-session: after the cached prefix, so the
+				// catalog at the start (and its cache) is unchanged. They
+				// can never hold a breakpoint.
+				if hasKey(raws[i], "prompt_cache_breakpoint") {
+					return nil, false, groundhog.Errorf(groundhog.EINVALID, "Invalid '%s': additional_tools items cannot contain a prompt_cache_breakpoint.", path)
+				}
+				ts.begin("tools")
+				for _, raw := range it.Tools {
+					ts.text(compactJSON(raw))
+					addTool(raw)
+				}
+				ts.end()
+				continue
+			case it.Type == "compaction" && isSimCompaction(it.EncryptedContent):
+				n, digest, _ := parseCompaction(it.EncryptedContent)
+				writeCompaction(ts, n, digest)
+				continue
+			case it.Type == "function_call":
+				ts.begin("assistant")
+				ts.text(it.Name)
+				var args string
+				if json.Unmarshal(it.Arguments, &args) != nil {
+					args = compactJSON(it.Arguments)
+				}
+				ts.text(args)
+			case it.Type == "function_call_output":
+				ts.begin("tool")
+				if _, err := pc.content(it.Output, path+".output"); err != nil {
+					return nil, false, err
+				}
+			case it.Role != "":
+				ts.begin(it.Role)
+				if _, err := pc.content(it.Content, path+".content"); err != nil {
+					return nil, false, err
+				}
+				asked = it.Role == "user"
+			default:
+				ts.begin(it.Type)
+				ts.text(compactJSON(raws[i]))
+				ts.end()
+				continue
+			}
+			pc.endMessage()
+		}
+		if len(items) > 0 {
+			pr.items = append(pr.items, ts.point())
+		}
+	default:
+		return nil, false, groundhog.Errorf(groundhog.EINVALID, "Invalid 'input': expected a string or an array of input items.")
+	}
+	return tools, asked, nil
 }
 
 // responsesToolChoice normalizes a Responses tool_choice.
@@ -351,6 +381,9 @@ func newResponseObject(x *exchange, req *responsesRequest, c *completion) *respo
 	}
 	if req.PromptCacheKey != "" {
 		r.PromptCacheKey = &req.PromptCacheKey
+	}
+	if req.PreviousResponseID != "" {
+		r.PreviousResponseID = &req.PreviousResponseID
 	}
 	r.Tools = json.RawMessage(`[]`)
 	if len(req.Tools) > 0 {

@@ -99,7 +99,10 @@ type Server struct {
 	// respPrints are the Responses prints for OpenAI's cache diagnostics
 	// (openai_diagnostics.go).
 	respPrints printStore[*responsesPrint]
-	mcp        *mcpSim // nil unless Config.MCP
+	// stored are the stored Responses answers (openai_responses_store.go),
+	// keyed by API key scope and id.
+	stored printStore[*storedResponse]
+	mcp    *mcpSim // nil unless Config.MCP
 }
 
 // New returns a Server configured by cfg. It panics if cfg.Fault is not a
@@ -454,8 +457,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveGemini(w, r)
 	case path == "/v1/chat/completions":
 		s.modelCall(w, r, groundhog.ShapeChat)
-	case path == "/v1/responses":
+	case path == "/v1/responses", path == "/v1/responses/compact":
 		s.modelCall(w, r, groundhog.ShapeResponses)
+	case fam == familyOpenAI && strings.HasPrefix(path, "/v1/responses/") && path != "/v1/responses/input_tokens":
+		s.serveStoredResponse(w, r, strings.TrimPrefix(path, "/v1/responses/"))
 	case path == "/v1/embeddings":
 		s.modelCall(w, r, groundhog.ShapeEmbeddings)
 	case path == "/v1/messages":
