@@ -72,7 +72,15 @@ type RentedCacheStore interface {
 // start in nanoseconds, as NewTimeID names its time, then 64 bits of the
 // digest of the tenant, the cache and from. The same piece always gets
 // the same ID and time, so writing its row again stores nothing.
-func RentRowID(tenant, name string, from time.Time) string {
+func RentRowID(tenant, name string, from time.Time) string { return OnceRowID(tenant, name, from) }
+
+// OnceRowID is the ledger ID of a row that must be booked once however
+// often it is written (a rent piece, a background response's usage): the
+// row's time at in nanoseconds, as NewTimeID names its time, then 64 bits
+// of the digest of tenant, key and at.
+func OnceRowID(tenant, key string, at time.Time) string {
+	name := key
+	from := at
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(from.UnixNano()))
 	h := sha256.New()

@@ -280,8 +280,36 @@ func (s *Server) passthroughFor(w http.ResponseWriter, r *http.Request, model st
 	default:
 		row.Model, row.Usage, row.Cost = s.passthroughCost(r.Method, r.URL.Path, shape, usage, model)
 	}
+	if events == nil && row.Usage != (groundhog.Usage{}) && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/responses/") {
+		s.bookBackground(row, usage.buf.Bytes())
+		row.Usage, row.Cost = groundhog.Usage{}, 0 // the read itself is free
+	}
 	row.FullCost = row.Cost
 	s.recordPassthrough(row, h, start)
+}
+
+// bookBackground books the usage of a background response read back
+// (GET /v1/responses/{id} with background true and a usage: its work is
+// done), once, however often a client polls it: the row's ID and time come
+// from the response's id and creation, so writing it again stores nothing.
+// row is the read's own row, priced with the response's usage.
+func (s *Server) bookBackground(row groundhog.LedgerEntry, answer []byte) {
+	var r struct {
+		ID        string `json:"id"`
+		CreatedAt int64  `json:"created_at"`
+	}
+	if json.Unmarshal(answer, &r) != nil || r.ID == "" || s.opts.Ledger == nil {
+		return
+	}
+	created := time.Unix(r.CreatedAt, 0).UTC()
+	row.ID, row.Time = groundhog.OnceRowID(row.Tenant, "openai.background "+r.ID, created), created
+	h := sha256.Sum256([]byte("background response " + r.ID))
+	row.RequestHash = "sha256:" + hex.EncodeToString(h[:])
+	row.FullCost = row.Cost
+	row.Model = boundModel(row.Model)
+	if err := s.opts.Ledger.Record(row); err != nil {
+		s.log.Error("ledger record failed", "tenant", row.Tenant, "operation", row.Operation, "err", err)
+	}
 }
 
 // signPassthrough signs req for an upstream that signs its requests

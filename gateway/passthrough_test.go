@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,6 +23,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/pricing"
 )
 
 // The official Anthropic SDK's count_tokens goes through the gateway to the
@@ -266,5 +270,50 @@ func TestPassthroughMultipartCurlStyle(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 200 || !bytes.Contains(b, []byte(`"bytes":12`)) {
 		t.Fatalf("upload: %d %s", res.StatusCode, b)
+	}
+}
+
+// TestBackgroundResponseBookedOnce: a background response's usage shows
+// when it is read back after its work is done; a client that polls it
+// books that usage once, on the day the response was made, and a stored
+// response that did not run in the background is free to read.
+func TestBackgroundResponseBookedOnce(t *testing.T) {
+	created := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bg := strings.HasSuffix(r.URL.Path, "resp_bg")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":%q,"object":"response","created_at":%d,"status":"completed","background":%t,"model":"gpt-4o-mini","output":[],"usage":{"input_tokens":1200,"input_tokens_details":{"cached_tokens":0},"output_tokens":300,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1500}}`,
+			path.Base(r.URL.Path), created.Unix(), bg)
+	}))
+	t.Cleanup(up.Close)
+	h := newHarness(t, withUpstream(up.URL+"/v1", "sk-provider"))
+	for range 3 {
+		for _, id := range []string{"resp_bg", "resp_fg"} {
+			res, err := http.Get(h.URL + "/v1/responses/" + id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s: %d", id, res.StatusCode)
+			}
+		}
+	}
+	want := pricing.Default().Cost("gpt-4o-mini", groundhog.Usage{InputTokens: 1200, OutputTokens: 300})
+	var booked []groundhog.LedgerEntry
+	for _, row := range h.ledgerRows() {
+		if row.Cost != 0 {
+			booked = append(booked, row)
+		}
+	}
+	if len(booked) != 1 || booked[0].Cost != want || !booked[0].Time.Equal(created) {
+		t.Fatalf("booked rows %+v, want one of %s at %s", booked, want, created)
+	}
+	rep, err := ledger.BuildReport(context.Background(), h.DB, ledger.ReportParams{Day: created})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spend, ok := rep.Total.Spend.Money(); !ok || spend != want || rep.Total.UnknownCostCalls != 0 {
+		t.Fatalf("the day's spend %s (%d unknown), want %s", rep.Total.Spend, rep.Total.UnknownCostCalls, want)
 	}
 }
