@@ -280,8 +280,12 @@ func (s *Server) passthroughFor(w http.ResponseWriter, r *http.Request, model st
 	default:
 		row.Model, row.Usage, row.Cost = s.passthroughCost(r.Method, r.URL.Path, shape, usage, model)
 	}
-	if events == nil && row.Usage != (groundhog.Usage{}) && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/responses/") {
-		s.bookBackground(row, usage.buf.Bytes())
+	if row.Usage != (groundhog.Usage{}) && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/responses/") {
+		answer := usage.buf.Bytes()
+		if events != nil {
+			answer = events.last // a stream resumed: its final event holds the response
+		}
+		s.bookBackground(row, answer)
 		row.Usage, row.Cost = groundhog.Usage{}, 0 // the read itself is free
 	}
 	row.FullCost = row.Cost
@@ -289,16 +293,21 @@ func (s *Server) passthroughFor(w http.ResponseWriter, r *http.Request, model st
 }
 
 // bookBackground books the usage of a background response read back
-// (GET /v1/responses/{id} with background true and a usage: its work is
-// done), once, however often a client polls it: the row's ID and time come
-// from the response's id and creation, so writing it again stores nothing.
-// row is the read's own row, priced with the response's usage.
+// (GET /v1/responses/{id}, as a body or resumed as a stream, with
+// background true and a usage: its work is done), once, however often a
+// client polls or resumes it: the row's ID and time come from the
+// response's id and creation, so writing it again stores nothing. row is
+// the read's own row, priced with the response's usage; answer is the
+// response (of a stream, the one its last event with a usage carries). A
+// response that did not run in the background was billed by the call that
+// made it: nothing is booked.
 func (s *Server) bookBackground(row groundhog.LedgerEntry, answer []byte) {
 	var r struct {
-		ID        string `json:"id"`
-		CreatedAt int64  `json:"created_at"`
+		ID         string `json:"id"`
+		CreatedAt  int64  `json:"created_at"`
+		Background bool   `json:"background"`
 	}
-	if json.Unmarshal(answer, &r) != nil || r.ID == "" || s.opts.Ledger == nil {
+	if json.Unmarshal(answer, &r) != nil || r.ID == "" || !r.Background || s.opts.Ledger == nil {
 		return
 	}
 	created := time.Unix(r.CreatedAt, 0).UTC()
@@ -429,6 +438,7 @@ type sseUsage struct {
 	skip  bool // the current line is over the limit
 	model string
 	usage groundhog.Usage
+	last  []byte // the data of the last event with a usage (of a Responses event, its response)
 }
 
 func (e *sseUsage) Write(p []byte) (int, error) {
@@ -468,12 +478,24 @@ func (e *sseUsage) event(line []byte) {
 	if !hasUsage && (e.model != "" || !bytes.Contains(data, []byte(`"model"`))) {
 		return
 	}
-	model, u, err := passthroughUsage(e.shape, bytes.TrimSpace(data))
+	data = bytes.TrimSpace(data)
+	if e.shape == groundhog.ShapeResponses && bytes.Contains(data, []byte(`"response"`)) {
+		// A Responses event (response.completed, …) carries the response,
+		// and its usage, under "response".
+		var ev struct {
+			Response json.RawMessage `json:"response"`
+		}
+		if json.Unmarshal(data, &ev) == nil && len(ev.Response) > 0 && ev.Response[0] == '{' {
+			data = ev.Response
+		}
+	}
+	model, u, err := passthroughUsage(e.shape, data)
 	if model != "" {
 		e.model = model
 	}
 	if err == nil && u != (groundhog.Usage{}) {
 		e.usage = u
+		e.last = append(e.last[:0], data...)
 	}
 }
 

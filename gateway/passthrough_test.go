@@ -274,22 +274,34 @@ func TestPassthroughMultipartCurlStyle(t *testing.T) {
 }
 
 // TestBackgroundResponseBookedOnce: a background response's usage shows
-// when it is read back after its work is done; a client that polls it
-// books that usage once, on the day the response was made, and a stored
-// response that did not run in the background is free to read.
+// when it is read back after its work is done; a client that polls it, or
+// resumes it as a stream, books that usage once, on the day the response
+// was made, and a stored response that did not run in the background is
+// free to read either way.
 func TestBackgroundResponseBookedOnce(t *testing.T) {
 	created := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		bg := strings.HasSuffix(r.URL.Path, "resp_bg")
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":%q,"object":"response","created_at":%d,"status":"completed","background":%t,"model":"gpt-4o-mini","output":[],"usage":{"input_tokens":1200,"input_tokens_details":{"cached_tokens":0},"output_tokens":300,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1500}}`,
+		resp := fmt.Sprintf(`{"id":%q,"object":"response","created_at":%d,"status":"completed","background":%t,"model":"gpt-4o-mini","output":[],"usage":{"input_tokens":1200,"input_tokens_details":{"cached_tokens":0},"output_tokens":300,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1500}}`,
 			path.Base(r.URL.Path), created.Unix(), bg)
+		if r.URL.Query().Get("stream") == "true" {
+			// Resumed as a stream: the response's events up to its end.
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":9,\"response\":%s}\n\n", resp)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, resp)
 	}))
 	t.Cleanup(up.Close)
 	h := newHarness(t, withUpstream(up.URL+"/v1", "sk-provider"))
-	for range 3 {
+	for i := range 4 {
 		for _, id := range []string{"resp_bg", "resp_fg"} {
-			res, err := http.Get(h.URL + "/v1/responses/" + id)
+			query := ""
+			if i%2 == 1 {
+				query = "?stream=true"
+			}
+			res, err := http.Get(h.URL + "/v1/responses/" + id + query)
 			if err != nil {
 				t.Fatal(err)
 			}
