@@ -82,16 +82,27 @@ func (s *Server) bookRent(ctx context.Context, c groundhog.RentedCache, now time
 			return
 		}
 		done := !to.Before(end)
+		var row *groundhog.LedgerEntry
 		if to.After(from) {
-			if err := s.recordRent(c, from, to); err != nil {
+			r, err := s.recordRent(c, from, to)
+			if err != nil {
 				s.log.Error("booking an explicit cache's rent failed", "tenant", c.Tenant, "cache", c.Name, "err", err)
 				return
 			}
+			row = r
 		}
 		ok, err := s.opts.RentedCaches.AdvanceRent(context.WithoutCancel(ctx), c.Tenant, c.Name, c.BookedUntil, to, done)
 		if err != nil {
 			s.log.Error("advancing an explicit cache's booked rent failed", "tenant", c.Tenant, "cache", c.Name, "err", err)
 			return
+		}
+		if ok && row != nil {
+			// This sweep booked the piece: the spend metric counts it
+			// here, once, though another replica may have written the
+			// same row.
+			if ro, is := s.opts.Ledger.(rentObserver); is {
+				ro.ObserveRent(*row)
+			}
 		}
 		if !ok || done {
 			return
@@ -100,10 +111,17 @@ func (s *Server) bookRent(ctx context.Context, c groundhog.RentedCache, now time
 	}
 }
 
-// recordRent writes the ledger row of c's rent from from to to.
-func (s *Server) recordRent(c groundhog.RentedCache, from, to time.Time) error {
+// rentObserver is a ledger that also counts a storage-rent row once its
+// piece is booked (observe.Recorder: the spend metric).
+type rentObserver interface {
+	ObserveRent(groundhog.LedgerEntry)
+}
+
+// recordRent writes the ledger row of c's rent from from to to and returns
+// it (nil when the ledger is disabled).
+func (s *Server) recordRent(c groundhog.RentedCache, from, to time.Time) (*groundhog.LedgerEntry, error) {
 	if s.opts.Ledger == nil {
-		return nil
+		return nil, nil
 	}
 	rent := groundhog.CostUnknown
 	whole, before := s.rentCost(c.Model, c.Tokens, c.Created, to), s.rentCost(c.Model, c.Tokens, c.Created, from)
@@ -112,11 +130,12 @@ func (s *Server) recordRent(c groundhog.RentedCache, from, to time.Time) error {
 	}
 	id := groundhog.RentRowID(c.Tenant, c.Name, from)
 	h := sha256.Sum256([]byte("rent " + c.Name + " " + id))
-	return s.opts.Ledger.Record(groundhog.LedgerEntry{
+	row := groundhog.LedgerEntry{
 		ID: id, Time: from.UTC(), Tenant: c.Tenant, Operation: c.Operation, Shape: groundhog.ShapeGemini,
 		Model: boundModel(c.Model), Provider: s.opts.Gemini.Provider, Outcome: groundhog.OutcomeCacheRent, Status: http.StatusOK,
 		Cost: rent, FullCost: rent, RequestHash: "sha256:" + hex.EncodeToString(h[:]),
-	})
+	}
+	return &row, s.opts.Ledger.Record(row)
 }
 
 // nextUTCMidnight is the first UTC midnight after t.

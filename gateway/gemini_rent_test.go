@@ -3,8 +3,11 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +19,8 @@ import (
 	"github.com/groundhog-ai/groundhog/gateway"
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/ledger"
+	"github.com/groundhog-ai/groundhog/metrics"
+	"github.com/groundhog-ai/groundhog/observe"
 	"github.com/groundhog-ai/groundhog/postgres"
 	"github.com/groundhog-ai/groundhog/storetest"
 )
@@ -129,6 +134,24 @@ func TestGeminiCacheRentSurvivesRestart(t *testing.T) {
 	}
 }
 
+// costMetric is the sum of m's groundhog_cost_usd_total series.
+func costMetric(t *testing.T, m *metrics.Metrics) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var sum float64
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "groundhog_cost_usd_total{"); ok {
+			v, err := strconv.ParseFloat(rest[strings.LastIndexByte(rest, ' ')+1:], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += v
+		}
+	}
+	return sum
+}
+
 // TestGeminiCacheRentTwoReplicasPostgres: two gateways on one PostgreSQL
 // store sweep the rent of one cache at once, after midnight and after its
 // expiry: each day's piece is booked once, and the reports (from the
@@ -146,6 +169,7 @@ func TestGeminiCacheRentTwoReplicasPostgres(t *testing.T) {
 	type replica struct {
 		gw  *gateway.Server
 		lw  *ledger.Writer
+		m   *metrics.Metrics
 		url string
 	}
 	open := func() replica {
@@ -158,12 +182,13 @@ func TestGeminiCacheRentTwoReplicasPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := h.Opts
-		o.Keys, o.Cache, o.Ledger, o.Ready, o.Resources = pg, c, lw, pg.Ping, nil
+		m := metrics.New(nil)
+		o.Keys, o.Cache, o.Ledger, o.Ready, o.Resources = pg, c, &observe.Recorder{Next: lw, Metrics: m}, pg.Ping, nil
 		o.Idem = idempotency.New(idempotency.Options{Store: pg, Lease: h.Cfg.Idempotency.Lease, Retention: h.Cfg.Idempotency.Retention})
 		gw := gateway.New(o)
 		srv := httptest.NewServer(gw)
 		t.Cleanup(func() { srv.Close(); _ = lw.Close(context.Background()) })
-		return replica{gw, lw, srv.URL}
+		return replica{gw, lw, m, srv.URL}
 	}
 	a, b := open(), open()
 	cl := geminiClient(t, &harness{URL: a.url}, "k", nil)
@@ -215,6 +240,15 @@ func TestGeminiCacheRentTwoReplicasPostgres(t *testing.T) {
 	}
 	if spend.String() != bill.USD {
 		t.Errorf("reports' spend %s, sim bill %s", spend, bill.USD)
+	}
+	// The spend metric, summed over the replicas as a dashboard sums it,
+	// is the bill too: each piece counted by the sweep that booked it.
+	var metric float64
+	for _, r := range []replica{a, b} {
+		metric += costMetric(t, r.m)
+	}
+	if want := float64(p.Cost(groundhog.Usage{InputTokens: tokens})+storage) / 1e12; math.Abs(metric-want) > 1e-12 {
+		t.Errorf("groundhog_cost_usd_total over the replicas %.12f, want the create and the rent: %.12f", metric, want)
 	}
 }
 

@@ -68,7 +68,7 @@ func New(inFlight func() float64) *Metrics {
 			Name: "groundhog_tokens_total", Help: "Tokens consumed upstream by kind (input, cached_input, cache_write, output).",
 		}, []string{"tenant", "operation", "kind"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "groundhog_cost_usd_total", Help: "Provider spend in USD (known prices only).",
+			Name: "groundhog_cost_usd_total", Help: "Provider spend in USD (known prices only; the storage rent of explicit caches included).",
 		}, []string{"tenant", "operation"}),
 		saved: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "groundhog_saved_usd_total", Help: "Spend avoided by cache hits, coalescing and replays, in USD.",
@@ -138,6 +138,17 @@ func (m *Metrics) opLabel(op string) string {
 		return op
 	}
 	return OtherOperation
+}
+
+// ObserveRent adds the known cost of a storage-rent row (outcome
+// cache_rent: an explicit cache's rent of a day) to
+// groundhog_cost_usd_total, so the spend metric is the report's; the row is
+// no call, and counts nowhere else. Call it once per row the ledger keeps:
+// the gateway does when its sweep advances the cache's record.
+func (m *Metrics) ObserveRent(e *groundhog.LedgerEntry) {
+	if e.Cost > 0 {
+		counter2(&m.costC, m.cost, labels{a: e.Tenant, b: m.opLabel(e.Operation)}).Add(usd(e.Cost))
+	}
 }
 
 // Observe counts one call from its ledger row. Its operation label is

@@ -39,6 +39,16 @@ type Recorder struct {
 	Access *AccessLog
 }
 
+// ObserveRent counts a storage-rent row the ledger kept in the spend
+// metric (metrics.ObserveRent). Record leaves rent rows out of every
+// observation: a row that several replicas may write, and the ledger keeps
+// once, is counted by the one that books it.
+func (o *Recorder) ObserveRent(e groundhog.LedgerEntry) {
+	if o.Metrics != nil && e.Outcome == groundhog.OutcomeCacheRent {
+		o.Metrics.ObserveRent(&e)
+	}
+}
+
 // Record observes e and records it in Next. The row reaches Next first: its
 // durability decides the response, the observations never do.
 func (o *Recorder) Record(e groundhog.LedgerEntry) error { return o.RecordStages(e, nil) }
