@@ -3,6 +3,7 @@ package realtraffic_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/realtraffic"
@@ -16,6 +17,10 @@ type expected struct {
 	read, write, w1h int64
 	input, output    int64 // input: every prompt token (cached and written included)
 	cost             groundhog.Money
+	// once names a background response read back: its usage is booked
+	// once per response, at its creation (day).
+	once string
+	day  time.Time
 }
 
 // usageObj is a usage object in every spelling the recordings use.
