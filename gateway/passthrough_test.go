@@ -312,8 +312,12 @@ func TestBackgroundResponseBookedOnce(t *testing.T) {
 		}
 	}
 	want := pricing.Default().Cost("gpt-4o-mini", groundhog.Usage{InputTokens: 1200, OutputTokens: 300})
+	// Eight reads and one booked run; a passthrough's row is written once
+	// its answer is relayed.
+	var rows []groundhog.LedgerEntry
+	waitFor(t, func() bool { rows = h.ledgerRows(); return len(rows) >= 9 })
 	var booked []groundhog.LedgerEntry
-	for _, row := range h.ledgerRows() {
+	for _, row := range rows {
 		if row.Cost != 0 {
 			booked = append(booked, row)
 		}
