@@ -810,21 +810,27 @@ func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
 	row.Latency = now.Sub(c.start)
 	row.UpstreamWait = c.upstreamWait(now, row.Latency) // overhead.go
 	s.pcRow(c, &row)                                    // prompt-cache hook
-	return s.book(c, row, s.stagesOn)
+	return s.book(c, row, s.stagesOn, now)
 }
 
 // book hands a complete row of c to the ledger, with c's stage times when
 // stages is set. Every row passes here: its prompt-cache saving is priced
 // from its own usage and model, as the call's cost is (CostUnknown when
-// unpriced).
-func (s *Server) book(c *call, row groundhog.LedgerEntry, stages bool) error {
+// unpriced). at is when the row was completed, or zero.
+func (s *Server) book(c *call, row groundhog.LedgerEntry, stages bool, at time.Time) error {
 	row.PromptCacheSaved = s.cfg.PriceTable.PromptCacheSaving(row.Model, row.Usage)
 	row.Model = boundModel(row.Model)
 	if s.opts.Ledger == nil {
 		return nil
 	}
 	var err error
-	if sr, ok := s.opts.Ledger.(StageRecorder); ok && stages {
+	if tr, ok := s.opts.Ledger.(TimedRecorder); ok && s.sysClk && !at.IsZero() {
+		var st []groundhog.Stage
+		if stages {
+			st = c.stageTimes()
+		}
+		err = tr.RecordAt(row, st, at)
+	} else if sr, ok := s.opts.Ledger.(StageRecorder); ok && stages {
 		err = sr.RecordStages(row, c.stageTimes())
 	} else {
 		err = s.opts.Ledger.Record(row)

@@ -46,6 +46,16 @@ type StageRecorder interface {
 	WantsStages() bool
 }
 
+// TimedRecorder is a StageRecorder that also takes when the row was
+// completed, read on the system clock, so that an observer that stamps the
+// row with the time (the access line) need not read the clock again. The
+// gateway calls RecordAt instead of RecordStages when its Recorder has it
+// and its clock is the system clock; the same durability contract applies.
+type TimedRecorder interface {
+	StageRecorder
+	RecordAt(e groundhog.LedgerEntry, stages []groundhog.Stage, at time.Time) error
+}
+
 // Upstream is one provider endpoint.
 type Upstream struct {
 	// BaseURL replaces the gateway's "/v1" prefix: a request to
