@@ -87,8 +87,9 @@ func New(o Options) (*Cache, error) {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "cache: Options.Store is required")
 	}
 	c := &Cache{store: o.Store, clock: o.Clock, max: o.MaxBytes, seed: maphash.MakeSeed()}
-	if c.clock == nil {
-		c.clock = groundhog.SystemClock{}
+	_, system := c.clock.(groundhog.SystemClock)
+	if c.clock == nil || system {
+		c.clock, system = &monoClock{}, true // clock.go
 	}
 	if c.max == 0 {
 		c.max = DefaultMaxBytes
@@ -124,7 +125,7 @@ func New(o Options) (*Cache, error) {
 			}
 		},
 	}
-	if _, ok := c.clock.(groundhog.SystemClock); !ok {
+	if !system {
 		// A custom (test) clock must also drive the tier's expiry.
 		oo.Clock = otterClock{c.clock}
 	}

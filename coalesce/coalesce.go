@@ -451,16 +451,18 @@ func (s *Subscription) Detach() {
 
 // Tracker answers "was an identical call in flight when this one arrived?"
 // for every call, coalesced or not (the ledger's in-flight flag). The zero
-// value is ready to use; a Tracker must not be copied after first use.
-type Tracker struct {
+// value is ready to use; a Tracker must not be copied after first use. K
+// is the key's type: a string, or a struct of strings that spares the
+// caller building one.
+type Tracker[K comparable] struct {
 	mu sync.Mutex
-	m  map[string]int // key -> active calls; absent when 0
+	m  map[K]int // key -> active calls; absent when 0
 }
 
 // Enter records a call for key. It returns whether key already had an
 // active call, and leave, which ends this call: call it exactly once when
 // the call ends (further calls do nothing).
-func (t *Tracker) Enter(key string) (wasInFlight bool, leave func()) {
+func (t *Tracker[K]) Enter(key K) (wasInFlight bool, leave func()) {
 	was := t.Add(key)
 	var once sync.Once
 	return was, func() { once.Do(func() { t.Done(key) }) }
@@ -469,10 +471,10 @@ func (t *Tracker) Enter(key string) (wasInFlight bool, leave func()) {
 // Add records a call for key and reports whether key already had an active
 // call. Done ends it: call it exactly once per Add. It is Enter without the
 // leave closure and its sync.Once (two allocations a call).
-func (t *Tracker) Add(key string) (wasInFlight bool) {
+func (t *Tracker[K]) Add(key K) (wasInFlight bool) {
 	t.mu.Lock()
 	if t.m == nil {
-		t.m = make(map[string]int)
+		t.m = make(map[K]int)
 	}
 	n := t.m[key]
 	t.m[key] = n + 1
@@ -481,7 +483,7 @@ func (t *Tracker) Add(key string) (wasInFlight bool) {
 }
 
 // Done ends a call recorded by Add.
-func (t *Tracker) Done(key string) {
+func (t *Tracker[K]) Done(key K) {
 	t.mu.Lock()
 	if t.m[key] <= 1 {
 		delete(t.m, key)
@@ -492,7 +494,7 @@ func (t *Tracker) Done(key string) {
 }
 
 // Active returns how many calls for key have entered and not left.
-func (t *Tracker) Active(key string) int {
+func (t *Tracker[K]) Active(key K) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.m[key]

@@ -556,7 +556,7 @@ func TestCloseIdempotent(t *testing.T) {
 }
 
 func TestTracker(t *testing.T) {
-	var tr Tracker
+	var tr Tracker[string]
 	steps := []struct {
 		op          string // "enter" or "leave <i>"
 		key         string
@@ -595,7 +595,7 @@ func TestTracker(t *testing.T) {
 // TestTrackerConcurrent: n calls that overlap in time; exactly one of them
 // found nothing in flight.
 func TestTrackerConcurrent(t *testing.T) {
-	var tr Tracker
+	var tr Tracker[string]
 	const n = 100
 	var entered, wg sync.WaitGroup
 	entered.Add(n)

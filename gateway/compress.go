@@ -71,10 +71,21 @@ func (s *Server) compression(w http.ResponseWriter, r *http.Request, next http.H
 		next.ServeHTTP(w, r)
 		return
 	}
-	gw := &gzipResponse{ResponseWriter: w}
-	defer gw.close()
+	gw := gzipResponses.Get().(*gzipResponse)
+	*gw = gzipResponse{ResponseWriter: w}
+	defer func() {
+		gw.close()
+		*gw = gzipResponse{} // nothing of this response kept
+		gzipResponses.Put(gw)
+	}()
 	next.ServeHTTP(gw, r)
 }
+
+// gzipResponses are the wrappers of the responses that may be compressed:
+// one a request otherwise, on every hit of a client that accepts gzip.
+// None is used after its handler returns (net/http forbids writing to a
+// response then).
+var gzipResponses = sync.Pool{New: func() any { return new(gzipResponse) }}
 
 // mcpPrefix is where the MCP gateway is mounted (mcp.PathPrefix): its
 // clients read JSON-RPC errors.

@@ -18,7 +18,7 @@ import (
 // for it (Prefer: wait), or claim the record and run the rest of the
 // pipeline under its lease. The claim is settled — completed, failed or
 // released, fenced by its token — before the client's response completes.
-func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call, key string) {
+func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
 	wait := idempotency.PreferWait(r)
 	deadline := s.clock.Now().Add(wait)
@@ -36,7 +36,7 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call
 			if !op.LostAttemptStart.IsZero() {
 				s.recordLostAttempt(c, op)
 			}
-			s.serveCached(w, r, c, key)
+			s.serveCached(w, r, c)
 			return
 		case outcome == groundhog.BeginMismatch:
 			s.reject(w, r, c, groundhog.OutcomeRejected, groundhog.Errorf(groundhog.EMISMATCH,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/fingerprint"
@@ -39,7 +40,7 @@ func (s *Server) prewarm(ctx context.Context, c *call, body []byte) bool {
 	row.UpstreamWait = row.Latency
 	row.FullCost = row.Cost
 	// A failure is logged by book; the held calls go on either way.
-	_ = s.book(c, row, false)
+	_ = s.book(c, row, false, time.Time{})
 	s.log.Debug("fan-out pre-warm", append(logAttrs(c), "status", row.Status, "cache_write", row.Usage.CacheWriteTokens,
 		"cache_read", row.Usage.CachedInputTokens, "cost", costString(row.Cost))...)
 	return ok

@@ -109,18 +109,18 @@ func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 			s.writeError(w, r, shape, err)
 			return
 		}
-		key := c.tenant + "\x00" + c.fp.Hash
-		c.inFlight = s.tracker.Add(key)
-		defer s.tracker.Done(key)
-		s.serveCall(w, r, c, key)
+		id := flightID{c.tenant, c.fp.Hash} // no string built: a hit needs none
+		c.inFlight = s.tracker.Add(id)
+		defer s.tracker.Done(id)
+		s.serveCall(w, r, c)
 	}
 }
 
 // admit runs authentication, parsing, validation and the fingerprint. Every
 // failure here is the client's and is answered before anything is stored.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.Shape) (*call, error) {
-	t0 := s.stageStart() // stages.go: zero when stages are not timed
-	tenant, err := s.authenticate(r)
+	t0 := s.clock.Now() // the call's one full clock reading (stages.go: after)
+	tenant, err := s.authenticateAt(r, t0)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if err != nil {
 		return nil, err
 	}
-	c := &call{shape: shape, invoke: isInvoke(r, shape), route: r.URL.Path, tenant: tenant, body: body, pooled: pooled, header: r.Header, start: s.clock.Now()}
+	c := &call{shape: shape, invoke: isInvoke(r, shape), route: r.URL.Path, tenant: tenant, body: body, pooled: pooled, header: r.Header, start: s.after(t0)}
 	if s.stagesOn {
 		c.stages = new(stageLog)
 	}
@@ -328,16 +328,24 @@ func checkJSONContentType(ct string) error {
 
 // serveCall runs the stages after admission: idempotency, then cache,
 // coalescing and upstream.
-func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *call, key string) {
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *call) {
 	if c.idemKey != "" && s.opts.Idem != nil {
-		s.serveIdempotent(w, r, c, key)
+		s.serveIdempotent(w, r, c)
 		return
 	}
-	s.serveCached(w, r, c, key)
+	s.serveCached(w, r, c)
 }
 
+// flightID is a call's tenant and fingerprint: the key of the calls in
+// flight that the ledger's in-flight flag counts.
+type flightID struct{ tenant, hash string }
+
+// flightKey is the coalescing key of c's flight: its tenant and
+// fingerprint. Built only when the call goes upstream.
+func flightKey(c *call) string { return c.tenant + "\x00" + c.fp.Hash }
+
 // serveCached runs the cache, coalescing and upstream stages.
-func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, key string) {
+func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
 	if c.policy == policyUse {
 		t0 := s.stageStart()
@@ -352,6 +360,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call, ke
 			s.log.Warn("cache read failed; serving as a miss", append(logAttrs(c), "err", err)...)
 		}
 	}
+	key := flightKey(c)
 	// Decided now: settling the claim clears c.claim before the defer runs.
 	keep := outlivesClient(c)
 	refs := c.missBodyRefs() // missbody.go: the pooled body goes back when its last reader lets go
@@ -797,25 +806,31 @@ func (s *Server) finish(c *call, row groundhog.LedgerEntry, resp *groundhog.Resp
 // record completes the row's latency and hands it to the ledger. An error
 // means the row is not durable: the caller must not complete the response.
 func (s *Server) record(c *call, row groundhog.LedgerEntry) error {
-	now := s.clock.Now()
+	now := s.after(c.start)
 	row.Latency = now.Sub(c.start)
 	row.UpstreamWait = c.upstreamWait(now, row.Latency) // overhead.go
 	s.pcRow(c, &row)                                    // prompt-cache hook
-	return s.book(c, row, s.stagesOn)
+	return s.book(c, row, s.stagesOn, now)
 }
 
 // book hands a complete row of c to the ledger, with c's stage times when
 // stages is set. Every row passes here: its prompt-cache saving is priced
 // from its own usage and model, as the call's cost is (CostUnknown when
-// unpriced).
-func (s *Server) book(c *call, row groundhog.LedgerEntry, stages bool) error {
+// unpriced). at is when the row was completed, or zero.
+func (s *Server) book(c *call, row groundhog.LedgerEntry, stages bool, at time.Time) error {
 	row.PromptCacheSaved = s.cfg.PriceTable.PromptCacheSaving(row.Model, row.Usage)
 	row.Model = boundModel(row.Model)
 	if s.opts.Ledger == nil {
 		return nil
 	}
 	var err error
-	if sr, ok := s.opts.Ledger.(StageRecorder); ok && stages {
+	if tr, ok := s.opts.Ledger.(TimedRecorder); ok && s.sysClk && !at.IsZero() {
+		var st []groundhog.Stage
+		if stages {
+			st = c.stageTimes()
+		}
+		err = tr.RecordAt(row, st, at)
+	} else if sr, ok := s.opts.Ledger.(StageRecorder); ok && stages {
 		err = sr.RecordStages(row, c.stageTimes())
 	} else {
 		err = s.opts.Ledger.Record(row)

@@ -46,6 +46,16 @@ type StageRecorder interface {
 	WantsStages() bool
 }
 
+// TimedRecorder is a StageRecorder that also takes when the row was
+// completed, read on the system clock, so that an observer that stamps the
+// row with the time (the access line) need not read the clock again. The
+// gateway calls RecordAt instead of RecordStages when its Recorder has it
+// and its clock is the system clock; the same durability contract applies.
+type TimedRecorder interface {
+	StageRecorder
+	RecordAt(e groundhog.LedgerEntry, stages []groundhog.Stage, at time.Time) error
+}
+
 // Upstream is one provider endpoint.
 type Upstream struct {
 	// BaseURL replaces the gateway's "/v1" prefix: a request to
@@ -147,16 +157,17 @@ type Server struct {
 	opts   Options
 	cfg    *config.Config
 	clock  groundhog.Clock
+	sysClk bool // clock is the system clock: see after
 	log    *slog.Logger
 	mux    *http.ServeMux
 	client *http.Client
 
-	fpMemo   *fingerprint.Memo // fingerprints of large bodies sent again
-	flights  coalesce.Group    // identical cacheable calls in flight
-	tracker  coalesce.Tracker  // every call in flight, for the ledger's in-flight flag
-	inflight atomic.Int64      // provider-route handlers running
-	working  atomic.Int64      // upstream flights running (they may outlive their handlers)
-	pending  pendingRecords    // records of objects model calls made, being written (stored.go)
+	fpMemo   *fingerprint.Memo          // fingerprints of large bodies sent again
+	flights  coalesce.Group             // identical cacheable calls in flight
+	tracker  coalesce.Tracker[flightID] // every call in flight, for the ledger's in-flight flag
+	inflight atomic.Int64               // provider-route handlers running
+	working  atomic.Int64               // upstream flights running (they may outlive their handlers)
+	pending  pendingRecords             // records of objects model calls made, being written (stored.go)
 
 	pc       *promptcache.Stage     // provider prompt-cache stage (gateway/promptcache.go)
 	explicit *explicitcache.Manager // managed Gemini explicit caches (gateway/explicitcache.go)
@@ -228,6 +239,7 @@ func New(o Options) *Server {
 		stagesOn: wantsStages(o.Ledger),
 		fpMemo:   fingerprint.NewMemo(o.FingerprintMemoBytes, 0),
 	}
+	_, s.sysClk = o.Clock.(groundhog.SystemClock)
 	s.pc = newPromptCacheStage(o)
 	s.explicit = newExplicitManager(s)
 	s.routes()
@@ -339,6 +351,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // SDK's) or "x-goog-api-key" (the Gemini SDKs'; on /v1beta/ routes also
 // the key query parameter).
 func (s *Server) authenticate(r *http.Request) (string, error) {
+	return s.authenticateAt(r, time.Time{})
+}
+
+// authenticateAt is authenticate with the time now already read (zero:
+// read it when needed), for the key cache's and keyless mode's checks.
+func (s *Server) authenticateAt(r *http.Request, now time.Time) (string, error) {
 	if s.opts.TenantPerCredential {
 		return CredentialTenant(r.Header), nil
 	}
@@ -359,7 +377,7 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	}
 	ctx := r.Context()
 	if secret != "" {
-		tenant, found, err := s.lookupKey(ctx, groundhog.HashAPIKey(secret))
+		tenant, found, err := s.lookupKey(ctx, groundhog.HashAPIKey(secret), now)
 		if err != nil {
 			return "", err
 		}
@@ -367,7 +385,7 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 			return tenant, nil
 		}
 	}
-	local, err := s.noKeys(ctx)
+	local, err := s.noKeysAt(ctx, now)
 	if err != nil {
 		return "", err
 	}
@@ -384,8 +402,11 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 // ten seconds (so a revoked key stops working within that) and unknown ones
 // for two, so the hot path rarely reads the store; finding a key also ends
 // keyless mode at once.
-func (s *Server) lookupKey(ctx context.Context, hash string) (string, bool, error) {
-	now := s.clock.Now()
+// now is the time now, or zero to read it.
+func (s *Server) lookupKey(ctx context.Context, hash string, now time.Time) (string, bool, error) {
+	if now.IsZero() {
+		now = s.clock.Now()
+	}
 	s.keyMu.RLock()
 	e, ok := s.keyCache[hash]
 	s.keyMu.RUnlock()
@@ -418,10 +439,18 @@ func (s *Server) lookupKey(ctx context.Context, hash string) (string, bool, erro
 // seconds, so a key created with `groundhog keys create` while serving takes
 // effect quickly — and for good.
 func (s *Server) noKeys(ctx context.Context) (bool, error) {
+	return s.noKeysAt(ctx, time.Time{})
+}
+
+// noKeysAt is noKeys with the time now already read (zero: read it).
+func (s *Server) noKeysAt(ctx context.Context, at time.Time) (bool, error) {
 	if !s.opts.Keyless || s.sawKey.Load() {
 		return false, nil
 	}
-	now := s.clock.Now().UnixNano()
+	if at.IsZero() {
+		at = s.clock.Now()
+	}
+	now := at.UnixNano()
 	v := s.localMode.Load()
 	if v > 0 && now < v {
 		return true, nil

@@ -93,8 +93,8 @@ type Gateway struct {
 	log    *slog.Logger
 	client *http.Client
 
-	flights coalesce.Group   // read-only calls in flight
-	tracker coalesce.Tracker // every tool call in flight, for the ledger's in-flight flag
+	flights coalesce.Group           // read-only calls in flight
+	tracker coalesce.Tracker[string] // every tool call in flight, for the ledger's in-flight flag
 
 	stdio map[string]*stdioServer // servers run as a command, by name
 

@@ -59,9 +59,15 @@ func NewAccessLog(w io.Writer, asJSON bool, queue int, warn *slog.Logger) *Acces
 
 // Record queues the line of e, logged now; when the queue is full the line
 // is dropped and counted. It never blocks on the writer.
-func (a *AccessLog) Record(e *groundhog.LedgerEntry) {
+func (a *AccessLog) Record(e *groundhog.LedgerEntry) { a.RecordAt(e, time.Time{}) }
+
+// RecordAt is Record with the line's time already read (zero: now).
+func (a *AccessLog) RecordAt(e *groundhog.LedgerEntry, at time.Time) {
+	if at.IsZero() {
+		at = time.Now()
+	}
 	var arr [512]byte // a line is about 330 bytes: encoded on the stack
-	line := AppendLine(arr[:0], time.Now(), e, a.json)
+	line := AppendLine(arr[:0], at, e, a.json)
 	a.mu.Lock()
 	if a.closed || a.lines >= a.max {
 		a.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/groundhog-ai/groundhog/observe"
 )
@@ -141,4 +142,32 @@ func BenchmarkAccessLogRecord(b *testing.B) {
 		a.Record(&e)
 	}
 	b.ReportMetric(float64(a.Dropped()), "dropped")
+}
+
+// A line recorded with the time its row was completed carries that time,
+// not the time it was queued: the gateway passes the reading it already
+// made for the row's latency.
+func TestAccessLogRecordAtKeepsTheGivenTime(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
+	for _, asJSON := range []bool{false, true} {
+		var out lockedBuffer
+		a := observe.NewAccessLog(&out, asJSON, 16, nil)
+		e := benchEntry()
+		rec := &observe.Recorder{Access: a}
+		if err := rec.RecordAt(e, nil, at); err != nil {
+			t.Fatal(err)
+		}
+		a.RecordAt(&e, time.Time{}) // zero: now
+		a.Close()
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("json=%v: %d lines, want 2: %q", asJSON, len(lines), out.String())
+		}
+		if want := string(observe.AppendLine(nil, at, &e, asJSON)); lines[0]+"\n" != want && lines[0] != want {
+			t.Errorf("json=%v: line %q, want %q", asJSON, lines[0], want)
+		}
+		if lines[1] == lines[0] {
+			t.Errorf("json=%v: a line recorded without a time carries the given one of another: %q", asJSON, lines[1])
+		}
+	}
 }

@@ -59,6 +59,12 @@ func (o *Recorder) WantsStages() bool { return o.Tracer != nil }
 // RecordStages is Record with the call's timed pipeline stages, each a
 // child span of the call's span.
 func (o *Recorder) RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stage) error {
+	return o.RecordAt(e, stages, time.Time{})
+}
+
+// RecordAt is RecordStages for a row completed at (zero: now), the time
+// its access line carries: the caller's reading spares the line one.
+func (o *Recorder) RecordAt(e groundhog.LedgerEntry, stages []groundhog.Stage, at time.Time) error {
 	var err error
 	if o.Next != nil {
 		err = o.Next.Record(e)
@@ -70,7 +76,7 @@ func (o *Recorder) RecordStages(e groundhog.LedgerEntry, stages []groundhog.Stag
 		o.Metrics.Observe(&e)
 	}
 	if o.Access != nil {
-		o.Access.Record(&e)
+		o.Access.RecordAt(&e, at)
 	} else if o.Log != nil && o.Log.Enabled(context.Background(), slog.LevelInfo) {
 		// Checked first: Attrs formats two amounts and builds 18
 		// attributes, wasted when the level drops the line anyway.

@@ -53,7 +53,8 @@ func Handler(h http.Handler, o Options) http.Handler {
 		rc.resolve(w)
 		if r.Body != nil && r.Body != http.NoBody {
 			b := &g.body
-			*b = rateBody{r: r.Body, rc: rc, start: time.Now(), o: o, length: r.ContentLength}
+			g.w.base = clock() // the request's one full clock reading (see writer.now)
+			*b = rateBody{r: r.Body, rc: rc, start: g.w.base, o: o, length: r.ContentLength}
 			b.extend()
 			r.Body = b
 			// The next request on the connection sets its own deadlines;
@@ -67,7 +68,7 @@ func Handler(h http.Handler, o Options) http.Handler {
 		// server's final flush after the handler gets a fresh one.
 		_ = rc.SetWriteDeadline(time.Time{})
 		defer g.w.finalDeadline()
-		g.w = writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle}
+		g.w = writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle, base: g.w.base}
 		h.ServeHTTP(&g.w, r)
 	})
 }
@@ -227,14 +228,31 @@ type writer struct {
 	rc    *controller
 	idle  time.Duration
 	setAt time.Time // when the last deadline was set (now + idle), zero before
+	base  time.Time // the request's first clock reading, zero before one
 }
 
 // deadlineReuse is how recent a write's deadline must be for the server's
 // final flush to keep it instead of getting a fresh one.
 const deadlineReuse = time.Millisecond
 
-// clock is the writer's time source (tests replace it).
-var clock = time.Now
+// clock and since are the guard's time source (tests replace both).
+var (
+	clock = time.Now
+	since = time.Since
+)
+
+// now returns the time: the request's first reading of clock, then that
+// reading moved on by the time since it. time.Since reads only the
+// monotonic clock where time.Now reads the wall clock as well, and on some
+// virtual machines each read costs a tenth of a microsecond or more; a
+// deadline is kept on the monotonic clock anyway.
+func (w *writer) now() time.Time {
+	if w.base.IsZero() {
+		w.base = clock()
+		return w.base
+	}
+	return w.base.Add(since(w.base))
+}
 
 func (w *writer) setDeadline(now time.Time) {
 	w.setAt = now
@@ -242,14 +260,14 @@ func (w *writer) setDeadline(now time.Time) {
 }
 
 func (w *writer) Write(p []byte) (int, error) {
-	w.setDeadline(clock())
+	w.setDeadline(w.now())
 	return w.ResponseWriter.Write(p)
 }
 
 // FlushError flushes through to the connection under the write deadline;
 // http.ResponseController finds it.
 func (w *writer) FlushError() error {
-	w.setDeadline(clock())
+	w.setDeadline(w.now())
 	return w.rc.Flush()
 }
 
@@ -260,7 +278,7 @@ func (w *writer) FlushError() error {
 // writes its answer once and returns at once: the second deadline on the
 // socket (a timer reset, about a third of a microsecond) bought nothing.
 func (w *writer) finalDeadline() {
-	now := clock()
+	now := w.now()
 	if !w.setAt.IsZero() && now.Sub(w.setAt) < deadlineReuse {
 		return
 	}

@@ -192,7 +192,8 @@ func TestFinalWriteDeadline(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	fake := t0
 	clock = func() time.Time { return fake }
-	defer func() { clock = time.Now }()
+	since = func(t time.Time) time.Duration { return fake.Sub(t) }
+	defer func() { clock, since = time.Now, time.Since }()
 	write := func(w http.ResponseWriter) { _, _ = w.Write([]byte("x")) }
 	for _, tc := range []struct {
 		name      string
