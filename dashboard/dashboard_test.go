@@ -529,7 +529,7 @@ func TestCacheRentIsNoCall(t *testing.T) {
 		{ID: "a1", Time: day.Add(time.Hour), Tenant: "acme", Operation: "docs", RequestHash: "sha256:q1", Outcome: groundhog.OutcomeUpstream, Status: 200, Cost: groundhog.Dollar / 250, FullCost: groundhog.Dollar / 250},
 		{ID: "a2", Time: day.Add(2 * time.Hour), Tenant: "acme", Operation: "docs", RequestHash: "sha256:q1", Outcome: groundhog.OutcomeUpstream, Status: 200, Cost: groundhog.Dollar / 250, FullCost: groundhog.Dollar / 250},
 		{ID: "r1", Time: day, Tenant: "acme", Operation: "docs", RequestHash: "sha256:rent-1", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: groundhog.Dollar * 5 / 2, FullCost: groundhog.Dollar * 5 / 2},
-		{ID: "r2", Time: day, Tenant: "acme", Operation: "brief", RequestHash: "sha256:rent-2", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: groundhog.CostUnknown, FullCost: groundhog.CostUnknown},
+		{ID: "r2", Time: day, Tenant: "acme", Operation: "memos", RequestHash: "sha256:rent-2", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: groundhog.CostUnknown, FullCost: groundhog.CostUnknown},
 	}
 	if err := db.AppendLedger(context.Background(), rows); err != nil {
 		t.Fatal(err)
