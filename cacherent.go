@@ -2,16 +2,13 @@ package groundhog
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"time"
 )
 
 // OutcomeCacheRent is the outcome of a ledger row that books the storage
 // rent of one UTC day's piece of a provider explicit cache's life (a
 // Gemini cachedContent created through the gateway). It is not a call:
-// the gateway writes it, one per cache and day (RentRowID).
+// the gateway writes it, one per cache and day (OnceRowID).
 const OutcomeCacheRent Outcome = "cache_rent"
 
 // RentedCache is the gateway's record of a provider explicit cache a
@@ -65,30 +62,4 @@ type RentedCacheStore interface {
 	EndRentedCache(ctx context.Context, tenant, name string, end time.Time) (c RentedCache, ok bool, err error)
 	UnbookedCaches(ctx context.Context, after RentedCache, limit int) ([]RentedCache, error)
 	AdvanceRent(ctx context.Context, tenant, name string, from, to time.Time, done bool) (bool, error)
-}
-
-// RentRowID is the ledger ID of the rent row of the piece of a cache's
-// life that starts at from (its creation, or a UTC midnight): the piece's
-// start in nanoseconds, as NewTimeID names its time, then 64 bits of the
-// digest of the tenant, the cache and from. The same piece always gets
-// the same ID and time, so writing its row again stores nothing.
-func RentRowID(tenant, name string, from time.Time) string { return OnceRowID(tenant, name, from) }
-
-// OnceRowID is the ledger ID of a row that must be booked once however
-// often it is written (a rent piece, a background response's usage): the
-// row's time at in nanoseconds, as NewTimeID names its time, then 64 bits
-// of the digest of tenant, key and at.
-func OnceRowID(tenant, key string, at time.Time) string {
-	name := key
-	from := at
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(from.UnixNano()))
-	h := sha256.New()
-	h.Write([]byte(tenant))
-	h.Write([]byte{0})
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	h.Write([]byte(from.UTC().Format(time.RFC3339Nano)))
-	copy(b[8:], h.Sum(nil)[:8])
-	return hex.EncodeToString(b[:])
 }

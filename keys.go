@@ -97,3 +97,22 @@ func NewTimeID(t time.Time) string {
 	hex.Encode(out[:], b[:])
 	return string(out[:])
 }
+
+// OnceRowID is the ledger ID of a row that must be booked once however
+// often it is written (a piece of an explicit cache's rent, a background
+// response's usage): the row's time at in nanoseconds, as NewTimeID names
+// its time, then 64 bits of the digest of tenant, key and at. The same
+// row always gets the same ID and, with at as its time, writing it again
+// stores nothing.
+func OnceRowID(tenant, key string, at time.Time) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(at.UnixNano()))
+	h := sha256.New()
+	h.Write([]byte(tenant))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write([]byte(at.UTC().Format(time.RFC3339Nano)))
+	copy(b[8:], h.Sum(nil)[:8])
+	return hex.EncodeToString(b[:])
+}

@@ -25,7 +25,7 @@ import (
 // (Price.CacheStorageCost's rule), so a life's pieces add up to the
 // provider's bill of the whole life to the picodollar.
 //
-// A row's ID and time are the piece's own (groundhog.RentRowID, the
+// A row's ID and time are the piece's own (groundhog.OnceRowID, the
 // piece's start), so writing it again stores nothing: the row is written,
 // then the record's booked-until advanced with a conditional update. A
 // crash between the two, a restart, or two replicas sweeping one store
@@ -128,7 +128,7 @@ func (s *Server) recordRent(c groundhog.RentedCache, from, to time.Time) (*groun
 	if whole.Known() && before.Known() {
 		rent = whole - before
 	}
-	id := groundhog.RentRowID(c.Tenant, c.Name, from)
+	id := groundhog.OnceRowID(c.Tenant, c.Name, from)
 	h := sha256.Sum256([]byte("rent " + c.Name + " " + id))
 	row := groundhog.LedgerEntry{
 		ID: id, Time: from.UTC(), Tenant: c.Tenant, Operation: c.Operation, Shape: groundhog.ShapeGemini,

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	neturl "net/url"
@@ -12,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/wire"
 )
 
 // models proxies GET /v1/models[/{id}] and DELETE /v1/models/{ft:…} (a
@@ -49,7 +49,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	}
 	scoped := sharedAccount(&s.opts.OpenAI) && !s.singleTenant(r.Context())
 	if scoped && r.URL.Path != "/v1/models" && strings.HasPrefix(r.PathValue("id"), "ft:") &&
-		!s.ownsOrNotFound(w, r, tenant, kindOpenAIModel, r.PathValue("id")) {
+		!s.ownsOrNotFound(w, r, tenant, kindOpenAIFTModel, r.PathValue("id")) {
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, url, nil)
@@ -67,8 +67,8 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	}
 	defer res.Body.Close()
 	if deleteTuned && scoped && res.StatusCode/100 == 2 {
-		if err := s.opts.Resources.DeleteResource(context.WithoutCancel(r.Context()), tenant, kindOpenAIModel.kind, r.PathValue("id")); err != nil {
-			s.log.Error("forgetting a deleted resource failed", "tenant", tenant, "kind", kindOpenAIModel.kind, "id", r.PathValue("id"), "err", err)
+		if err := s.opts.Resources.DeleteResource(context.WithoutCancel(r.Context()), tenant, kindOpenAIFTModel.kind, r.PathValue("id")); err != nil {
+			s.log.Error("forgetting a deleted resource failed", "tenant", tenant, "kind", kindOpenAIFTModel.kind, "id", r.PathValue("id"), "err", err)
 		}
 	}
 	body := io.LimitReader(res.Body, 16<<20)
@@ -92,46 +92,26 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, body)
 }
 
-// kindOpenAIModel is a fine-tuned model read through /v1/models.
-var kindOpenAIModel = ownedKind{groundhog.ResourceKindOpenAIFineTunedModel, groundhog.ShapeChat, "Model"}
-
 // ownModels returns the provider's model list without the fine-tuned
 // models tenant does not own; the other members and every base model stay
 // as the provider wrote them.
 func (s *Server) ownModels(r *http.Request, tenant string, body []byte) ([]byte, error) {
-	var list map[string]json.RawMessage
-	var items []json.RawMessage
-	if json.Unmarshal(body, &list) != nil || json.Unmarshal(list["data"], &items) != nil {
+	page, ok, err := wire.ReadListPage(body)
+	if err != nil || !ok {
 		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "the provider's model list is not a list")
 	}
-	ids := make([]string, len(items))
 	var tuned []string
-	for i, it := range items {
-		var m struct {
-			ID string `json:"id"`
-		}
-		_ = json.Unmarshal(it, &m)
-		if ids[i] = m.ID; strings.HasPrefix(m.ID, "ft:") {
-			tuned = append(tuned, m.ID)
+	for _, id := range page.IDs {
+		if strings.HasPrefix(id, "ft:") {
+			tuned = append(tuned, id)
 		}
 	}
 	if len(tuned) == 0 {
 		return body, nil
 	}
-	own, err := s.owned(r.Context(), tenant, kindOpenAIModel, tuned)
+	own, err := s.owned(r.Context(), tenant, kindOpenAIFTModel, tuned)
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EUNAVAILABLE, "the resource records are unavailable", err)
 	}
-	kept := items[:0]
-	for i, it := range items {
-		if !strings.HasPrefix(ids[i], "ft:") || slices.Contains(own, ids[i]) {
-			kept = append(kept, it)
-		}
-	}
-	data, _ := json.Marshal(kept)
-	if len(kept) == 0 {
-		data = []byte("[]")
-	}
-	list["data"] = data
-	return json.Marshal(list)
+	return wire.FilterListPage(body, func(id string) bool { return !strings.HasPrefix(id, "ft:") || slices.Contains(own, id) })
 }

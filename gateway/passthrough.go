@@ -278,9 +278,11 @@ func (s *Server) passthroughFor(w http.ResponseWriter, r *http.Request, model st
 	case events != nil:
 		row.Model, row.Usage, row.Cost = s.streamPassthroughCost(res.StatusCode, events)
 	default:
-		row.Model, row.Usage, row.Cost = s.passthroughCost(r.Method, r.URL.Path, shape, usage, model)
+		row.Model, row.Usage, row.Cost = s.passthroughCost(r.URL.Path, shape, usage, model)
 	}
 	if row.Usage != (groundhog.Usage{}) && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/responses/") {
+		// A stored response read back: its usage was billed by the call
+		// that made it, but for a background one, booked here once.
 		answer := usage.buf.Bytes()
 		if events != nil {
 			answer = events.last // a stream resumed: its final event holds the response
@@ -381,22 +383,11 @@ func passthroughUsage(shape groundhog.Shape, body []byte) (string, groundhog.Usa
 
 // passthroughCost prices a relayed response from its usage, if it had one,
 // as the model it names or else as asked (the request body's model, "" when
-// not known).
-//
-// Reading a stored response back (GET /v1/responses/{id}) is free: its
-// usage is the call that made it, billed when it was made — unless it ran
-// in the background, whose call answered before the work was done.
-func (s *Server) passthroughCost(method, p string, shape groundhog.Shape, usage *capped, asked string) (string, groundhog.Usage, groundhog.Money) {
+// not known). A stored response read back is priced here and made free by
+// passthroughFor (bookBackground).
+func (s *Server) passthroughCost(p string, shape groundhog.Shape, usage *capped, asked string) (string, groundhog.Usage, groundhog.Money) {
 	if !usage.over && usage.buf.Len() > 0 && bytes.Contains(usage.buf.Bytes(), []byte(`"usage"`)) {
 		model, u, _ := passthroughUsage(shape, usage.buf.Bytes())
-		if u != (groundhog.Usage{}) && method == http.MethodGet && strings.HasPrefix(p, "/v1/responses/") {
-			var r struct {
-				Background bool `json:"background"`
-			}
-			if json.Unmarshal(usage.buf.Bytes(), &r) == nil && !r.Background {
-				return model, groundhog.Usage{}, 0
-			}
-		}
 		if u != (groundhog.Usage{}) {
 			if model == "" {
 				model = asked

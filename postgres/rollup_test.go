@@ -441,7 +441,7 @@ func TestRollupCacheRentIsNoCall(t *testing.T) {
 	} {
 		from := rollupDay.Add(time.Duration(i) * time.Hour)
 		name := fmt.Sprintf("cachedContents/c%d", i)
-		rent = append(rent, groundhog.LedgerEntry{ID: groundhog.RentRowID(c.tenant, name, from), Time: from, Tenant: c.tenant,
+		rent = append(rent, groundhog.LedgerEntry{ID: groundhog.OnceRowID(c.tenant, name, from), Time: from, Tenant: c.tenant,
 			Operation: c.op, RequestHash: "sha256:rent-" + name, Shape: groundhog.ShapeGemini, Model: "gemini-2.5-flash",
 			Provider: "sim", Outcome: groundhog.OutcomeCacheRent, Status: 200, Cost: c.cost, FullCost: c.cost})
 		if c.cost.Known() {
