@@ -1,16 +1,9 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/groundhog-ai/groundhog"
 )
 
 // bedrockJSDir prepares the pinned AWS SDK for JavaScript v3 Bedrock
@@ -39,29 +32,9 @@ type bedrockJSUsage struct {
 // and the cache hit, and its spend is the simulated provider's bill.
 func TestBedrockJSSDKThroughGroundhog(t *testing.T) {
 	dir := bedrockJSDir(t)
-	db := filepath.Join(t.TempDir(), "g.db")
-	key, err := exec.Command(binary, "keys", "create", "--tenant", "acme", "--db", db).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := start(t, nil, "serve", "--db", db)
-	m := regexp.MustCompile(`bill at (http://\S+/sim/v1/bill)\)`).FindStringSubmatch(gw.output())
-	if m == nil {
-		t.Fatalf("serve did not print the simulated provider's bill URL:\n%s", gw.output())
-	}
-	simURL := strings.TrimSuffix(m[1], "/sim/v1/bill")
+	sv := startSDKServe(t)
 
 	const model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-	cmd := exec.Command("node", "--no-warnings", "bedrock.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GROUNDHOG_URL="+gw.URL, "BEDROCK_MODEL="+model,
-		"AWS_BEARER_TOKEN_BEDROCK="+strings.TrimSpace(string(key)))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the SDK run failed: %v\n%s", err, stderr.String())
-	}
 	var got struct {
 		Converse struct {
 			Text       string         `json:"text"`
@@ -99,10 +72,7 @@ func TestBedrockJSSDKThroughGroundhog(t *testing.T) {
 			Status  int    `json:"status"`
 		} `json:"sigv4"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(out), &got); err != nil {
-		t.Fatalf("SDK output %q: %v", out, err)
-	}
-	t.Logf("SDK output: %s", bytes.TrimSpace(out))
+	runNode(t, dir, "bedrock.mjs", &got, "GROUNDHOG_URL="+sv.gw.URL, "BEDROCK_MODEL="+model, "AWS_BEARER_TOKEN_BEDROCK="+sv.key)
 
 	c := got.Converse
 	if c.Status != 200 || c.Text == "" || c.StopReason != "end_turn" || c.Usage.InputTokens == 0 ||
@@ -132,49 +102,25 @@ func TestBedrockJSSDKThroughGroundhog(t *testing.T) {
 		t.Errorf("InvokeModel with Anthropic's body: %+v", iv)
 	}
 
-	sv := got.SigV4
-	if !sv.Refused || sv.Status != 401 || sv.Name != "UnrecognizedClientException" ||
-		!strings.Contains(sv.Message, "bearer token") || !strings.Contains(sv.Message, "AWS_BEARER_TOKEN_BEDROCK") {
-		t.Errorf("SigV4-signed Converse: want a 401 UnrecognizedClientException saying to send the bearer token; got %+v", sv)
+	sig := got.SigV4
+	if !sig.Refused || sig.Status != 401 || sig.Name != "UnrecognizedClientException" ||
+		!strings.Contains(sig.Message, "bearer token") || !strings.Contains(sig.Message, "AWS_BEARER_TOKEN_BEDROCK") {
+		t.Errorf("SigV4-signed Converse: want a 401 UnrecognizedClientException saying to send the bearer token; got %+v", sig)
 	}
 
 	// The ledger: five answered calls (the refused one is not a call), one
 	// of them from the cache, four upstream; the spend is the sim's bill.
-	rep, err := exec.Command(binary, "report", "--format", "json", "--db", db).Output()
-	if err != nil {
-		t.Fatalf("report: %v %s", err, rep)
+	ops, spend, unknown := sdkReport(t, sv.db)
+	if len(ops) != 1 || ops[0].Operation != "bedrock-js" {
+		t.Fatalf("report operations: %+v; want only bedrock-js", ops)
 	}
-	var r struct {
-		UnknownCost int `json:"unknown_cost_calls"`
-		Operations  []struct {
-			Operation     string      `json:"operation"`
-			Calls         int64       `json:"calls"`
-			CacheHits     int64       `json:"cache_hits"`
-			UpstreamCalls int64       `json:"upstream_calls"`
-			Spend         json.Number `json:"spend_usd"`
-			Saved         json.Number `json:"saved_usd"`
-		} `json:"operations"`
-	}
-	if err := json.Unmarshal(rep, &r); err != nil {
-		t.Fatalf("report output: %v %s", err, rep)
-	}
-	if len(r.Operations) != 1 || r.Operations[0].Operation != "bedrock-js" {
-		t.Fatalf("report operations: %s; want only bedrock-js", rep)
-	}
-	op := r.Operations[0]
-	b := simBillUSD(t, simURL)
-	spend, err := groundhog.ParseMoney(op.Spend.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved, err := groundhog.ParseMoney(op.Saved.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := ops[0]
+	b := simBillUSD(t, sv.simURL)
+	saved := money(t, op.Saved)
 	t.Logf("report: %d calls, %d cache hit(s), %d upstream, spend $%s, saved $%s; sim bill: %d calls, $%s",
 		op.Calls, op.CacheHits, op.UpstreamCalls, spend, saved, b.Calls, b.USD)
-	if op.Calls != 5 || op.CacheHits != 1 || op.UpstreamCalls != 4 || r.UnknownCost != 0 {
-		t.Errorf("report: %d calls, %d cache hits, %d upstream, %d of unknown cost; want 5, 1, 4, 0", op.Calls, op.CacheHits, op.UpstreamCalls, r.UnknownCost)
+	if op.Calls != 5 || op.CacheHits != 1 || op.UpstreamCalls != 4 || unknown != 0 {
+		t.Errorf("report: %d calls, %d cache hits, %d upstream, %d of unknown cost; want 5, 1, 4, 0", op.Calls, op.CacheHits, op.UpstreamCalls, unknown)
 	}
 	if b.Calls != 4 || spend != b.USD || saved <= 0 {
 		t.Errorf("spend $%s, saved $%s; sim bill %d calls $%s: want the spend to be the bill of 4 calls and a saving from the hit", spend, saved, b.Calls, b.USD)

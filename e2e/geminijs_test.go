@@ -1,13 +1,7 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/groundhog-ai/groundhog"
@@ -40,28 +34,7 @@ type geminiJSUsage struct {
 // and its spend is the simulated provider's bill.
 func TestGeminiJSSDKThroughGroundhog(t *testing.T) {
 	dir := geminiJSDir(t)
-	db := filepath.Join(t.TempDir(), "g.db")
-	key, err := exec.Command(binary, "keys", "create", "--tenant", "acme", "--db", db).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := start(t, nil, "serve", "--db", db)
-	m := regexp.MustCompile(`bill at (http://\S+/sim/v1/bill)\)`).FindStringSubmatch(gw.output())
-	if m == nil {
-		t.Fatalf("serve did not print the simulated provider's bill URL:\n%s", gw.output())
-	}
-	simURL := strings.TrimSuffix(m[1], "/sim/v1/bill")
-
-	cmd := exec.Command("node", "--no-warnings", "gemini.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GROUNDHOG_URL="+gw.URL, "GEMINI_MODEL=gemini-2.5-flash",
-		"GROUNDHOG_KEY="+strings.TrimSpace(string(key)))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the SDK run failed: %v\n%s", err, stderr.String())
-	}
+	sv := startSDKServe(t)
 	var got struct {
 		Generate struct {
 			Text         string        `json:"text"`
@@ -90,10 +63,7 @@ func TestGeminiJSSDKThroughGroundhog(t *testing.T) {
 			Message string `json:"message"`
 		} `json:"badKey"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(out), &got); err != nil {
-		t.Fatalf("SDK output %q: %v", out, err)
-	}
-	t.Logf("SDK output: %s", bytes.TrimSpace(out))
+	runNode(t, dir, "gemini.mjs", &got, "GROUNDHOG_URL="+sv.gw.URL, "GEMINI_MODEL=gemini-2.5-flash", "GROUNDHOG_KEY="+sv.key)
 
 	g := got.Generate
 	if g.Text == "" || g.FinishReason != "STOP" || g.Usage.PromptTokenCount == 0 || g.Usage.CandidatesTokenCount == 0 ||
@@ -121,45 +91,19 @@ func TestGeminiJSSDKThroughGroundhog(t *testing.T) {
 	// of them from the cache, and the countTokens passthrough (free, not
 	// on the bill) — three generate calls upstream; the spend is the
 	// sim's bill.
-	rep, err := exec.Command(binary, "report", "--format", "json", "--db", db).Output()
-	if err != nil {
-		t.Fatalf("report: %v %s", err, rep)
-	}
-	var r struct {
-		UnknownCost int `json:"unknown_cost_calls"`
-		Operations  []struct {
-			Operation     string      `json:"operation"`
-			Calls         int64       `json:"calls"`
-			CacheHits     int64       `json:"cache_hits"`
-			UpstreamCalls int64       `json:"upstream_calls"`
-			Spend         json.Number `json:"spend_usd"`
-			Saved         json.Number `json:"saved_usd"`
-		} `json:"operations"`
-	}
-	if err := json.Unmarshal(rep, &r); err != nil {
-		t.Fatalf("report output: %v %s", err, rep)
-	}
-	var spend, saved groundhog.Money
+	ops, spend, unknown := sdkReport(t, sv.db)
+	var saved groundhog.Money
 	var calls, hits, upstream int64
-	for _, op := range r.Operations {
-		s, err := groundhog.ParseMoney(op.Spend.String())
-		if err != nil {
-			t.Fatal(err)
+	for _, op := range ops {
+		if op.Operation == "gemini-js" {
+			saved, calls, hits, upstream = money(t, op.Saved), op.Calls, op.CacheHits, op.UpstreamCalls
 		}
-		spend += s
-		if op.Operation != "gemini-js" {
-			continue
-		}
-		if saved, err = groundhog.ParseMoney(op.Saved.String()); err != nil {
-			t.Fatal(err)
-		}
-		calls, hits, upstream = op.Calls, op.CacheHits, op.UpstreamCalls
 	}
-	b := simBillUSD(t, simURL)
+	b := simBillUSD(t, sv.simURL)
 	t.Logf("gemini-js: %d calls, %d cache hit(s), %d upstream, saved $%s; total spend $%s; sim bill: %d calls, $%s",
 		calls, hits, upstream, saved, spend, b.Calls, b.USD)
-	if calls != 5 || hits != 1 || upstream != 3 || b.Calls != 3 || r.UnknownCost != 0 {
-		t.Errorf("report: %d calls, %d cache hits, %d upstream (sim: %d calls), %d of unknown cost; want 5, 1, 3 (3), 0", calls, hits, upstream, b.Calls, r.UnknownCost)
+	if calls != 5 || hits != 1 || upstream != 3 || b.Calls != 3 || unknown != 0 {
+		t.Errorf("report: %d calls, %d cache hits, %d upstream (sim: %d calls), %d of unknown cost; want 5, 1, 3 (3), 0", calls, hits, upstream, b.Calls, unknown)
 	}
 	if spend != b.USD || saved <= 0 {
 		t.Errorf("spend $%s, saved $%s; sim bill %d calls $%s: want the spend to be the bill and a saving from the hit", spend, saved, b.Calls, b.USD)
