@@ -80,6 +80,74 @@ func TestMemoNilAndDisabled(t *testing.T) {
 	}
 }
 
+// Bodies that differ only where the sampled key does not look share it:
+// every answer stays Compute's (the byte comparison decides), a stream of
+// such bodies sent once each costs no copy, and bodies of such a family
+// sent again are still answered from memory (the key is split: they are
+// found by every byte).
+func TestMemoSampledKeyShared(t *testing.T) {
+	m := fingerprint.NewMemo(0, 1024)
+	p := fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: "t"}
+	body := benchbody.Chat(200<<10, benchbody.Options{})
+	// A run of eight digits inside the middle of the body that the
+	// sampled key does not read: the variants below differ only there.
+	at := -1
+	for i := len(body) / 2; i < len(body)*3/4 && at < 0; i++ {
+		if !isLetters(body[i : i+8]) {
+			continue
+		}
+		v := append([]byte(nil), body...)
+		copy(v[i:], "00000000")
+		if m.SampledKey(p, v) == m.SampledKey(p, body) {
+			at = i
+		}
+	}
+	if at < 0 {
+		t.Fatal("no unsampled run of letters in the middle of the body")
+	}
+	variant := func(n int) []byte {
+		v := append([]byte(nil), body...)
+		copy(v[at:], fmt.Sprintf("%08d", n))
+		return v
+	}
+	check := func(name string, b []byte) {
+		t.Helper()
+		want, werr := fingerprint.Compute(p, b)
+		got, gerr := m.Compute(p, b)
+		if got != want || werr != nil || gerr != nil {
+			t.Fatalf("%s: memo %+v %v, Compute %+v %v", name, got, gerr, want, werr)
+		}
+	}
+	for n := range 50 {
+		check(fmt.Sprintf("variant %d", n), variant(n))
+	}
+	if s, held := m.Stats(), m.HeldBytes(); s.Hits != 0 || held != 0 {
+		t.Fatalf("50 different bodies sent once: stats %+v, %d bytes held; want no hit and no copy", s, held)
+	}
+	// Two of the family sent again, alternately: each is copied at its
+	// second sight and answered from memory from its third.
+	before := m.Stats()
+	for range 4 {
+		check("variant 100", variant(100))
+		check("variant 101", variant(101))
+	}
+	if s := m.Stats(); s.Hits-before.Hits != 4 {
+		t.Fatalf("two bodies sent four times each: %d hits, want 4 (the third and fourth sights)", s.Hits-before.Hits)
+	}
+	if held := m.HeldBytes(); held != 2*len(body) {
+		t.Fatalf("%d bytes held, want the two bodies (%d)", held, 2*len(body))
+	}
+}
+
+func isLetters(b []byte) bool {
+	for _, c := range b {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
 // Bounded: bodies beyond the budget push older ones out, and whatever is
 // remembered or not, the answers stay Compute's. Concurrent callers (run
 // with -race) sharing bodies.
