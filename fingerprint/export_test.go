@@ -23,3 +23,15 @@ func SetSIMD(on bool) (restore func()) {
 	useSIMD = on && haveSIMD
 	return func() { useSIMD = old }
 }
+
+// SampledKey is the key a Memo finds a body's candidate by.
+func (m *Memo) SampledKey(p Params, body []byte) uint64 { return m.key(p, body, false) }
+
+// HeldBytes is the size of the bodies a Memo holds copies of.
+func (m *Memo) HeldBytes() int {
+	n := 0
+	for _, e := range m.cache.All() {
+		n += len(e.body)
+	}
+	return n
+}

@@ -2,6 +2,7 @@ package fingerprint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
 	"sync/atomic"
 
@@ -17,15 +18,26 @@ import (
 // the candidate; it never decides), and errors are never remembered.
 //
 // Why: at 200 KB the canonical scan costs about 2.7 times SHA-256 over the
-// same bytes, while finding and comparing a remembered body costs a fast
-// non-cryptographic hash and a memory comparison — a small fraction of it.
+// same bytes, while finding and comparing a remembered body costs a small
+// hash and a memory comparison — a small fraction of it.
 // The request hash itself (SHA-256 of the canonical form, design record 0001) is
 // unchanged: a memo hit returns the hash computed when the body was first
 // seen.
 //
+// The candidate is found by a sampled key: the Params, the length, the
+// first and last memoEdge bytes and memoSamples windows spread evenly over
+// the rest (the whole body when it is no longer than those), about 12 KiB
+// hashed whatever the size. Bodies of different requests can share a
+// sampled key (a number changed in the middle, the length kept); the first
+// time that is seen the key is marked split, and from then on bodies under
+// it are found by a hash of every byte instead, as if there were no
+// sampling.
+//
 // A body is copied into the memo the second time it is seen (the first
-// time only its 64-bit key is noted), so bodies sent once cost the memo a
-// hash, not a copy.
+// time only its result is noted), so bodies sent once cost the memo a
+// small hash, not a copy; a body is copied only when the request seen last
+// under its key was the same request, so a stream of different bodies
+// sharing a key costs no copy.
 //
 // A nil *Memo computes every time. A Memo is safe for concurrent use.
 type Memo struct {
@@ -36,11 +48,25 @@ type Memo struct {
 	hits, misses atomic.Uint64
 }
 
+// memoEntry is what a key holds: a request seen once (body nil), a
+// request with a private copy of its body (callers reuse their buffers), or
+// under a sampled key, split: look the body up by its full key.
 type memoEntry struct {
-	p    Params
-	body []byte // a private copy: callers reuse their buffers
-	res  Result
+	p     Params
+	body  []byte
+	res   Result
+	split bool
 }
+
+// The sampled key's parts (see Memo).
+const (
+	memoEdge      = 4 << 10 // bytes hashed at each end
+	memoSamples   = 64      // windows hashed between the ends
+	memoSampleLen = 64      // bytes in a window
+	memoSampled   = 2*memoEdge + memoSamples*memoSampleLen
+)
+
+var splitEntry = &memoEntry{split: true}
 
 // Default sizes of a Memo made by NewMemo with zero arguments.
 const (
@@ -86,8 +112,12 @@ func (m *Memo) Compute(p Params, body []byte) (Result, error) {
 	if m == nil || len(body) < m.min {
 		return Compute(p, body)
 	}
-	k := m.key(p, body)
+	k, full := m.key(p, body, false), false
 	e, seen := m.cache.GetIfPresent(k)
+	if seen && e.split {
+		k, full = m.key(p, body, true), true
+		e, seen = m.cache.GetIfPresent(k)
+	}
 	if seen && e.body != nil && e.p == p && bytes.Equal(e.body, body) {
 		m.hits.Add(1)
 		return e.res, nil
@@ -97,19 +127,27 @@ func (m *Memo) Compute(p Params, body []byte) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if !seen {
-		// First sight: only the key is kept. Most bodies are never sent
-		// again (each turn of a conversation is a new body), and copying
-		// every one would cost the miss path an allocation of its size;
-		// the second sight keeps the copy that later ones are answered by.
-		m.cache.Set(k, &memoEntry{})
-		return res, nil
+	switch {
+	case seen && e.p == p && e.res == res:
+		// The request seen last under this key, again (in the same bytes
+		// or others): keep a copy to answer the next sight. Most bodies
+		// are never sent again (each turn of a conversation is a new
+		// body), and copying every one would cost the miss path an
+		// allocation of its size.
+		m.cache.Set(k, &memoEntry{p: p, body: bytes.Clone(body), res: res})
+	case seen && !full:
+		// Two requests under one sampled key: find them by every byte
+		// from now on. This body is noted under its full key.
+		m.cache.Set(k, splitEntry)
+		m.cache.Set(m.key(p, body, true), &memoEntry{p: p, res: res})
+	default:
+		m.cache.Set(k, &memoEntry{p: p, res: res})
 	}
-	m.cache.Set(k, &memoEntry{p: p, body: bytes.Clone(body), res: res})
 	return res, nil
 }
 
-func (m *Memo) key(p Params, body []byte) uint64 {
+// key returns the body's sampled key, or with full its hash of every byte.
+func (m *Memo) key(p Params, body []byte, full bool) uint64 {
 	var h maphash.Hash
 	h.SetSeed(m.seed)
 	h.WriteString(string(p.Shape))
@@ -118,7 +156,24 @@ func (m *Memo) key(p Params, body []byte) uint64 {
 	h.WriteByte(0)
 	h.WriteString(p.Versions)
 	h.WriteByte(0)
-	h.Write(body)
+	if full || len(body) <= memoSampled {
+		h.WriteByte(1)
+		h.Write(body)
+		return h.Sum64()
+	}
+	h.WriteByte(2)
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(body)))
+	h.Write(n[:])
+	h.Write(body[:memoEdge])
+	var s [memoSamples * memoSampleLen]byte
+	mid := body[memoEdge : len(body)-memoEdge]
+	stride := (len(mid) - memoSampleLen) / (memoSamples - 1)
+	for i := range memoSamples {
+		copy(s[i*memoSampleLen:(i+1)*memoSampleLen], mid[i*stride:])
+	}
+	h.Write(s[:])
+	h.Write(body[len(body)-memoEdge:])
 	return h.Sum64()
 }
 

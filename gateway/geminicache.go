@@ -88,7 +88,7 @@ func mayNameCache(body []byte) bool { return mayHoldName(body, "cached") }
 // count, so most bodies are not read twice.
 func mayHoldName(body []byte, parts ...string) bool {
 	for _, part := range parts {
-		if bytes.Contains(body, []byte(part)) {
+		if containsUnderscored(body, part) { // bytes.Contains, faster for "file_id"
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/gateway"
+	"github.com/groundhog-ai/groundhog/internal/benchbody"
 	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/ledger"
 	"github.com/groundhog-ai/groundhog/metrics"
@@ -23,8 +24,8 @@ import (
 	"github.com/groundhog-ai/groundhog/sqlite"
 )
 
-// BenchmarkHitHandler measures one cache hit of a 1.7 KB chat request in
-// process, without sockets: the handler stack `groundhog serve` runs
+// BenchmarkHitHandler measures one cache hit of a 1.7 KB chat request (and
+// of a 200 KB one, plain and streamed) in process, without sockets: the handler stack `groundhog serve` runs
 // (httpguard, compression, the gateway, the observe recorder with its
 // metrics, the ledger writer with its journal) called directly with a
 // reused request and a ResponseWriter that discards what it is given. Its
@@ -38,14 +39,23 @@ import (
 // CPU time per hit (cpu-ns/op): the ledger's commits and the access log's
 // writer run on other goroutines, outside the loop's wall time.
 func BenchmarkHitHandler(b *testing.B) {
+	small := []byte(`{"model":"sim-small","messages":[{"role":"system","content":"` + strings.Repeat("You are a careful assistant. ", 20) +
+		`"},{"role":"user","content":"` + strings.Repeat("hit path ", 120) + `"}]}`)
 	for _, v := range []struct {
 		name             string
 		ledgerOn, access bool
-	}{{"ledger=on", true, false}, {"ledger=off", false, false}, {"ledger=on,access=on", true, true}} {
+		body             []byte
+	}{
+		{"ledger=on", true, false, small},
+		{"ledger=off", false, false, small},
+		{"ledger=on,access=on", true, true, small},
+		// The large body of `groundhog bench`, plain and streamed.
+		{"ledger=on,body=200KB", true, false, benchbody.Chat(200<<10, benchbody.Options{Model: "sim-small"})},
+		{"ledger=on,body=200KB,stream", true, false, benchbody.Chat(200<<10, benchbody.Options{Model: "sim-small", Stream: true})},
+	} {
 		b.Run(v.name, func(b *testing.B) {
 			h := newHitHandler(b, v.ledgerOn, v.access)
-			body := []byte(`{"model":"sim-small","messages":[{"role":"system","content":"` + strings.Repeat("You are a careful assistant. ", 20) +
-				`"},{"role":"user","content":"` + strings.Repeat("hit path ", 120) + `"}]}`)
+			body := v.body
 			req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/chat/completions", nil)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Groundhog-Cache", "use")

@@ -94,3 +94,40 @@ func reverse(b []byte) []byte {
 	}
 	return r
 }
+
+// containsUnderscored answers what bytes.Contains answers: for every string
+// of up to 7 bytes over the needle's own letters and a quote (so matches,
+// near misses, overlaps and matches at either end all occur), and for a
+// few longer bodies.
+func TestContainsUnderscored(t *testing.T) {
+	for _, needle := range []string{"e_u", "_us", "ab_", "include_usage"} {
+		alphabet := []byte(`"` + needle)
+		var walk func(b []byte)
+		walk = func(b []byte) {
+			if got, want := containsUnderscored(b, needle), bytes.Contains(b, []byte(needle)); got != want {
+				t.Fatalf("containsUnderscored(%q, %q) = %v, want %v", b, needle, got, want)
+			}
+			if len(b) == 7 {
+				return
+			}
+			for _, c := range alphabet {
+				walk(append(b, c))
+			}
+		}
+		walk(nil)
+	}
+	body := benchbody.Chat(64<<10, benchbody.Options{Stream: true})
+	for _, b := range [][]byte{
+		body,
+		append(bytes.Clone(body[:len(body)-1]), `,"stream_options":{"include_usage":true}}`...),
+		[]byte(`include_usage`),
+		[]byte(`_usage include_usag include_usage`),
+		[]byte(`includeinclude_usage_usage`),
+	} {
+		for _, needle := range []string{"include_usage", "stream_options", "tool_calls", "no_such_key"} {
+			if got, want := containsUnderscored(b, needle), bytes.Contains(b, []byte(needle)); got != want {
+				t.Errorf("containsUnderscored(%.40q…, %q) = %v, want %v", b, needle, got, want)
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -201,7 +200,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if c.ttl == 0 {
 		c.ttl = s.cfg.Cache.DefaultTTL
 	}
-	if c.fp.Stream && shape == groundhog.ShapeChat && bytes.Contains(body, []byte("include_usage")) {
+	if c.fp.Stream && shape == groundhog.ShapeChat && containsUnderscored(body, "include_usage") {
 		var so struct {
 			StreamOptions struct {
 				IncludeUsage bool `json:"include_usage"`
