@@ -2,12 +2,15 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +72,15 @@ type RateResult struct {
 	Name     string
 	Latency  Percentiles
 	Baseline Percentiles // the simulated provider called directly, same rate and bodies
+	// GC is the gateway's garbage collection during the scenario, from its
+	// /metrics; zero when they could not be read.
+	GC GCStats
+}
+
+// GCStats are a process's collections and allocation over an interval.
+type GCStats struct {
+	Cycles int     // collections (go_gc_duration_seconds_count)
+	Bytes  float64 // bytes allocated (go_memstats_alloc_bytes_total)
 }
 
 // RateReport is the result of Rate.
@@ -203,20 +215,85 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 		// the same machine.
 		fmt.Fprintf(ro.Log, "bench: upstream alone, then %s, %d/s for %s\n", sc.name, o.Rate, o.Duration)
 		base := openLoop(ctx, client, simSrv.url, direct, o.Rate, o.Duration)
+		gc0, err0 := readGCStats(ctx, client, gw.url)
 		got := openLoop(ctx, client, gw.url, sc.req, o.Rate, o.Duration)
-		rep.Results = append(rep.Results, RateResult{Name: sc.name, Latency: got, Baseline: base})
+		gc1, err1 := readGCStats(ctx, client, gw.url)
+		r := RateResult{Name: sc.name, Latency: got, Baseline: base}
+		if err0 == nil && err1 == nil {
+			r.GC = GCStats{Cycles: gc1.Cycles - gc0.Cycles, Bytes: gc1.Bytes - gc0.Bytes}
+		}
+		rep.Results = append(rep.Results, r)
 	}
 	return rep, ctx.Err()
 }
 
+// readGCStats reads a Go process's collection count and bytes allocated
+// from its Prometheus /metrics (the Go collector's series).
+func readGCStats(ctx context.Context, client *http.Client, base string) (GCStats, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return GCStats{}, err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return GCStats{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return GCStats{}, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return GCStats{}, fmt.Errorf("%s/metrics: status %d", base, res.StatusCode)
+	}
+	return parseGCStats(b)
+}
+
+// parseGCStats finds go_gc_duration_seconds_count and
+// go_memstats_alloc_bytes_total in a Prometheus text exposition.
+func parseGCStats(b []byte) (GCStats, error) {
+	var g GCStats
+	var found int
+	for line := range strings.Lines(string(b)) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "go_gc_duration_seconds_count":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return g, fmt.Errorf("%s: %w", name, err)
+			}
+			g.Cycles = int(f)
+			found++
+		case "go_memstats_alloc_bytes_total":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return g, fmt.Errorf("%s: %w", name, err)
+			}
+			g.Bytes = f
+			found++
+		}
+	}
+	if found != 2 {
+		return g, errors.New("metrics: no go_gc_duration_seconds_count or go_memstats_alloc_bytes_total")
+	}
+	return g, nil
+}
+
 // WriteMarkdown prints the added latency of each scenario over the
-// upstream alone.
+// upstream alone, and the gateway's collections and allocation during it.
 func (r *RateReport) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "Open loop: %d requests/s for %s per scenario, %s body (%d bytes); latency from each request's scheduled start.\n\n", r.Rate, r.Duration, r.Body.Label, r.Body.Bytes)
-	fmt.Fprintf(w, "| scenario | p50 | p99 | upstream alone p50 | p99 | added p50 | added p99 | errors |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| scenario | p50 | p99 | upstream alone p50 | p99 | added p50 | added p99 | errors | gateway GCs | KB allocated per request |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Results {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", x.Name, ms(x.Latency.P50), ms(x.Latency.P99), ms(x.Baseline.P50), ms(x.Baseline.P99),
-			ms(x.Latency.P50-x.Baseline.P50), ms(x.Latency.P99-x.Baseline.P99), x.Latency.Errors)
+		gcs, kb := "–", "–"
+		if n := x.Latency.N + x.Latency.Errors; x.GC.Bytes > 0 && n > 0 {
+			gcs, kb = strconv.Itoa(x.GC.Cycles), fmt.Sprintf("%.1f", x.GC.Bytes/float64(n)/1024)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", x.Name, ms(x.Latency.P50), ms(x.Latency.P99), ms(x.Baseline.P50), ms(x.Baseline.P99),
+			ms(x.Latency.P50-x.Baseline.P50), ms(x.Latency.P99-x.Baseline.P99), x.Latency.Errors, gcs, kb)
 	}
 }
 

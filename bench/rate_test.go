@@ -46,3 +46,28 @@ func TestScheduleRates(t *testing.T) {
 		}
 	}
 }
+
+// The gateway's collections and bytes allocated are read from the Go
+// collector's series of its /metrics; other series, including ones sharing
+// a prefix, are not taken for them.
+func TestParseGCStats(t *testing.T) {
+	in := []byte(`# HELP go_gc_duration_seconds A summary of the wall-time pause (stop-the-world) duration in garbage collection cycles.
+# TYPE go_gc_duration_seconds summary
+go_gc_duration_seconds{quantile="0"} 2.1e-05
+go_gc_duration_seconds_sum 0.0123
+go_gc_duration_seconds_count 13
+go_memstats_alloc_bytes 8.5e+06
+go_memstats_alloc_bytes_total 2.71995536e+08
+groundhog_requests_total 7
+`)
+	g, err := parseGCStats(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Cycles != 13 || g.Bytes != 2.71995536e+08 {
+		t.Fatalf("got %+v, want 13 cycles and 271995536 bytes", g)
+	}
+	if _, err := parseGCStats([]byte("go_gc_duration_seconds_count 13\n")); err == nil {
+		t.Fatal("no error without go_memstats_alloc_bytes_total")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sync/atomic"
 )
 
@@ -82,8 +83,8 @@ func (r *refReader) Close() error {
 }
 
 // smallUpstreamBody is the largest counted body newUpstreamRequest sends
-// from a copy: the default http.Transport's write buffer (4 KiB), which the
-// headers and the body must share to go out in one write.
+// as a plain *bytes.Reader: the default http.Transport's write buffer
+// (4 KiB), which the headers and the body must share to go out in one write.
 const smallUpstreamBody = 4 << 10
 
 var errBodyReleased = errors.New("gateway: request body already released")
@@ -100,24 +101,49 @@ func (b *bodyRefs) reader(body []byte) (*refReader, error) {
 // newUpstreamRequest is http.NewRequestWithContext(ctx, POST, url,
 // bytes.NewReader(body)) (newPost: the URL parsed once, upurl.go); when c's
 // body is counted (bodyRefs) the request's body, and every rewound copy the
-// transport asks for (GetBody), hold a reference until closed. Same Content-Length, same bytes on the wire.
+// transport asks for (GetBody), hold a reference until the transport is done
+// reading them. Same Content-Length, same bytes on the wire.
 //
-// A counted body of at most smallUpstreamBody bytes is sent from a copy
-// instead (no reference taken): net/http writes the headers and the body
-// of a *bytes.Reader in one write(2), but flushes the headers on their own
-// before any other body type (transfer.go, isKnownInMemoryReader) — one
+// A counted body of at most smallUpstreamBody bytes goes out as a plain
+// *bytes.Reader over the pooled bytes: net/http writes the headers and the
+// body of a *bytes.Reader in one write(2), but flushes the headers on their
+// own before any other body type (transfer.go, isKnownInMemoryReader) — one
 // more syscall per miss, ≈ 7 % of the gateway's CPU at 1 KB
-// (docs/design/0010-miss-path.md). Above the transport's 4 KiB write buffer the
-// headers go out alone either way, so larger bodies keep the counted
-// reader (no 200 KB copy).
+// (docs/design/0010-miss-path.md). Such a body has no Close of its own to
+// release the reference with, so the release is the request's
+// httptrace.WroteRequest, which the transport calls once per write attempt
+// after it has read and closed that attempt's body (HTTP/1: Request.write,
+// after the body is copied into the connection's buffer; HTTP/2: after the
+// body's frames). Each attempt reads its own reader — the first, or one from
+// GetBody, which takes a reference — so the buffer is back in the pool only
+// once every attempt has stopped reading. An attempt that never writes (a
+// failed dial) keeps its reference: the buffer is then left to the GC. Above
+// the transport's 4 KiB write buffer the headers go out alone either way, so
+// larger bodies keep the counted reader, released by its Close.
 func newUpstreamRequest(ctx context.Context, url string, c *call, body []byte) (*http.Request, error) {
 	if c.refs == nil || len(body) == 0 {
 		return newPost(ctx, url, bytes.NewReader(body))
 	}
+	refs := c.refs
 	if len(body) <= smallUpstreamBody {
-		return newPost(ctx, url, bytes.NewReader(bytes.Clone(body)))
+		if !refs.acquire() {
+			return nil, errBodyReleased
+		}
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: refs.wrote})
+		req, err := newPost(ctx, url, bytes.NewReader(body))
+		if err != nil {
+			refs.release()
+			return nil, err
+		}
+		req.GetBody = func() (io.ReadCloser, error) {
+			if !refs.acquire() {
+				return nil, errBodyReleased
+			}
+			return io.NopCloser(bytes.NewReader(body)), nil
+		}
+		return req, nil
 	}
-	rd, err := c.refs.reader(body)
+	rd, err := refs.reader(body)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +153,10 @@ func newUpstreamRequest(ctx context.Context, url string, c *call, body []byte) (
 		return nil, err
 	}
 	req.ContentLength = int64(len(body))
-	refs := c.refs
 	req.GetBody = func() (io.ReadCloser, error) { return refs.reader(body) }
 	return req, nil
 }
+
+// wrote releases the reference of one write attempt's body
+// (httptrace.ClientTrace.WroteRequest).
+func (b *bodyRefs) wrote(httptrace.WroteRequestInfo) { b.release() }
