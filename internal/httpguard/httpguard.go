@@ -63,10 +63,18 @@ func Handler(h http.Handler, o Options) http.Handler {
 			defer b.clear()
 			defer b.restore(r) // runs before clear: see restore
 		}
-		// A deadline left by the previous request on this connection must
-		// not cut this one while it waits for its upstream; and the
-		// server's final flush after the handler gets a fresh one.
-		_ = rc.SetWriteDeadline(time.Time{})
+		// A write deadline already on the stream (HTTP/2 starts a stream
+		// with Server.WriteTimeout's, and resets the stream when it
+		// passes, written to or not) must not cut this request while it
+		// waits for its upstream. An HTTP/1 connection needs no clearing:
+		// net/http clears its write deadline after every response, sets
+		// one at a request's start only for Server.WriteTimeout, and that
+		// one only bounds a write, which the guard's writer always
+		// precedes with a deadline of its own. The server's final flush
+		// after the handler gets a fresh one (finalDeadline).
+		if r.ProtoMajor != 1 {
+			_ = rc.SetWriteDeadline(time.Time{})
+		}
 		defer g.w.finalDeadline()
 		g.w = writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle, base: g.w.base}
 		h.ServeHTTP(&g.w, r)

@@ -185,7 +185,9 @@ func (w *countingWriter) SetWriteDeadline(t time.Time) error {
 
 // The server's flush after the handler gets a write deadline of WriteIdle:
 // a fresh one, unless the handler's last write set one less than
-// deadlineReuse before it returned. Never none, never an older one. The
+// deadlineReuse before it returned. Never none, never an older one. An
+// HTTP/2 stream's deadline is cleared first; an HTTP/1 connection's is
+// left as net/http leaves it (none after the previous response). The
 // writer's clock is a fake one the handlers move.
 func TestFinalWriteDeadline(t *testing.T) {
 	const idle = time.Minute
@@ -195,45 +197,57 @@ func TestFinalWriteDeadline(t *testing.T) {
 	since = func(t time.Time) time.Duration { return fake.Sub(t) }
 	defer func() { clock, since = time.Now, time.Since }()
 	write := func(w http.ResponseWriter) { _, _ = w.Write([]byte("x")) }
-	for _, tc := range []struct {
-		name      string
-		handler   func(w http.ResponseWriter)
-		wantFresh bool // the last deadline is set after the handler, not by its write
-	}{
-		{"no write", func(w http.ResponseWriter) {}, true},
-		{"one write", write, false},
-		{"write, 0.999 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse - time.Microsecond) }, false},
-		{"write, 1 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse) }, true},
-		{"write, 1 s", func(w http.ResponseWriter) { write(w); fake = fake.Add(time.Second) }, true},
-		{"write then flush", func(w http.ResponseWriter) {
-			write(w)
-			fake = fake.Add(time.Second)
-			_ = http.NewResponseController(w).Flush()
-		}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fake = t0
-			cw := &countingWriter{deadlineWriter: deadlineWriter{h: http.Header{}}}
-			var inHandler []time.Time
-			h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				tc.handler(w)
-				inHandler = append([]time.Time(nil), cw.set...)
-			}), Options{WriteIdle: idle})
-			h.ServeHTTP(cw, httptest.NewRequest(http.MethodGet, "/", nil))
-			if len(cw.set) == 0 || !cw.set[0].IsZero() {
-				t.Fatalf("deadlines %v: want the previous one cleared first", cw.set)
-			}
-			last := cw.set[len(cw.set)-1]
-			if last.Before(fake.Add(idle - deadlineReuse)) {
-				t.Fatalf("final write deadline %v, want at least %v", last, fake.Add(idle-deadlineReuse))
-			}
-			fresh := len(cw.set) > len(inHandler)
-			if fresh != tc.wantFresh {
-				t.Fatalf("deadlines in the handler %v, after %v: fresh final deadline %v, want %v", inHandler, cw.set, fresh, tc.wantFresh)
-			}
-			if fresh && !last.Equal(fake.Add(idle)) {
-				t.Fatalf("final write deadline %v, want %v", last, fake.Add(idle))
-			}
-		})
+	for _, proto := range []int{1, 2} {
+		for _, tc := range []struct {
+			name      string
+			handler   func(w http.ResponseWriter)
+			wantFresh bool // the last deadline is set after the handler, not by its write
+		}{
+			{"no write", func(w http.ResponseWriter) {}, true},
+			{"one write", write, false},
+			{"write, 0.999 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse - time.Microsecond) }, false},
+			{"write, 1 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse) }, true},
+			{"write, 1 s", func(w http.ResponseWriter) { write(w); fake = fake.Add(time.Second) }, true},
+			{"write then flush", func(w http.ResponseWriter) {
+				write(w)
+				fake = fake.Add(time.Second)
+				_ = http.NewResponseController(w).Flush()
+			}, false},
+		} {
+			t.Run(fmt.Sprintf("HTTP/%d/%s", proto, tc.name), func(t *testing.T) {
+				fake = t0
+				cw := &countingWriter{deadlineWriter: deadlineWriter{h: http.Header{}}}
+				var inHandler []time.Time
+				h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					tc.handler(w)
+					inHandler = append([]time.Time(nil), cw.set...)
+				}), Options{WriteIdle: idle})
+				r := httptest.NewRequest(http.MethodGet, "/", nil)
+				r.ProtoMajor, r.ProtoMinor = proto, 0
+				h.ServeHTTP(cw, r)
+				if len(cw.set) == 0 {
+					t.Fatal("no write deadline set")
+				}
+				if cleared := cw.set[0].IsZero(); cleared != (proto == 2) {
+					t.Fatalf("deadlines %v: previous one cleared first %v, want %v", cw.set, cleared, proto == 2)
+				}
+				for _, d := range cw.set[1:] {
+					if d.IsZero() {
+						t.Fatalf("deadlines %v: a deadline cleared after the first", cw.set)
+					}
+				}
+				last := cw.set[len(cw.set)-1]
+				if last.Before(fake.Add(idle - deadlineReuse)) {
+					t.Fatalf("final write deadline %v, want at least %v", last, fake.Add(idle-deadlineReuse))
+				}
+				fresh := len(cw.set) > len(inHandler)
+				if fresh != tc.wantFresh {
+					t.Fatalf("deadlines in the handler %v, after %v: fresh final deadline %v, want %v", inHandler, cw.set, fresh, tc.wantFresh)
+				}
+				if fresh && !last.Equal(fake.Add(idle)) {
+					t.Fatalf("final write deadline %v, want %v", last, fake.Add(idle))
+				}
+			})
+		}
 	}
 }
