@@ -251,3 +251,45 @@ func TestFinalWriteDeadline(t *testing.T) {
 		}
 	}
 }
+
+// The end of a body net/http's HTTP/1 server made is left to the server,
+// which clears the read deadline itself in the Read that reaches it (over a
+// real server, TestLongStreamIsNotCut shows the background read is not cut).
+// Here no server clears it: the deadline the guard set stays. A body not
+// read whole through the guard, or of another type, is cleared as before.
+func TestServerBodyEndLeftToServer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		readFirst int  // bytes read before the guard wraps the body
+		server    bool // the body is of net/http's own type
+		wantClear bool
+	}{
+		{"server body read whole", 0, true, false},
+		{"server body read in part before", 1, true, true},
+		{"other body", 0, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(r.Body, make([]byte, tc.readFirst)); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.server {
+				r.Body = io.NopCloser(r.Body)
+			}
+			dw := &deadlineWriter{h: http.Header{}}
+			var read time.Time
+			Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if _, err := io.ReadAll(r.Body); err != nil {
+					t.Fatal(err)
+				}
+				read = dw.read
+			}), Options{}).ServeHTTP(dw, r)
+			if cleared := read.IsZero(); cleared != tc.wantClear {
+				t.Fatalf("read deadline after the body %v: cleared %v, want %v", read, cleared, tc.wantClear)
+			}
+		})
+	}
+}
