@@ -43,7 +43,9 @@ func TestAccessLineEqualsSlog(t *testing.T) {
 		e.Tenant, e.Model, e.Operation = s, s+"!", "op "+s
 		entries = append(entries, e)
 	}
-	for _, lat := range []time.Duration{0, time.Microsecond, 999 * time.Microsecond, 1500 * time.Millisecond, 3 * time.Hour} {
+	for _, lat := range []time.Duration{0, time.Microsecond, 999 * time.Microsecond, 1500 * time.Millisecond, 3 * time.Hour,
+		-time.Millisecond, 1999, time.Millisecond, 10*time.Millisecond + 120*time.Microsecond, 412 * time.Microsecond,
+		999_999_999 * time.Microsecond, 1_000_000_000 * time.Microsecond, 123456*time.Millisecond + 7*time.Microsecond} {
 		e := base
 		e.Latency, e.Cost, e.Saved, e.Status = lat, groundhog.CostUnknown, -5, 502
 		e.RequestHash, e.InFlight = "short", false
@@ -53,6 +55,16 @@ func TestAccessLineEqualsSlog(t *testing.T) {
 		time.Date(2026, 12, 5, 14, 3, 4, 0, time.UTC),
 		time.Date(2026, 12, 5, 14, 3, 4, 999999999, time.FixedZone("x", 5*3600+1800)),
 		time.Now(), // monotonic reading included
+		// The same second again, in other locations and at other fractions
+		// (a line's second is formatted once and reused).
+		time.Date(2026, 12, 5, 14, 3, 4, 100_000_000, time.UTC),
+		time.Date(2026, 12, 5, 14, 3, 4, 120_000, time.UTC),
+		time.Date(2026, 12, 5, 14, 3, 4, 1, time.UTC),
+		time.Date(2026, 12, 5, 14, 3, 4, 100_000_000, time.FixedZone("y", -7*3600)),
+		time.Date(2026, 12, 5, 14, 3, 4, 100_000_000, time.UTC).Local(),
+		time.Date(2026, 12, 5, 14, 3, 5, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999_000_000, time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 5, time.UTC),
 	}
 	var b []byte
 	for _, now := range times {

@@ -6,10 +6,13 @@
 package httpguard
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"reflect"
+	"strings"
 	"time"
 )
 
@@ -54,7 +57,8 @@ func Handler(h http.Handler, o Options) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody {
 			b := &g.body
 			g.w.base = clock() // the request's one full clock reading (see writer.now)
-			*b = rateBody{r: r.Body, rc: rc, start: g.w.base, o: o, length: r.ContentLength}
+			*b = rateBody{r: r.Body, rc: rc, start: g.w.base, o: o, length: r.ContentLength,
+				serverClears: r.ProtoMajor == 1 && reflect.TypeOf(r.Body) == serverBodyType}
 			b.extend()
 			r.Body = b
 			// The next request on the connection sets its own deadlines;
@@ -63,10 +67,18 @@ func Handler(h http.Handler, o Options) http.Handler {
 			defer b.clear()
 			defer b.restore(r) // runs before clear: see restore
 		}
-		// A deadline left by the previous request on this connection must
-		// not cut this one while it waits for its upstream; and the
-		// server's final flush after the handler gets a fresh one.
-		_ = rc.SetWriteDeadline(time.Time{})
+		// A write deadline already on the stream (HTTP/2 starts a stream
+		// with Server.WriteTimeout's, and resets the stream when it
+		// passes, written to or not) must not cut this request while it
+		// waits for its upstream. An HTTP/1 connection needs no clearing:
+		// net/http clears its write deadline after every response, sets
+		// one at a request's start only for Server.WriteTimeout, and that
+		// one only bounds a write, which the guard's writer always
+		// precedes with a deadline of its own. The server's final flush
+		// after the handler gets a fresh one (finalDeadline).
+		if r.ProtoMajor != 1 {
+			_ = rc.SetWriteDeadline(time.Time{})
+		}
 		defer g.w.finalDeadline()
 		g.w = writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle, base: g.w.base}
 		h.ServeHTTP(&g.w, r)
@@ -147,8 +159,10 @@ func (c *controller) Flush() error {
 }
 
 // rateBody moves the connection's read deadline forward as bytes arrive,
-// and clears it once the body is read, so net/http's background read
-// (which detects a client that goes away) never hits it.
+// and clears it once the body is read (or sees that net/http's HTTP/1
+// server just did: serverClears), so net/http's background read (which
+// detects a client that goes away) never hits it. TestLongStreamIsNotCut
+// fails if it does.
 type rateBody struct {
 	r      io.ReadCloser
 	rc     *controller
@@ -158,7 +172,23 @@ type rateBody struct {
 	n      int64
 	done   bool
 	eof    bool // r returned io.EOF: the body was read to its end
+	// serverClears: r is the body net/http's HTTP/1 server made for a
+	// Content-Length. When its end is read, the server itself clears the
+	// read deadline (before it starts its background read of the
+	// connection), within that same Read.
+	serverClears bool
 }
+
+// serverBodyType is the type of the body net/http gives a request with a
+// Content-Length (unexported: learnt from http.ReadRequest, which the
+// server's own reading shares).
+var serverBodyType = func() reflect.Type {
+	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx")))
+	if err != nil {
+		return nil
+	}
+	return reflect.TypeOf(r.Body)
+}()
 
 // restore puts the server's own body back in r once the handler has
 // returned, closed when it was read to its end. net/http looks at the
@@ -194,7 +224,14 @@ func (b *rateBody) Read(p []byte) (int, error) {
 	b.n += int64(n)
 	if err == io.EOF { // the common end of a body, and no timeout: isTimeout allocates
 		b.eof = true
-		b.clear()
+		if b.serverClears && b.n == b.length {
+			// The whole body came through this reader, so this Read is
+			// the one that reached its end: the server has just cleared
+			// the deadline (one deadline call fewer per request).
+			b.done = true
+		} else {
+			b.clear()
+		}
 		return n, err
 	}
 	switch {

@@ -185,7 +185,9 @@ func (w *countingWriter) SetWriteDeadline(t time.Time) error {
 
 // The server's flush after the handler gets a write deadline of WriteIdle:
 // a fresh one, unless the handler's last write set one less than
-// deadlineReuse before it returned. Never none, never an older one. The
+// deadlineReuse before it returned. Never none, never an older one. An
+// HTTP/2 stream's deadline is cleared first; an HTTP/1 connection's is
+// left as net/http leaves it (none after the previous response). The
 // writer's clock is a fake one the handlers move.
 func TestFinalWriteDeadline(t *testing.T) {
 	const idle = time.Minute
@@ -195,44 +197,98 @@ func TestFinalWriteDeadline(t *testing.T) {
 	since = func(t time.Time) time.Duration { return fake.Sub(t) }
 	defer func() { clock, since = time.Now, time.Since }()
 	write := func(w http.ResponseWriter) { _, _ = w.Write([]byte("x")) }
+	for _, proto := range []int{1, 2} {
+		for _, tc := range []struct {
+			name      string
+			handler   func(w http.ResponseWriter)
+			wantFresh bool // the last deadline is set after the handler, not by its write
+		}{
+			{"no write", func(w http.ResponseWriter) {}, true},
+			{"one write", write, false},
+			{"write, 0.999 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse - time.Microsecond) }, false},
+			{"write, 1 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse) }, true},
+			{"write, 1 s", func(w http.ResponseWriter) { write(w); fake = fake.Add(time.Second) }, true},
+			{"write then flush", func(w http.ResponseWriter) {
+				write(w)
+				fake = fake.Add(time.Second)
+				_ = http.NewResponseController(w).Flush()
+			}, false},
+		} {
+			t.Run(fmt.Sprintf("HTTP/%d/%s", proto, tc.name), func(t *testing.T) {
+				fake = t0
+				cw := &countingWriter{deadlineWriter: deadlineWriter{h: http.Header{}}}
+				var inHandler []time.Time
+				h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					tc.handler(w)
+					inHandler = append([]time.Time(nil), cw.set...)
+				}), Options{WriteIdle: idle})
+				r := httptest.NewRequest(http.MethodGet, "/", nil)
+				r.ProtoMajor, r.ProtoMinor = proto, 0
+				h.ServeHTTP(cw, r)
+				if len(cw.set) == 0 {
+					t.Fatal("no write deadline set")
+				}
+				if cleared := cw.set[0].IsZero(); cleared != (proto == 2) {
+					t.Fatalf("deadlines %v: previous one cleared first %v, want %v", cw.set, cleared, proto == 2)
+				}
+				for _, d := range cw.set[1:] {
+					if d.IsZero() {
+						t.Fatalf("deadlines %v: a deadline cleared after the first", cw.set)
+					}
+				}
+				last := cw.set[len(cw.set)-1]
+				if last.Before(fake.Add(idle - deadlineReuse)) {
+					t.Fatalf("final write deadline %v, want at least %v", last, fake.Add(idle-deadlineReuse))
+				}
+				fresh := len(cw.set) > len(inHandler)
+				if fresh != tc.wantFresh {
+					t.Fatalf("deadlines in the handler %v, after %v: fresh final deadline %v, want %v", inHandler, cw.set, fresh, tc.wantFresh)
+				}
+				if fresh && !last.Equal(fake.Add(idle)) {
+					t.Fatalf("final write deadline %v, want %v", last, fake.Add(idle))
+				}
+			})
+		}
+	}
+}
+
+// The end of a body net/http's HTTP/1 server made is left to the server,
+// which clears the read deadline itself in the Read that reaches it (over a
+// real server, TestLongStreamIsNotCut shows the background read is not cut).
+// Here no server clears it: the deadline the guard set stays. A body not
+// read whole through the guard, or of another type, is cleared as before.
+func TestServerBodyEndLeftToServer(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		handler   func(w http.ResponseWriter)
-		wantFresh bool // the last deadline is set after the handler, not by its write
+		readFirst int  // bytes read before the guard wraps the body
+		server    bool // the body is of net/http's own type
+		wantClear bool
 	}{
-		{"no write", func(w http.ResponseWriter) {}, true},
-		{"one write", write, false},
-		{"write, 0.999 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse - time.Microsecond) }, false},
-		{"write, 1 ms", func(w http.ResponseWriter) { write(w); fake = fake.Add(deadlineReuse) }, true},
-		{"write, 1 s", func(w http.ResponseWriter) { write(w); fake = fake.Add(time.Second) }, true},
-		{"write then flush", func(w http.ResponseWriter) {
-			write(w)
-			fake = fake.Add(time.Second)
-			_ = http.NewResponseController(w).Flush()
-		}, false},
+		{"server body read whole", 0, true, false},
+		{"server body read in part before", 1, true, true},
+		{"other body", 0, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake = t0
-			cw := &countingWriter{deadlineWriter: deadlineWriter{h: http.Header{}}}
-			var inHandler []time.Time
-			h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				tc.handler(w)
-				inHandler = append([]time.Time(nil), cw.set...)
-			}), Options{WriteIdle: idle})
-			h.ServeHTTP(cw, httptest.NewRequest(http.MethodGet, "/", nil))
-			if len(cw.set) == 0 || !cw.set[0].IsZero() {
-				t.Fatalf("deadlines %v: want the previous one cleared first", cw.set)
+			r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")))
+			if err != nil {
+				t.Fatal(err)
 			}
-			last := cw.set[len(cw.set)-1]
-			if last.Before(fake.Add(idle - deadlineReuse)) {
-				t.Fatalf("final write deadline %v, want at least %v", last, fake.Add(idle-deadlineReuse))
+			if _, err := io.ReadFull(r.Body, make([]byte, tc.readFirst)); err != nil {
+				t.Fatal(err)
 			}
-			fresh := len(cw.set) > len(inHandler)
-			if fresh != tc.wantFresh {
-				t.Fatalf("deadlines in the handler %v, after %v: fresh final deadline %v, want %v", inHandler, cw.set, fresh, tc.wantFresh)
+			if !tc.server {
+				r.Body = io.NopCloser(r.Body)
 			}
-			if fresh && !last.Equal(fake.Add(idle)) {
-				t.Fatalf("final write deadline %v, want %v", last, fake.Add(idle))
+			dw := &deadlineWriter{h: http.Header{}}
+			var read time.Time
+			Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if _, err := io.ReadAll(r.Body); err != nil {
+					t.Fatal(err)
+				}
+				read = dw.read
+			}), Options{}).ServeHTTP(dw, r)
+			if cleared := read.IsZero(); cleared != tc.wantClear {
+				t.Fatalf("read deadline after the body %v: cleared %v, want %v", read, cleared, tc.wantClear)
 			}
 		})
 	}
