@@ -583,8 +583,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			defer floor.stop()
 		}
+		var floorT *server
+		if o.wanted("floor-timeouts/" + info.Label) {
+			if floorT, err = o.start(ctx, "floor-timeouts", "bench-floor", "--response", resp, "--content-type", st.contentType, "--timeouts"); err != nil {
+				return nil, err
+			}
+			defer floorT.stop()
+		}
 		for _, sc := range []scenario{
 			{name: "floor", target: floor, req: request{path: path, body: b}},
+			{name: "floor-timeouts", target: floorT, req: request{path: path, body: b}},
 			{name: "direct-sim", target: simSrv, req: request{path: path, body: b, unique: true}},
 			{name: "proxy-miss", target: proxy, req: request{path: path, body: b, unique: true}},
 			{name: "gateway-miss", target: gw, req: request{path: path, body: b, unique: true}},

@@ -3,10 +3,11 @@ package bench
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // The analyze figure is printed against both baselines of the same run:
-// bare line reading (the goal, marked unreachable by design) and
+// bare line reading (a figure, no goal) and
 // Analyze's own floor.
 func TestReportAnalyzeBaselines(t *testing.T) {
 	r := &Report{Results: map[string]Result{}, Analyze: &AnalyzeResult{
@@ -22,5 +23,30 @@ func TestReportAnalyzeBaselines(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks\n%s\n---\n%s", want, out)
 		}
+	}
+}
+
+// The floor with serve's server timeouts is a second baseline of the hit:
+// its row appears when it was measured, with both ratios, and not otherwise.
+func TestReportFloorWithTimeouts(t *testing.T) {
+	body := BodyInfo{Label: "1KB", Kind: "small", Bytes: 1775, Messages: 5}
+	r := &Report{Bodies: []BodyInfo{body}, Results: map[string]Result{
+		"floor/1KB":       {Requests: 1000, Seconds: 1, CPU: 40 * time.Millisecond, CPUPerReq: 40 * time.Microsecond},
+		"gateway-hit/1KB": {Requests: 1000, Seconds: 1, CPU: 60 * time.Millisecond, CPUPerReq: 60 * time.Microsecond},
+	}}
+	var b strings.Builder
+	r.WriteMarkdown(&b)
+	if strings.Contains(b.String(), "floor with serve's") {
+		t.Errorf("a row for a floor not measured:\n%s", b.String())
+	}
+	r.Results["floor-timeouts/1KB"] = Result{Requests: 1000, Seconds: 1, CPU: 48 * time.Millisecond, CPUPerReq: 48 * time.Microsecond}
+	b.Reset()
+	r.WriteMarkdown(&b)
+	want := "| hit CPU/request ÷ floor with serve's ReadHeaderTimeout and IdleTimeout, 1KB | 1.25× | 60.0 µs ÷ 48.0 µs (that floor ÷ the bare one: 1.20×) | |"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks\n%s\n---\n%s", want, b.String())
+	}
+	if !strings.Contains(b.String(), "| floor-timeouts | 1KB (1775 B, 5 msgs) | 1000 | 0 | 48.0 µs |") {
+		t.Errorf("raw table lacks the floor with timeouts:\n%s", b.String())
 	}
 }

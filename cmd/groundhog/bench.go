@@ -101,6 +101,7 @@ directly at the same rate (measured just before it), for the first --body.`,
 	// the request body into a pooled buffer (a gateway must hold it to hash
 	// it) and writes a stored response from memory in one write.
 	var floorAddr, respFile, contentType string
+	var floorTimeouts bool
 	floor := &cobra.Command{
 		Use:    "bench-floor",
 		Hidden: true,
@@ -110,12 +111,19 @@ directly at the same rate (measured just before it), for the first --body.`,
 			if err != nil {
 				return err
 			}
-			return http.ListenAndServe(floorAddr, floorHandler(resp, contentType))
+			srv := &http.Server{Addr: floorAddr, Handler: floorHandler(resp, contentType)}
+			if floorTimeouts {
+				// serve's own server settings (cmd/groundhog/serve.go): net/http
+				// then moves the connection's read deadline several times a request.
+				srv.ReadHeaderTimeout, srv.IdleTimeout = serveReadHeaderTimeout, serveIdleTimeout
+			}
+			return srv.ListenAndServe()
 		},
 	}
 	floor.Flags().StringVar(&floorAddr, "addr", "127.0.0.1:0", "listen address")
 	floor.Flags().StringVar(&respFile, "response", "", "file holding the response body")
 	floor.Flags().StringVar(&contentType, "content-type", "application/json", "Content-Type of the response")
+	floor.Flags().BoolVar(&floorTimeouts, "timeouts", false, "use serve's ReadHeaderTimeout and IdleTimeout")
 	rootCmd.AddCommand(floor)
 }
 

@@ -250,7 +250,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	// ReadTimeout cancels the request once it fires after the body). The
 	// guard bounds slow clients per request instead: a minimum body rate
 	// and a deadline on each response write.
-	srv := &http.Server{Handler: httpguard.Handler(gw, httpguard.Options{}), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+	srv := &http.Server{Handler: httpguard.Handler(gw, httpguard.Options{}), ReadHeaderTimeout: serveReadHeaderTimeout, IdleTimeout: serveIdleTimeout,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	mode := "keyless: single tenant \"local\""
 	if nkeys > 0 {
@@ -351,6 +351,13 @@ func addConfigKeys(ctx context.Context, db groundhog.KeyStore, keys []config.Key
 	}
 	return nil
 }
+
+// The listener's timeouts: a client gets this long to send a request's
+// head, and an idle keep-alive connection is closed after serveIdleTimeout.
+const (
+	serveReadHeaderTimeout = 30 * time.Second
+	serveIdleTimeout       = 120 * time.Second
+)
 
 // gcHeapFloor is the heap size below which serve does not collect
 // (internal/gctune): a gateway's live heap is a few MB and it allocates a few
