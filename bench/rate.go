@@ -138,7 +138,9 @@ func openLoop(ctx context.Context, client *http.Client, url string, req request,
 // Rate measures the latency groundhog adds at a fixed request rate: for a
 // miss, a hit, an idempotent miss and a miss with prompt-cache diagnosis
 // and breakpoint injection, against the simulated provider called
-// directly with the same bodies at the same rate.
+// directly with the same bodies at the same rate; and, as the same run's
+// baseline for the miss, what a bare httputil.ReverseProxy in front of the
+// same provider adds (proxy-miss).
 func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 	ro := Options{Exe: o.Exe, Dir: o.Dir, Log: o.Log}
 	if ro.Exe == "" {
@@ -177,6 +179,11 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 		return nil, err
 	}
 	defer simSrv.stop()
+	proxy, err := ro.start(ctx, "proxy", "bench-proxy", "--target", simSrv.url)
+	if err != nil {
+		return nil, err
+	}
+	defer proxy.stop()
 	gw, err := ro.start(ctx, "gateway", "serve", "--db", filepath.Join(ro.Dir, "rate.db"), "--upstream", simSrv.url+"/v1")
 	if err != nil {
 		return nil, err
@@ -191,15 +198,19 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 	}
 	direct := request{path: path, body: b, unique: true}
 	scenarios := []struct {
-		name string
-		req  request
+		name   string
+		target *server
+		req    request
 	}{
-		{"miss", request{path: path, body: b, unique: true}},
-		{"hit", hit},
-		{"idempotent-miss", request{path: path, body: b, unique: true, header: func(int64) http.Header {
+		// What any Go proxy adds on this machine: the bare ReverseProxy
+		// the throughput run compares the miss with, at the same rate.
+		{"proxy-miss", proxy, request{path: path, body: b, unique: true}},
+		{"miss", gw, request{path: path, body: b, unique: true}},
+		{"hit", gw, hit},
+		{"idempotent-miss", gw, request{path: path, body: b, unique: true, header: func(int64) http.Header {
 			return http.Header{"Idempotency-Key": {fmt.Sprintf("rate-%d-%d", run0, keySeq.Add(1))}}
 		}}},
-		{"miss-prompt-cache", request{path: path, body: b, unique: true, header: func(int64) http.Header {
+		{"miss-prompt-cache", gw, request{path: path, body: b, unique: true, header: func(int64) http.Header {
 			return http.Header{"Groundhog-Prompt-Cache-Diagnostics": {"provider"}, "Groundhog-Prompt-Cache-Breakpoints": {"auto"}}
 		}}},
 	}
@@ -208,18 +219,19 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	// Warm up both servers' connections and code paths.
 	openLoop(ctx, client, simSrv.url, direct, o.Rate, time.Second/2)
-	openLoop(ctx, client, gw.url, scenarios[0].req, o.Rate, time.Second/2)
+	openLoop(ctx, client, proxy.url, scenarios[0].req, o.Rate, time.Second/2)
+	openLoop(ctx, client, gw.url, scenarios[1].req, o.Rate, time.Second/2)
 	rep := &RateReport{Rate: o.Rate, Duration: o.Duration, Body: info}
 	for _, sc := range scenarios {
 		// The baseline is measured right before each scenario, so both see
 		// the same machine.
 		fmt.Fprintf(ro.Log, "bench: upstream alone, then %s, %d/s for %s\n", sc.name, o.Rate, o.Duration)
 		base := openLoop(ctx, client, simSrv.url, direct, o.Rate, o.Duration)
-		gc0, err0 := readGCStats(ctx, client, gw.url)
-		got := openLoop(ctx, client, gw.url, sc.req, o.Rate, o.Duration)
-		gc1, err1 := readGCStats(ctx, client, gw.url)
+		gc0, err0 := readGCStats(ctx, client, sc.target.url)
+		got := openLoop(ctx, client, sc.target.url, sc.req, o.Rate, o.Duration)
+		gc1, err1 := readGCStats(ctx, client, sc.target.url)
 		r := RateResult{Name: sc.name, Latency: got, Baseline: base}
-		if err0 == nil && err1 == nil {
+		if sc.target == gw && err0 == nil && err1 == nil {
 			r.GC = GCStats{Cycles: gc1.Cycles - gc0.Cycles, Bytes: gc1.Bytes - gc0.Bytes}
 		}
 		rep.Results = append(rep.Results, r)
@@ -295,6 +307,31 @@ func (r *RateReport) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", x.Name, ms(x.Latency.P50), ms(x.Latency.P99), ms(x.Baseline.P50), ms(x.Baseline.P99),
 			ms(x.Latency.P50-x.Baseline.P50), ms(x.Latency.P99-x.Baseline.P99), x.Latency.Errors, gcs, kb)
 	}
+	px, mx := r.result("proxy-miss"), r.result("miss")
+	if px != nil && mx != nil {
+		fmt.Fprintf(w, "\nproxy-miss is a bare httputil.ReverseProxy in front of the same simulated provider: what any Go proxy adds on this machine. "+
+			"A miss through groundhog adds %s at p50 and %s at p99 over the upstream alone; the bare proxy adds %s and %s.\n",
+			ms(mx.added(0.50)), ms(mx.added(0.99)), ms(px.added(0.50)), ms(px.added(0.99)))
+	}
+}
+
+// result returns the scenario named name, nil when the run has none.
+func (r *RateReport) result(name string) *RateResult {
+	for i := range r.Results {
+		if r.Results[i].Name == name {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// added returns what the scenario adds over the upstream alone at
+// quantile q (0.50 or 0.99).
+func (x *RateResult) added(q float64) time.Duration {
+	if q == 0.50 {
+		return x.Latency.P50 - x.Baseline.P50
+	}
+	return x.Latency.P99 - x.Baseline.P99
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -69,5 +70,28 @@ groundhog_requests_total 7
 	}
 	if _, err := parseGCStats([]byte("go_gc_duration_seconds_count 13\n")); err == nil {
 		t.Fatal("no error without go_memstats_alloc_bytes_total")
+	}
+}
+
+// The open-loop report sets the miss's added latency beside the bare
+// proxy's, each over its own upstream-alone baseline.
+func TestRateReportComparesMissWithBareProxy(t *testing.T) {
+	r := &RateReport{Rate: 1000, Duration: time.Second, Body: BodyInfo{Label: "1KB", Bytes: 1775}, Results: []RateResult{
+		{Name: "proxy-miss", Latency: Percentiles{N: 10, P50: 1300 * time.Microsecond, P99: 4 * time.Millisecond},
+			Baseline: Percentiles{N: 10, P50: time.Millisecond, P99: 3 * time.Millisecond}},
+		{Name: "miss", Latency: Percentiles{N: 10, P50: 1500 * time.Microsecond, P99: 6 * time.Millisecond},
+			Baseline: Percentiles{N: 10, P50: 900 * time.Microsecond, P99: 2500 * time.Microsecond}},
+	}}
+	var b strings.Builder
+	r.WriteMarkdown(&b)
+	want := "A miss through groundhog adds 0.600 ms at p50 and 3.500 ms at p99 over the upstream alone; the bare proxy adds 0.300 ms and 1.000 ms."
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("report lacks %q:\n%s", want, b.String())
+	}
+	r.Results = r.Results[1:]
+	b.Reset()
+	r.WriteMarkdown(&b)
+	if strings.Contains(b.String(), "bare proxy adds") {
+		t.Fatalf("comparison printed without a proxy-miss result:\n%s", b.String())
 	}
 }
