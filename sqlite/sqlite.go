@@ -68,9 +68,10 @@ type DB struct {
 	r      *sql.DB // read-only pool of the request path
 	scan   *sql.DB // read-only pool of ledger scans (scanConns connections)
 	closed atomic.Bool
-	wstmts stmtCache    // prepared statements of the writer (stmtcache.go)
-	ledger appenderSlot // scratch of AppendLedger (ledgerblock.go)
-	ops    opBatch      // group commit of operation writes (operation_batch.go)
+	wstmts stmtCache     // prepared statements of the writer (stmtcache.go)
+	ledger appenderSlot  // scratch of AppendLedger (ledgerblock.go)
+	ops    opBatch       // group commit of operation writes (operation_batch.go)
+	ckpt   *checkpointer // copies the WAL into the main file (checkpoint.go)
 }
 
 // scanConns is how many ledger scans run at once; more wait for a turn.
@@ -103,6 +104,9 @@ const busyTimeout = 5 * time.Second
 //     cache; only an OS crash or power loss can lose the last transactions
 //     (never corrupt the file). FULL would fsync every commit, several times
 //     slower for ledger and cache writes, to guard against that rarer event.
+//   - wal_autocheckpoint=0 on the writer: the WAL is copied into the main
+//     file by a checkpointer on a connection of its own, never inside a
+//     commit (checkpoint.go).
 //   - busy_timeout: waits for another process's lock instead of failing at
 //     once.
 //   - foreign_keys=ON, so any future reference between tables is enforced.
@@ -133,6 +137,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// lock up front, so a read-modify-write (Begin, fenced writes) cannot see
 	// a snapshot that another writer invalidates before it writes.
 	wq.Set("_txlock", "immediate")
+	if !writerCheckpoints {
+		// Checkpoints are the checkpointer's (checkpoint.go), off the writer.
+		wq.Add("_pragma", "wal_autocheckpoint(0)")
+	}
 	w := sql.OpenDB(connector{dsn: path + "?" + wq.Encode()})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
@@ -177,6 +185,12 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	sc.SetMaxOpenConns(scanConns)
 	sc.SetMaxIdleConns(1)
 	db.scan = sc
+	if !writerCheckpoints {
+		cp := sql.OpenDB(connector{dsn: path + "?" + common.Encode()})
+		cp.SetMaxOpenConns(1)
+		cp.SetMaxIdleConns(1)
+		db.ckpt = startCheckpointer(cp, checkpointEvery)
+	}
 	return db, nil
 }
 
@@ -209,6 +223,9 @@ func (db *DB) Close() error {
 		return nil
 	}
 	var errs []error
+	if db.ckpt != nil {
+		errs = append(errs, db.ckpt.close())
+	}
 	if db.scan != nil {
 		errs = append(errs, db.scan.Close())
 	}
