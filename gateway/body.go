@@ -147,3 +147,35 @@ func followerBody(c *call) []byte {
 	}
 	return bytes.Clone(c.body)
 }
+
+// maxSizedRead is the largest upstream answer read into one buffer of its
+// Content-Length; a longer one (or one without a length) is read as it
+// comes, so a length that is announced but never sent does not make the
+// gateway allocate it up front.
+const maxSizedRead = 4 << 20
+
+// readUpstreamBody reads a non-streamed upstream answer, at most limit
+// bytes (one more when it is longer: the caller's over-limit check). With a
+// Content-Length it reads into one buffer of that size, where io.ReadAll
+// starts at 512 bytes and grows by copying (about twice the answer
+// allocated, and 1.5 KB for a 774-byte chat answer); the body must then end
+// there, as net/http's Content-Length reader makes it.
+func readUpstreamBody(res *http.Response, limit int64) ([]byte, error) {
+	n := res.ContentLength
+	if n < 0 || n > maxSizedRead || n > limit {
+		return io.ReadAll(io.LimitReader(res.Body, limit+1))
+	}
+	// One byte of room more than announced: the read must stop at the
+	// announced end (io.ReadFull's ErrUnexpectedEOF after exactly n bytes).
+	body := make([]byte, n+1)
+	m, err := io.ReadFull(res.Body, body)
+	switch {
+	case int64(m) == n && (err == io.ErrUnexpectedEOF || err == io.EOF): // EOF: n is 0
+		return body[:n:n], nil
+	case err == nil:
+		return nil, errors.New("upstream sent more than its Content-Length")
+	case err == io.EOF:
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, err
+}

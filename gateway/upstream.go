@@ -273,7 +273,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		resp.Model, resp.Usage, parts, _ = wire.UsagePartsFromEvents(c.shape, resp.Events)
 	} else {
 		limit := s.maxUpstreamBytes()
-		body, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+		body, err := readUpstreamBody(res, limit)
 		if err != nil {
 			return nil, upstreamError(ctx, err)
 		}
