@@ -50,3 +50,29 @@ func TestReportFloorWithTimeouts(t *testing.T) {
 		t.Errorf("raw table lacks the floor with timeouts:\n%s", b.String())
 	}
 }
+
+// Beside the hit ÷ nginx figure, the floor ÷ nginx figure of the same run
+// shows what a bare net/http server gets against nginx.
+func TestReportFloorAgainstNginx(t *testing.T) {
+	body := BodyInfo{Label: "1KB", Kind: "small", Bytes: 1775, Messages: 5}
+	r := &Report{Bodies: []BodyInfo{body}, Results: map[string]Result{
+		"floor/1KB":       {Requests: 16000, Seconds: 1, CPU: 750 * time.Millisecond, CPUPerReq: 46900 * time.Nanosecond},
+		"gateway-hit/1KB": {Requests: 12700, Seconds: 1, CPU: 772 * time.Millisecond, CPUPerReq: 60800 * time.Nanosecond},
+	}}
+	var b strings.Builder
+	r.WriteMarkdown(&b)
+	if strings.Contains(b.String(), "nginx") {
+		t.Errorf("nginx rows without an nginx run:\n%s", b.String())
+	}
+	r.Results["nginx-hit/1KB"] = Result{Requests: 20000, Seconds: 1, CPU: 760 * time.Millisecond, CPUPerReq: 38 * time.Microsecond}
+	b.Reset()
+	r.WriteMarkdown(&b)
+	for _, want := range []string{
+		"| hit throughput ÷ nginx proxy_cache keyed on the body, 1KB | 0.64× | 12700 ÷ 20000 req/s (CPU 60.8 ÷ 38.0 µs) | ≥ 1.0× |",
+		"| floor throughput ÷ nginx proxy_cache (net/http's own bound), 1KB | 0.80× | 16000 ÷ 20000 req/s (CPU 46.9 ÷ 38.0 µs) | |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks\n%s\n---\n%s", want, b.String())
+		}
+	}
+}
