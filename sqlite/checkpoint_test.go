@@ -41,20 +41,28 @@ func fileSize(t *testing.T, path string) int64 {
 	return fi.Size()
 }
 
+// openCheckpointing opens a new database whose checkpointer runs every
+// every, and returns it with its path.
+func openCheckpointing(t *testing.T, every time.Duration) (*DB, string) {
+	t.Helper()
+	defer func(d time.Duration) { checkpointEvery = d }(checkpointEvery)
+	checkpointEvery = every
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
+}
+
 // No commit copies the WAL into the main file, however far past SQLite's
 // automatic threshold (1000 pages) the WAL grows: that copy and its syncs
 // are the checkpointer's, on a connection of its own, so no write waits
 // for them. A checkpoint copies every frame, and the database reopened
 // reads what was written.
 func TestCommitsLeaveTheWALToTheCheckpointer(t *testing.T) {
-	defer func(d time.Duration) { checkpointEvery = d }(checkpointEvery)
-	checkpointEvery = time.Hour // only this test's own checkpoints run
-	path := filepath.Join(t.TempDir(), "x.db")
-	db, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, path := openCheckpointing(t, time.Hour) // only this test's own checkpoints run
 	main0 := fileSize(t, path)
 	putPages(t, db, 2500)
 	if got := fileSize(t, path); got != main0 {
@@ -90,14 +98,7 @@ func TestCommitsLeaveTheWALToTheCheckpointer(t *testing.T) {
 // The checkpointer runs on its own: the main file takes the written pages
 // without any call but the writes.
 func TestCheckpointerCopiesInTheBackground(t *testing.T) {
-	defer func(d time.Duration) { checkpointEvery = d }(checkpointEvery)
-	checkpointEvery = 20 * time.Millisecond
-	path := filepath.Join(t.TempDir(), "x.db")
-	db, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, path := openCheckpointing(t, 20*time.Millisecond)
 	main0 := fileSize(t, path)
 	putPages(t, db, 300)
 	deadline := time.Now().Add(10 * time.Second)
