@@ -56,6 +56,7 @@ type memoEntry struct {
 	body  []byte
 	res   Result
 	split bool
+	notes atomic.Uint32 // the callers' notes on body (ComputeNoted); only entries with a body hand them out
 }
 
 // The sampled key's parts (see Memo).
@@ -109,8 +110,21 @@ func NewMemo(maxBytes int64, minBody int) *Memo {
 // Compute returns Compute(p, body), from memory when p and body were
 // fingerprinted before and are still remembered.
 func (m *Memo) Compute(p Params, body []byte) (Result, error) {
+	res, _, err := m.ComputeNoted(p, body)
+	return res, err
+}
+
+// ComputeNoted is Compute, with the notes kept beside the remembered copy of
+// body: bits a caller derives from these exact bytes and Params (a check it
+// need not run again on them) and sets with Or, for the next caller of the
+// same bytes to read. They are nil unless body is byte for byte the copy the
+// memo holds — the second time a body is seen onwards, while it is
+// remembered — so a note never describes other bytes. A body forgotten and
+// seen again starts with no notes.
+func (m *Memo) ComputeNoted(p Params, body []byte) (Result, *atomic.Uint32, error) {
 	if m == nil || len(body) < m.min {
-		return Compute(p, body)
+		res, err := Compute(p, body)
+		return res, nil, err
 	}
 	k, full := m.key(p, body, false), false
 	e, seen := m.cache.GetIfPresent(k)
@@ -120,13 +134,14 @@ func (m *Memo) Compute(p Params, body []byte) (Result, error) {
 	}
 	if seen && e.body != nil && e.p == p && bytes.Equal(e.body, body) {
 		m.hits.Add(1)
-		return e.res, nil
+		return e.res, &e.notes, nil
 	}
 	m.misses.Add(1)
 	res, err := Compute(p, body)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
+	var notes *atomic.Uint32
 	switch {
 	case seen && e.p == p && e.res == res:
 		// The request seen last under this key, again (in the same bytes
@@ -134,7 +149,9 @@ func (m *Memo) Compute(p Params, body []byte) (Result, error) {
 		// are never sent again (each turn of a conversation is a new
 		// body), and copying every one would cost the miss path an
 		// allocation of its size.
-		m.cache.Set(k, &memoEntry{p: p, body: bytes.Clone(body), res: res})
+		ne := &memoEntry{p: p, body: bytes.Clone(body), res: res}
+		m.cache.Set(k, ne)
+		notes = &ne.notes // body is the copy's bytes
 	case seen && !full:
 		// Two requests under one sampled key: find them by every byte
 		// from now on. This body is noted under its full key.
@@ -143,7 +160,7 @@ func (m *Memo) Compute(p Params, body []byte) (Result, error) {
 	default:
 		m.cache.Set(k, &memoEntry{p: p, res: res})
 	}
-	return res, nil
+	return res, notes, nil
 }
 
 // key returns the body's sampled key, or with full its hash of every byte.

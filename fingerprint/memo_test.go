@@ -274,3 +274,69 @@ func TestMemoHitsStartNoGoroutine(t *testing.T) {
 		t.Fatalf("%d of 200000 computes were memo hits", got)
 	}
 }
+
+// Notes a caller sets on a body are handed back for those exact bytes and
+// params only: never on a first sight (no copy to hold them), never for a
+// body that differs by one byte or comes with other params, never for an
+// invalid or small body.
+func TestMemoNotesFollowTheExactBytes(t *testing.T) {
+	m := fingerprint.NewMemo(0, 1024)
+	body := benchbody.Chat(64<<10, benchbody.Options{})
+	p := fingerprint.Params{Shape: groundhog.ShapeChat, Tenant: "t1"}
+	const bit = 1 << 3
+	sight := func(name string, p fingerprint.Params, b []byte) (fingerprint.Result, uint32, bool) {
+		t.Helper()
+		res, notes, err := m.ComputeNoted(p, b)
+		want, werr := fingerprint.Compute(p, b)
+		if res != want || fmt.Sprint(err) != fmt.Sprint(werr) {
+			t.Fatalf("%s: %+v %v, Compute %+v %v", name, res, err, want, werr)
+		}
+		if notes == nil {
+			return res, 0, false
+		}
+		return res, notes.Load(), true
+	}
+	if _, _, ok := sight("first sight", p, body); ok {
+		t.Fatal("notes on a first sight: the memo holds no copy of the body yet")
+	}
+	_, notes, err := m.ComputeNoted(p, body)
+	if err != nil || notes == nil {
+		t.Fatalf("second sight: notes %v, %v; want the copy's notes", notes, err)
+	}
+	notes.Or(bit)
+	if _, got, ok := sight("third sight", p, bytes.Clone(body)); !ok || got&bit == 0 {
+		t.Fatalf("third sight of the same bytes: notes %b (%v), want the bit set on the second", got, ok)
+	}
+	other := bytes.Clone(body)
+	i := len(other) / 2
+	for other[i] < 'a' || other[i] > 'y' {
+		i++
+	}
+	other[i]++
+	for k := range 3 {
+		if _, got, _ := sight(fmt.Sprintf("one byte changed, sight %d", k+1), p, other); got&bit != 0 {
+			t.Fatalf("a body one byte different carries the note of the original (sight %d)", k+1)
+		}
+	}
+	for k := range 3 {
+		if _, got, _ := sight(fmt.Sprintf("other params, sight %d", k+1), fingerprint.Params{Shape: groundhog.ShapeResponses, Tenant: "t1"}, body); got&bit != 0 {
+			t.Fatalf("the same bytes under other params carry the note (sight %d)", k+1)
+		}
+	}
+	bad := append(append([]byte(nil), body[:len(body)-1]...), ',')
+	for range 3 {
+		if _, _, ok := sight("invalid", p, bad); ok {
+			t.Fatal("notes for an invalid body")
+		}
+	}
+	small := []byte(`{"model":"m","messages":[]}`)
+	for range 3 {
+		if _, _, ok := sight("small", p, small); ok {
+			t.Fatal("notes for a body below the memo's minimum")
+		}
+	}
+	var none *fingerprint.Memo
+	if _, n, err := none.ComputeNoted(p, body); n != nil || err != nil {
+		t.Fatalf("nil memo: notes %v, %v", n, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/gateway"
@@ -41,22 +42,30 @@ import (
 func BenchmarkHitHandler(b *testing.B) {
 	small := []byte(`{"model":"sim-small","messages":[{"role":"system","content":"` + strings.Repeat("You are a careful assistant. ", 20) +
 		`"},{"role":"user","content":"` + strings.Repeat("hit path ", 120) + `"}]}`)
+	large := benchbody.Chat(200<<10, benchbody.Options{Model: "sim-small"})
 	for _, v := range []struct {
-		name             string
-		ledgerOn, access bool
-		body             []byte
+		name                    string
+		ledgerOn, access, keyed bool
+		body                    []byte
 	}{
-		{"ledger=on", true, false, small},
-		{"ledger=off", false, false, small},
-		{"ledger=on,access=on", true, true, small},
+		{"ledger=on", true, false, false, small},
+		{"ledger=off", false, false, false, small},
+		{"ledger=on,access=on", true, true, false, small},
 		// The large body of `groundhog bench`, plain and streamed.
-		{"ledger=on,body=200KB", true, false, benchbody.Chat(200<<10, benchbody.Options{Model: "sim-small"})},
-		{"ledger=on,body=200KB,stream", true, false, benchbody.Chat(200<<10, benchbody.Options{Model: "sim-small", Stream: true})},
+		{"ledger=on,body=200KB", true, false, false, large},
+		{"ledger=on,body=200KB,stream", true, false, false, benchbody.Chat(200<<10, benchbody.Options{Model: "sim-small", Stream: true})},
+		// With gateway keys and one provider account shared by the
+		// tenants: every call is checked for resources of other tenants.
+		{"ledger=on,keys", true, false, true, small},
+		{"ledger=on,keys,body=200KB", true, false, true, large},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			h := newHitHandler(b, v.ledgerOn, v.access)
+			h, key := newHitHandler(b, v.ledgerOn, v.access, v.keyed)
 			body := v.body
 			req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/chat/completions", nil)
+			if key != "" {
+				req.Header.Set("Authorization", "Bearer "+key)
+			}
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Groundhog-Cache", "use")
 			req.Header.Set("Accept-Encoding", "gzip")
@@ -96,7 +105,7 @@ func BenchmarkHitHandler(b *testing.B) {
 // newHitHandler wires a gateway as `groundhog serve` does (see
 // cmd/groundhog/serve.go), over a real SQLite file and the simulated
 // provider on loopback.
-func newHitHandler(b *testing.B, ledgerOn, access bool) http.Handler {
+func newHitHandler(b *testing.B, ledgerOn, access, keyed bool) (http.Handler, string) {
 	ctx := context.Background()
 	cfg := config.Default()
 	dir := b.TempDir()
@@ -147,8 +156,16 @@ func newHitHandler(b *testing.B, ledgerOn, access bool) http.Handler {
 		})
 	}
 	up := gateway.Upstream{BaseURL: simURL + "/v1", Provider: "sim"}
-	gw = gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: up, Anthropic: up, Logger: log, Keyless: true})
-	return httpguard.Handler(gw, httpguard.Options{})
+	var key string
+	if keyed {
+		var k groundhog.APIKey
+		key, k = groundhog.NewAPIKey("acme", time.Now())
+		if err := db.CreateKey(ctx, k); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gw = gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: up, Anthropic: up, Logger: log, Keyless: !keyed})
+	return httpguard.Handler(gw, httpguard.Options{}), key
 }
 
 // discardWriter is a ResponseWriter that keeps the head and counts the body.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire"
@@ -161,7 +162,7 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 		// only the tenant's own.
 		body, _, err := readBody(w, r, s.cfg.MaxBodyBytes) // not pooled: the passthrough reads it after this returns
 		if err == nil {
-			err = s.checkRefs(ctx, tenant, k.shape, body)
+			err = s.checkRefs(ctx, tenant, k.shape, body, nil)
 		}
 		if err != nil {
 			s.writeRefError(w, r, k.shape, err)
@@ -207,7 +208,13 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 // a chat or Responses call or an OpenAI resource's create, Anthropic files
 // in a messages call or a message batch. A body that cannot name one
 // (mayHoldName) is not read again.
-func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.Shape, body []byte) error {
+//
+// notes, when not nil, are the fingerprint memo's notes on these exact
+// bytes (fingerprint.Memo.ComputeNoted): a body found naming no resource
+// is noted so, and the same bytes sent again skip the search — at 200 KB,
+// mayHoldName alone costs several times a whole cache hit. A body that
+// names resources is checked every time: ownership can change.
+func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.Shape, body []byte, notes *atomic.Uint32) error {
 	file, up := kindOpenAIFile, &s.opts.OpenAI
 	switch shape {
 	case groundhog.ShapeChat, groundhog.ShapeResponses:
@@ -217,6 +224,9 @@ func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.S
 		return nil
 	}
 	if !sharedAccount(up) || s.singleTenant(ctx) {
+		return nil
+	}
+	if notes != nil && notes.Load()&noteNamesNoResource != 0 {
 		return nil
 	}
 	names := []string{"file_id"} // chat and messages name files only
@@ -229,6 +239,7 @@ func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.S
 		names = append(names, `"container"`) // a code interpreter tool's
 	}
 	if !mayHoldName(body, names...) {
+		noteNoResource(notes)
 		return nil
 	}
 	refs := wire.BodyRefs(body)
@@ -241,10 +252,12 @@ func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.S
 		checks = append(checks, check{kindOpenAIVector, refs.VectorStores}, check{kindOpenAIConv, refs.Conversations},
 			check{kindOpenAIResponse, refs.Responses}, check{kindOpenAIContainer, refs.Containers})
 	}
+	named := false
 	for _, c := range checks {
 		if len(c.refs) == 0 {
 			continue
 		}
+		named = true
 		own, err := s.owned(ctx, tenant, c.k, c.refs)
 		if err != nil {
 			return groundhog.WrapError(groundhog.EUNAVAILABLE, "the resource records are unavailable", err)
@@ -255,7 +268,27 @@ func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.S
 			}
 		}
 	}
+	if !named {
+		noteNoResource(notes) // a name in the text, or a file_id of the caller's own data
+	}
 	return nil
+}
+
+// noteNamesNoResource is the fingerprint memo's note (a bit of
+// fingerprint.Memo.ComputeNoted's notes) on bytes that checkRefs found
+// naming no resource, for the shape they were fingerprinted under.
+const noteNamesNoResource = 1 << 0
+
+// sameBytes reports whether a and b are the same bytes in memory (the
+// fingerprinted body is the body itself for every shape but Bedrock's).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func noteNoResource(notes *atomic.Uint32) {
+	if notes != nil {
+		notes.Or(noteNamesNoResource)
+	}
 }
 
 // notOwned is a resource named in a body that the tenant does not own.
@@ -532,7 +565,7 @@ func (s *Server) v1(w http.ResponseWriter, r *http.Request) {
 		}
 		body, _, err := readBody(w, r, s.cfg.MaxBodyBytes) // not pooled: the passthrough reads it after this returns
 		if err == nil {
-			err = s.checkRefs(r.Context(), tenant, shape, body)
+			err = s.checkRefs(r.Context(), tenant, shape, body, nil)
 		}
 		if err != nil {
 			s.writeError(w, r, shape, err)

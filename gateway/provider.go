@@ -155,14 +155,18 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 			return nil, err
 		}
 	}
-	// A file, vector store or conversation the tenant did not create is
-	// not found (owned.go).
-	if err := s.checkRefs(r.Context(), tenant, shape, body); err != nil {
+	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
+	var notes *atomic.Uint32
+	c.fp, notes, err = s.fpMemo.ComputeNoted(params, fpBody)
+	if err != nil {
 		return nil, err
 	}
-	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
-	c.fp, err = s.fpMemo.Compute(params, fpBody)
-	if err != nil {
+	if !sameBytes(fpBody, body) {
+		notes = nil // notes on the fingerprinted bytes, which are not the body
+	}
+	// A file, vector store or conversation the tenant did not create is
+	// not found (owned.go).
+	if err := s.checkRefs(r.Context(), tenant, shape, body, notes); err != nil {
 		return nil, err
 	}
 	if c.fp.Model == "" {
