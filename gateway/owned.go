@@ -279,16 +279,17 @@ func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.S
 // naming no resource, for the shape they were fingerprinted under.
 const noteNamesNoResource = 1 << 0
 
-// sameBytes reports whether a and b are the same bytes in memory (the
-// fingerprinted body is the body itself for every shape but Bedrock's).
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
 func noteNoResource(notes *atomic.Uint32) {
 	if notes != nil {
 		notes.Or(noteNamesNoResource)
 	}
+}
+
+// sameBytes reports whether a and b are the same bytes in memory (the
+// fingerprinted body is the body itself for every shape but Bedrock's and
+// Gemini's).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // notOwned is a resource named in a body that the tenant does not own.

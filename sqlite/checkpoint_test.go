@@ -24,12 +24,16 @@ func putPages(t *testing.T, db *DB, n int) {
 		for j := range body {
 			body[j] = byte(rng.Uint32())
 		}
-		e := &groundhog.CacheEntry{Tenant: "t", RequestHash: fmt.Sprintf("sha256:%064x", i), Shape: groundhog.ShapeChat,
-			Response: groundhog.Response{Status: 200, ContentType: "application/json", Body: body}, CreatedAt: time.Unix(1, 0)}
-		if err := db.PutCache(ctx, e); err != nil {
+		if err := db.PutCache(ctx, bodyEntry(int64(i), body)); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// bodyEntry is cache entry i of these tests, answering body.
+func bodyEntry(i int64, body []byte) *groundhog.CacheEntry {
+	return &groundhog.CacheEntry{Tenant: "t", RequestHash: fmt.Sprintf("sha256:%064x", i), Shape: groundhog.ShapeChat,
+		Response: groundhog.Response{Status: 200, ContentType: "application/json", Body: body}, CreatedAt: time.Unix(1, 0)}
 }
 
 func fileSize(t *testing.T, path string) int64 {
@@ -144,8 +148,7 @@ func BenchmarkWriteLatency(b *testing.B) {
 						if i > int64(b.N) {
 							return
 						}
-						e := &groundhog.CacheEntry{Tenant: "t", RequestHash: fmt.Sprintf("sha256:%064x", i), Shape: groundhog.ShapeChat,
-							Response: groundhog.Response{Status: 200, ContentType: "application/json", Body: body}, CreatedAt: time.Unix(1, 0)}
+						e := bodyEntry(i, body)
 						t0 := time.Now()
 						if err := db.PutCache(ctx, e); err != nil {
 							b.Error(err)
