@@ -98,6 +98,9 @@ type Params struct {
 	// "schema=3;preprocess=2". They are hashed as given, so the caller must
 	// build the string deterministically.
 	Versions string
+	// Names, when not nil, are member names to look out for on the pass:
+	// Result.Names says which the body holds. They do not join the hash.
+	Names *Names
 }
 
 // Result is what one pass over the body learns.
@@ -105,7 +108,30 @@ type Result struct {
 	Hash   string // "sha256:<64 lowercase hex>"
 	Model  string // the "model" field, decoded ("" if absent)
 	Stream bool   // the "stream" field was true
+	Store  Store  // the top-level "store" field
+	// LetterEscapes is true when a string, key or value, spells a
+	// character of U+0040–U+007F (the letters and '_' among them) as a
+	// \u escape: only then can a member name spell a word without
+	// holding its bytes ("file\u005fid" is file_id). Escapes of other
+	// characters (< > & as Go's encoder writes them, non-ASCII text as
+	// Python's writes it) do not count.
+	LetterEscapes bool
+	// Names has bit i set when the body holds a member named the i-th of
+	// Params.Names, at any depth, its key decoded (an escaped spelling is
+	// the same name). String values never count.
+	Names uint64
 }
+
+// Store is the top-level "store" member of a body as sent: whether the
+// provider keeps what the call makes is its own default unless it is a
+// boolean.
+type Store uint8
+
+const (
+	StoreUnset Store = iota // missing, null, or not a boolean
+	StoreFalse
+	StoreTrue
+)
 
 // Compute validates body as a JSON object and fingerprints it with p.
 //
@@ -135,6 +161,7 @@ func compute(p Params, body []byte, simd bool) (Result, error) {
 	}
 	s := getScanner(body, simd)
 	defer putScanner(s)
+	s.watch = p.Names
 	if err := s.document(root, true); err != nil {
 		return Result{}, clientError("request body", err.(*scanError))
 	}
@@ -159,7 +186,7 @@ func compute(p Params, body []byte, simd bool) (Result, error) {
 	var text [len("sha256:") + 2*sha256.Size]byte
 	copy(text[:], "sha256:")
 	hex.Encode(text[len("sha256:"):], s.h.Sum(s.sum[:0]))
-	return Result{Hash: string(text[:]), Model: s.model, Stream: s.stream}, nil
+	return Result{Hash: string(text[:]), Model: s.model, Stream: s.stream, Store: s.store, LetterEscapes: s.letterEsc, Names: s.named}, nil
 }
 
 // Canonicalize returns the canonical form of any JSON value (RFC 8785 with

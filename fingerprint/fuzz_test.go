@@ -224,8 +224,9 @@ func FuzzCompute(f *testing.F) {
 			t.Fatalf("hash %q", r.Hash)
 		}
 		// Spelling does not matter: the canonical form hashes the same.
+		// The canonical form spells no letter as an escape.
 		r2, err := Compute(p, canon)
-		if err != nil || r2 != r {
+		if r.LetterEscapes = false; err != nil || r2 != r {
 			t.Fatalf("canonical form hashes differently: %+v vs %+v (%v)", r, r2, err)
 		}
 		// The tenant always matters.

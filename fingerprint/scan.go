@@ -75,6 +75,10 @@ type scanner struct {
 	models    [8]string // recent plain model names (internModel)
 	nextModel int
 	stream    bool
+	store     Store
+	letterEsc bool       // a \u escape spelled a character of U+0040–U+007F (Result.LetterEscapes)
+	watch     *Names     // member names to look out for (Params.Names), or nil
+	named     uint64     // which of them were seen (Result.Names)
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
 	simd      bool       // use the assembly string scan and UTF-8 check (see useSIMD)
@@ -107,6 +111,8 @@ func (s *scanner) reset(in []byte, simd bool) {
 		s.out = make([]byte, 0, len(in)+len(in)/16)
 	}
 	s.model, s.stream, s.typeErr, s.topSorted = "", false, nil, false
+	s.store, s.letterEsc = StoreUnset, false
+	s.watch, s.named = nil, 0
 }
 
 func (s *scanner) fail(kind int, off int, format string, args ...any) *scanError {
@@ -329,6 +335,9 @@ func (s *scanner) object(n *node, top bool) error {
 			key = s.keys[off:]
 			m.keyOff, m.keyLen, m.inKeys = off, len(key), true
 		}
+		if w := s.watch; w != nil && len(key) < 64 && w.lens>>len(key)&1 != 0 {
+			s.named |= w.match(key)
+		}
 		if mi > mark {
 			prev := s.key(&s.members[mi-1])
 			var c int
@@ -460,6 +469,13 @@ func (s *scanner) topField(key []byte, valIn, valOut int) {
 			return
 		}
 		s.stream = c == 't'
+	case "store":
+		switch c {
+		case 't':
+			s.store = StoreTrue
+		case 'f':
+			s.store = StoreFalse
+		}
 	}
 }
 
@@ -1018,6 +1034,9 @@ func (s *scanner) escape(i int) (int, error) {
 			}
 			r = utf16.DecodeRune(r, r2)
 			next += 6
+		}
+		if r >= 0x40 && r < 0x80 {
+			s.letterEsc = true
 		}
 		s.out = appendRune(s.out, r)
 		return next, nil

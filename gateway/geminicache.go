@@ -81,29 +81,6 @@ func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body 
 // some spelling (mayHoldName).
 func mayNameCache(body []byte) bool { return mayHoldName(body, "cached") }
 
-// mayHoldName reports whether body may spell a member name holding one of
-// parts: it holds one, or an escaped letter or underscore (\u0041–\u007f), with
-// which a member name can spell it without those bytes. Escapes of other
-// characters (Go's encoder writes < > & as \u003c, \u003e, \u0026) do not
-// count, so most bodies are not read twice.
-func mayHoldName(body []byte, parts ...string) bool {
-	for _, part := range parts {
-		if containsUnderscored(body, part) { // bytes.Contains, faster for "file_id"
-			return true
-		}
-	}
-	for i := 0; ; {
-		j := bytes.Index(body[i:], []byte(`\u00`))
-		if j < 0 {
-			return false
-		}
-		i += j + 4
-		if i < len(body) && body[i] >= '4' && body[i] <= '7' {
-			return true
-		}
-	}
-}
-
 // geminiCachedContents serves the cachedContents routes and the
 // passthrough Gemini calls whose body may name a cache (countTokens); it
 // reports false for every other route, which the caller passes through.

@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/gateway"
@@ -37,13 +39,28 @@ func BenchmarkMissHandler(b *testing.B) {
 		_, _ = w.Write(answer)
 	}))
 	b.Cleanup(up.Close)
-	for _, size := range []int{1 << 10, 200 << 10} {
-		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
-			h := newMissHandler(b, up.URL+"/v1")
-			base := benchbody.Chat(size, benchbody.Options{Model: "sim-small"})
+	for _, c := range []struct {
+		name  string
+		size  int
+		keyed bool
+	}{
+		{"1KB", 1 << 10, false},
+		{"200KB", 200 << 10, false},
+		// With gateway keys and one provider account shared by the
+		// tenants, as a gateway on a non-loopback address runs: the body
+		// is searched for the resources it may name.
+		{"1KB,keys", 1 << 10, true},
+		{"200KB,keys", 200 << 10, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h, key := newMissHandler(b, up.URL+"/v1", c.keyed)
+			base := benchbody.Chat(c.size, benchbody.Options{Model: "sim-small"})
 			req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/chat/completions", nil)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("User-Agent", "bench")
+			if key != "" {
+				req.Header.Set("Authorization", "Bearer "+key)
+			}
 			w := &discardWriter{h: http.Header{}}
 			var body []byte
 			i := 0
@@ -73,8 +90,9 @@ func BenchmarkMissHandler(b *testing.B) {
 	}
 }
 
-// newMissHandler is newHitHandler with the upstream at upstream.
-func newMissHandler(b *testing.B, upstream string) http.Handler {
+// newMissHandler is newHitHandler with the upstream at upstream; keyed
+// adds a gateway key and returns it.
+func newMissHandler(b *testing.B, upstream string, keyed bool) (http.Handler, string) {
 	ctx := context.Background()
 	cfg := config.Default()
 	dir := b.TempDir()
@@ -103,6 +121,14 @@ func newMissHandler(b *testing.B, upstream string) http.Handler {
 	m := metrics.New(func() float64 { return float64(gw.InFlight()) })
 	rec := &observe.Recorder{Metrics: m, Log: log, Next: lw}
 	u := gateway.Upstream{BaseURL: upstream, Provider: "sim"}
-	gw = gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: u, Anthropic: u, Logger: log, Keyless: true})
-	return httpguard.Handler(gw, httpguard.Options{})
+	var key string
+	if keyed {
+		var k groundhog.APIKey
+		key, k = groundhog.NewAPIKey("acme", time.Now())
+		if err := db.CreateKey(ctx, k); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gw = gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: u, Anthropic: u, Logger: log, Keyless: !keyed})
+	return httpguard.Handler(gw, httpguard.Options{}), key
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
@@ -162,7 +163,7 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 		// only the tenant's own.
 		body, _, err := readBody(w, r, s.cfg.MaxBodyBytes) // not pooled: the passthrough reads it after this returns
 		if err == nil {
-			err = s.checkRefs(ctx, tenant, k.shape, body, nil)
+			err = s.checkRefs(ctx, tenant, k.shape, body, nil, nil)
 		}
 		if err != nil {
 			s.writeRefError(w, r, k.shape, err)
@@ -209,12 +210,14 @@ func (s *Server) ownedResources(w http.ResponseWriter, r *http.Request) bool {
 // in a messages call or a message batch. A body that cannot name one
 // (mayHoldName) is not read again.
 //
-// notes, when not nil, are the fingerprint memo's notes on these exact
-// bytes (fingerprint.Memo.ComputeNoted): a body found naming no resource
-// is noted so, and the same bytes sent again skip the search — at 200 KB,
-// mayHoldName alone costs several times a whole cache hit. A body that
-// names resources is checked every time: ownership can change.
-func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.Shape, body []byte, notes *atomic.Uint32) error {
+// fp, when not nil, is the fingerprint of these exact bytes, which looked
+// out for the names on its pass (mayNameResource). notes, when not nil, are the
+// fingerprint memo's notes on them (fingerprint.Memo.ComputeNoted): a body
+// found naming no resource is noted so, and the same bytes sent again
+// skip the search — at 200 KB, mayHoldName alone costs several times a
+// whole cache hit. A body that names resources is checked every time:
+// ownership can change.
+func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.Shape, body []byte, fp *fingerprint.Result, notes *atomic.Uint32) error {
 	file, up := kindOpenAIFile, &s.opts.OpenAI
 	switch shape {
 	case groundhog.ShapeChat, groundhog.ShapeResponses:
@@ -229,16 +232,7 @@ func (s *Server) checkRefs(ctx context.Context, tenant string, shape groundhog.S
 	if notes != nil && notes.Load()&noteNamesNoResource != 0 {
 		return nil
 	}
-	names := []string{"file_id"} // chat and messages name files only
-	if shape == groundhog.ShapeResponses {
-		// A Responses call, or a create on an OpenAI resource route:
-		// training_file and validation_file end in _file".
-		names = append(names, `"vector_store_ids"`, `"conversation"`, `_file"`, `"previous_response_id"`)
-	}
-	if shape != groundhog.ShapeMessages {
-		names = append(names, `"container"`) // a code interpreter tool's
-	}
-	if !mayHoldName(body, names...) {
+	if !mayNameResource(shape, body, fp) {
 		noteNoResource(notes)
 		return nil
 	}
@@ -566,7 +560,7 @@ func (s *Server) v1(w http.ResponseWriter, r *http.Request) {
 		}
 		body, _, err := readBody(w, r, s.cfg.MaxBodyBytes) // not pooled: the passthrough reads it after this returns
 		if err == nil {
-			err = s.checkRefs(r.Context(), tenant, shape, body, nil)
+			err = s.checkRefs(r.Context(), tenant, shape, body, nil, nil)
 		}
 		if err != nil {
 			s.writeError(w, r, shape, err)

@@ -58,6 +58,7 @@ type call struct {
 	pooled       *pooledBody // body's pooled buffer, if any (body.go: released after a hit; on a miss it moves to refs)
 	refs         *bodyRefs   // who still reads the pooled body on the miss path (missbody.go)
 	fp           fingerprint.Result
+	fpIsBody     bool // fp was computed over body itself, so its facts (Store, LetterEscapes) are body's
 	policy       cachePolicy
 	coalesce     int8 // Groundhog-Coalesce: +1 on, -1 off, 0 unset (then: the operation's config, else the cache policy)
 	shared       bool // identical calls in flight share this call's upstream call
@@ -155,18 +156,20 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 			return nil, err
 		}
 	}
-	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header)}
+	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header), Names: refNames}
 	var notes *atomic.Uint32
 	c.fp, notes, err = s.fpMemo.ComputeNoted(params, fpBody)
 	if err != nil {
 		return nil, err
 	}
-	if !sameBytes(fpBody, body) {
-		notes = nil // notes on the fingerprinted bytes, which are not the body
+	c.fpIsBody = sameBytes(fpBody, body)
+	bodyFP := &c.fp
+	if !c.fpIsBody {
+		bodyFP, notes = nil, nil // facts and notes of the fingerprinted bytes, which are not the body
 	}
 	// A file, vector store or conversation the tenant did not create is
 	// not found (owned.go).
-	if err := s.checkRefs(r.Context(), tenant, shape, body, notes); err != nil {
+	if err := s.checkRefs(r.Context(), tenant, shape, body, bodyFP, notes); err != nil {
 		return nil, err
 	}
 	if c.fp.Model == "" {

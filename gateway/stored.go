@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
@@ -53,11 +54,15 @@ const (
 	mayMakeContainer                           // a code interpreter tool: the containers it ran in
 )
 
-// storedFor returns what a chat or Responses call with body makes that is
-// recorded for its tenant: nothing when the account is not shared or the
-// gateway is keyless (owned.go), and nothing for any other shape. The
-// flight asks before it calls the provider: a cache hit never does.
-func (s *Server) storedFor(ctx context.Context, shape groundhog.Shape, body []byte) storedObjects {
+// storedFor returns what chat or Responses call c makes that is recorded
+// for its tenant: nothing when the account is not shared or the gateway
+// is keyless (owned.go), and nothing for any other shape. The flight asks
+// before it calls the provider: a cache hit never does. Whether the
+// provider keeps the object is the body's top-level "store", which the
+// fingerprint read on its pass (fingerprint.Result.Store); the body is
+// parsed again only when the fingerprint was not of it.
+func (s *Server) storedFor(ctx context.Context, c *call) storedObjects {
+	shape, body := c.shape, c.body
 	if shape != groundhog.ShapeChat && shape != groundhog.ShapeResponses {
 		return 0
 	}
@@ -66,7 +71,12 @@ func (s *Server) storedFor(ctx context.Context, shape groundhog.Shape, body []by
 	}
 	var o storedObjects
 	stores := shape == groundhog.ShapeResponses // the APIs' defaults
-	if mayHoldName(body, `"store"`) {
+	switch {
+	case c.fpIsBody && c.fp.Store == fingerprint.StoreTrue:
+		stores = true
+	case c.fpIsBody && c.fp.Store == fingerprint.StoreFalse:
+		stores = false
+	case !c.fpIsBody && mayHoldName(body, `"store"`):
 		stores = wire.Stores(shape, body)
 	}
 	if stores {

@@ -134,7 +134,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	// explicit-cache hook: may name a managed Gemini cache instead of the
 	// prefix it holds (explicitcache.go); the client's body stays the key.
 	clientBody := body
-	c.stored = s.storedFor(ctx, c.shape, c.body) // what the answer makes that the tenant owns (stored.go): a hit never asks
+	c.stored = s.storedFor(ctx, c) // what the answer makes that the tenant owns (stored.go): a hit never asks
 	ec := s.explicitBefore(ctx, c, body)
 	if ec != nil {
 		body = ec.Body

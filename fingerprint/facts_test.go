@@ -1,0 +1,152 @@
+package fingerprint_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/groundhog-ai/groundhog/fingerprint"
+)
+
+// factNames are the names the differential tests ask Compute to look out
+// for: names the seeds hold (store, content, role, model), names of the
+// gateway's resource checks, a one-letter name and a long one.
+var factNames = fingerprint.NewNames("store", "content", "role", "model", "file_id", "container", "vector_store_ids", "a", "previous_response_id")
+
+// wantFacts computes what Compute reports besides the hash, the slow way:
+// the body decoded by encoding/json for the names and the top-level
+// "store", and the raw text walked as a string tokenizer for the escapes.
+// body must be a JSON object Compute accepted.
+func wantFacts(t *testing.T, body []byte) (store fingerprint.Store, names uint64, letterEsc bool) {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("accepted body does not decode: %v", err)
+	}
+	if top, ok := v.(map[string]any); ok {
+		switch top["store"] {
+		case true:
+			store = fingerprint.StoreTrue
+		case false:
+			store = fingerprint.StoreFalse
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, m := range v {
+				names |= factNames.Bit(k)
+				walk(m)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	in := false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case !in:
+			in = c == '"'
+		case c == '"':
+			in = false
+		case c == '\\':
+			if body[i+1] == 'u' {
+				r, err := strconv.ParseUint(string(body[i+2:i+6]), 16, 32)
+				if err != nil {
+					t.Fatalf("bad escape at %d in an accepted body", i)
+				}
+				letterEsc = letterEsc || (r >= 0x40 && r < 0x80)
+				i += 5
+			} else {
+				i++
+			}
+		}
+	}
+	return store, names, letterEsc
+}
+
+// checkFacts checks the Store, Names and LetterEscapes of r, Compute's
+// result for body with factNames, against wantFacts.
+func checkFacts(t *testing.T, body []byte, r fingerprint.Result) {
+	t.Helper()
+	store, names, esc := wantFacts(t, body)
+	if r.Store != store || r.Names != names || r.LetterEscapes != esc {
+		t.Fatalf("Compute(%q): Store %d, Names %b, LetterEscapes %v; want %d, %b, %v", body, r.Store, r.Names, r.LetterEscapes, store, names, esc)
+	}
+}
+
+func TestFacts(t *testing.T) {
+	for _, c := range []struct {
+		body  string
+		store fingerprint.Store
+		names []string
+		esc   bool
+	}{
+		{`{"model":"m"}`, fingerprint.StoreUnset, []string{"model"}, false},
+		{`{"model":"m","store":true}`, fingerprint.StoreTrue, []string{"model", "store"}, false},
+		{`{"model":"m","store":false}`, fingerprint.StoreFalse, []string{"model", "store"}, false},
+		{`{"model":"m","store":null}`, fingerprint.StoreUnset, []string{"model", "store"}, false},
+		{`{"model":"m","store":"yes"}`, fingerprint.StoreUnset, []string{"model", "store"}, false},
+		// Only the top level says whether the call is stored.
+		{`{"model":"m","metadata":{"store":true}}`, fingerprint.StoreUnset, []string{"model", "store"}, false},
+		// Escaped spellings are the same names, and are letter escapes.
+		{`{"st\u006fre":true,"x":[{"file\u005fid":"f"}]}`, fingerprint.StoreTrue, []string{"store", "file_id"}, true},
+		// A value is not a name; an escaped '<' is not a letter.
+		{`{"x":"container","y":"\u003cfile_id\u003e"}`, fingerprint.StoreUnset, nil, false},
+		{`{"x":"\u0041"}`, fingerprint.StoreUnset, nil, true},
+		{`{"x":"\u007f\u0080"}`, fingerprint.StoreUnset, nil, true},
+		{`{"x":"\u003f\u0080\u00e9\ud83d\ude00"}`, fingerprint.StoreUnset, nil, false},
+		// An escaped backslash followed by text that looks like an escape.
+		{`{"x":"\\u0041"}`, fingerprint.StoreUnset, nil, false},
+		{`{"tools":[{"type":"code_interpreter","container":"cntr_1"}],"a":{"vector_store_ids":[]}}`, fingerprint.StoreUnset, []string{"container", "vector_store_ids", "a"}, false},
+		{`{"containers":1,"contain":2,"previous_response_ids":3}`, fingerprint.StoreUnset, nil, false},
+	} {
+		body := []byte(c.body)
+		for _, long := range []bool{false, true} {
+			if long { // the assembly scan and the string index
+				body = append([]byte(`{"pad":"`+string(bytes.Repeat([]byte("p"), 600))+`",`), body[1:]...)
+			}
+			r, err := fingerprint.Compute(fingerprint.Params{Shape: "responses", Tenant: "t", Names: factNames}, body)
+			if err != nil {
+				t.Fatalf("%s: %v", body, err)
+			}
+			var names uint64
+			for _, n := range c.names {
+				names |= factNames.Bit(n)
+			}
+			if r.Store != c.store || r.Names != names || r.LetterEscapes != c.esc {
+				t.Errorf("%s: Store %d, Names %b, LetterEscapes %v; want %d, %b, %v", c.body, r.Store, r.Names, r.LetterEscapes, c.store, names, c.esc)
+			}
+			checkFacts(t, body, r)
+			// Without names to look out for, none are reported, and the
+			// names never change the hash.
+			r2, _ := fingerprint.Compute(fingerprint.Params{Shape: "responses", Tenant: "t"}, body)
+			if r2.Names != 0 || r2.Hash != r.Hash {
+				t.Errorf("%s without names: Names %b, hash %s vs %s", c.body, r2.Names, r2.Hash, r.Hash)
+			}
+		}
+	}
+}
+
+func TestNewNamesRefusesWhatItCannotHold(t *testing.T) {
+	for _, names := range [][]string{{""}, {string(bytes.Repeat([]byte("n"), 64))}, make([]string, 65)} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewNames(%d names, first %q) did not panic", len(names), names[0])
+				}
+			}()
+			fingerprint.NewNames(names...)
+		}()
+	}
+	if fingerprint.NewNames("a", "b").Bit("c") != 0 {
+		t.Error("a name not in the set has a bit")
+	}
+}
