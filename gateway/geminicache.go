@@ -70,16 +70,20 @@ func (s *Server) checkCacheRefs(ctx context.Context, tenant string, refs []strin
 
 // checkGeminiBodyCaches returns ENOTFOUND unless tenant owns every cache
 // a request body names.
-func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body []byte) error {
-	if !mayNameCache(body) {
+// esc is the body's escapes, searched for once for this check and
+// checkGeminiBodyFiles.
+func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body []byte, esc *bodyEscapes) error {
+	if !mayNameCache(body, esc) {
 		return nil
 	}
 	return s.checkCacheRefs(ctx, tenant, gemini.CachedContentRefs(body))
 }
 
 // mayNameCache reports whether body may have a cachedContent member under
-// some spelling (mayHoldName).
-func mayNameCache(body []byte) bool { return mayHoldName(body, "cached") }
+// some spelling (mayHoldName); esc is body's escapes.
+func mayNameCache(body []byte, esc *bodyEscapes) bool {
+	return holdsAny(body, []string{"cached"}) || esc.letter()
+}
 
 // geminiCachedContents serves the cachedContents routes and the
 // passthrough Gemini calls whose body may name a cache (countTokens); it

@@ -135,16 +135,25 @@ func (s *Server) checkGeminiInputFiles(ctx context.Context, tenant string, files
 }
 
 // mayNameGeminiResource reports whether body may name a file or a tuned
-// model under some spelling (mayHoldName).
-func mayNameGeminiResource(body []byte) bool {
-	return mayHoldName(body, "file") || mayHoldName(body, "uned")
+// model under some spelling (mayHoldName); esc is body's escapes.
+func mayNameGeminiResource(body []byte, esc *bodyEscapes) bool {
+	return holdsAny(body, []string{"file", "uned"}) || esc.letter()
+}
+
+// mayNameGeminiAny is mayNameCache || mayNameGeminiResource, with the
+// body's escapes searched for once.
+func mayNameGeminiAny(body []byte) bool {
+	esc := bodyEscapes{body: body}
+	return mayNameCache(body, &esc) || mayNameGeminiResource(body, &esc)
 }
 
 // checkGeminiBodyFiles returns ENOTFOUND unless tenant owns every file and
 // tuned model a generateContent body names. A body that is not a JSON
-// object is left to the pipeline's own checks.
-func (s *Server) checkGeminiBodyFiles(ctx context.Context, tenant string, body []byte) error {
-	if !mayNameGeminiResource(body) || !s.geminiScoped(ctx) {
+// object is left to the pipeline's own checks. Only a gateway whose
+// tenants share the Gemini account looks (geminiScoped), before reading
+// the body; esc is the body's escapes (checkGeminiBodyCaches).
+func (s *Server) checkGeminiBodyFiles(ctx context.Context, tenant string, body []byte, esc *bodyEscapes) error {
+	if !s.geminiScoped(ctx) || !mayNameGeminiResource(body, esc) {
 		return nil
 	}
 	refs, err := gemini.BodyRefs(body)
@@ -274,7 +283,7 @@ func (s *Server) geminiCheckBody(w http.ResponseWriter, r *http.Request, tenant 
 		s.writeError(w, r, groundhog.ShapeGemini, err)
 		return refs, false
 	}
-	if strict || mayNameCache(body) || mayNameGeminiResource(body) {
+	if strict || mayNameGeminiAny(body) {
 		var err error
 		refs, err = gemini.BodyRefs(body)
 		switch {

@@ -140,7 +140,7 @@ func (sc *uploadScan) endLine() {
 		sc.bad = true // it may name anything
 		return
 	}
-	if len(line) == 0 || !mayNameCache(line) && !mayNameGeminiResource(line) {
+	if len(line) == 0 || !mayNameGeminiAny(line) {
 		return
 	}
 	refs, err := gemini.BodyRefs(line)

@@ -62,6 +62,21 @@ func holdsAny(body []byte, parts []string) bool {
 	return false
 }
 
+// bodyEscapes is mayEscapeLetter of one body, searched for at most once
+// however many checks of the body ask (a Gemini call's cache check and its
+// file check).
+type bodyEscapes struct {
+	body        []byte
+	done, found bool
+}
+
+func (e *bodyEscapes) letter() bool {
+	if !e.done {
+		e.done, e.found = true, mayEscapeLetter(e.body)
+	}
+	return e.found
+}
+
 // mayEscapeLetter reports whether body holds an escape \u0040–\u007f:
 // fingerprint.Result.LetterEscapes, read from the bytes alone.
 func mayEscapeLetter(body []byte) bool {
