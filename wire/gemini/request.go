@@ -154,7 +154,19 @@ type request struct {
 //
 // The error is EINVALID when body is not a JSON object, when a known
 // member has the wrong type, or when contents is missing or empty.
+//
+// The usual body takes one pass (spliceModel); the rest are decoded and
+// encoded again by encoding/json.
 func FingerprintBody(model string, body []byte) ([]byte, error) {
+	if out, ok := spliceModel(model, body); ok {
+		return out, nil
+	}
+	return decodeFingerprintBody(model, body)
+}
+
+// decodeFingerprintBody is FingerprintBody by encoding/json: the body
+// decoded, its model set, and encoded again.
+func decodeFingerprintBody(model string, body []byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if !json.Valid(body) {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "Invalid JSON payload received. The request body must be a JSON object.")
