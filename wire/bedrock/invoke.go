@@ -86,7 +86,18 @@ func IsAnthropicBody(body []byte) bool {
 // apart from a first-party Messages call); cache_control markers and
 // "stream" leave the hash by the Messages rules, so the streamed and the
 // plain invoke of one body share one hash.
+//
+// The usual body takes one pass (spliceInvoke); the rest are decoded and
+// encoded again by encoding/json.
 func InvokeFingerprintBody(modelID string, body []byte) ([]byte, error) {
+	if out, ok := spliceInvoke(modelID, body); ok {
+		return out, nil
+	}
+	return decodeInvokeFingerprintBody(modelID, body)
+}
+
+// decodeInvokeFingerprintBody is InvokeFingerprintBody by encoding/json.
+func decodeInvokeFingerprintBody(modelID string, body []byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := decodeStrict(body, &top); err != nil || top == nil {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "request body must be a JSON object")

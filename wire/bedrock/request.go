@@ -124,10 +124,22 @@ func BaseModel(id string) string {
 // A cachePoint tells Bedrock where to cache a prefix: it changes cost,
 // never the answer, so a request with and without one has one hash.
 //
-// The result is compact JSON with sorted keys; the fingerprint
-// canonicalizes it further (numbers). The error is EINVALID when body is
-// not a JSON object.
+// The result is JSON for the fingerprint, which canonicalizes it (member
+// order, whitespace, numbers, escapes): two bodies that differ only in
+// those have results that differ too, but one hash. The error is EINVALID
+// when body is not a JSON object.
+//
+// The usual body takes one pass (spliceConverse); the rest are decoded and
+// encoded again by encoding/json.
 func FingerprintBody(modelID string, body []byte) ([]byte, error) {
+	if out, ok := spliceConverse(modelID, body); ok {
+		return out, nil
+	}
+	return decodeFingerprintBody(modelID, body)
+}
+
+// decodeFingerprintBody is FingerprintBody by encoding/json.
+func decodeFingerprintBody(modelID string, body []byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := decodeStrict(body, &top); err != nil || top == nil {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "request body must be a JSON object")
