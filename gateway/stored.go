@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -82,7 +81,7 @@ func (s *Server) storedFor(ctx context.Context, c *call) storedObjects {
 	if stores {
 		o |= storesObject
 	}
-	if shape == groundhog.ShapeResponses && bytes.Contains(body, []byte("code_interpreter")) {
+	if shape == groundhog.ShapeResponses && containsUnderscored(body, "code_interpreter") { // bytes.Contains, faster
 		o |= mayMakeContainer
 	}
 	return o
