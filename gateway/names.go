@@ -8,7 +8,7 @@ import (
 )
 
 // mayHoldName reports whether body may spell a member name holding one of
-// parts: it holds one, or an escaped letter or underscore (\u0041–\u007f), with
+// parts: it holds one, or an escaped letter or underscore (\u0040–\u007f), with
 // which a member name can spell it without those bytes. Escapes of other
 // characters (Go's encoder writes < > & as \u003c, \u003e, \u0026) do not
 // count, so most bodies are not read twice.
