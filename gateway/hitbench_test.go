@@ -156,16 +156,22 @@ func newHitHandler(b *testing.B, ledgerOn, access, keyed bool) (http.Handler, st
 		})
 	}
 	up := gateway.Upstream{BaseURL: simURL + "/v1", Provider: "sim"}
-	var key string
-	if keyed {
-		var k groundhog.APIKey
-		key, k = groundhog.NewAPIKey("acme", time.Now())
-		if err := db.CreateKey(ctx, k); err != nil {
-			b.Fatal(err)
-		}
-	}
+	key := benchKey(b, db, keyed)
 	gw = gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: up, Anthropic: up, Logger: log, Keyless: !keyed})
 	return httpguard.Handler(gw, httpguard.Options{}), key
+}
+
+// benchKey creates a gateway key of tenant acme in db when keyed, and
+// returns it ("" when not).
+func benchKey(b *testing.B, db *sqlite.DB, keyed bool) string {
+	if !keyed {
+		return ""
+	}
+	key, k := groundhog.NewAPIKey("acme", time.Now())
+	if err := db.CreateKey(context.Background(), k); err != nil {
+		b.Fatal(err)
+	}
+	return key
 }
 
 // discardWriter is a ResponseWriter that keeps the head and counts the body.

@@ -10,9 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/gateway"
@@ -121,14 +119,7 @@ func newMissHandler(b *testing.B, upstream string, keyed bool) (http.Handler, st
 	m := metrics.New(func() float64 { return float64(gw.InFlight()) })
 	rec := &observe.Recorder{Metrics: m, Log: log, Next: lw}
 	u := gateway.Upstream{BaseURL: upstream, Provider: "sim"}
-	var key string
-	if keyed {
-		var k groundhog.APIKey
-		key, k = groundhog.NewAPIKey("acme", time.Now())
-		if err := db.CreateKey(ctx, k); err != nil {
-			b.Fatal(err)
-		}
-	}
+	key := benchKey(b, db, keyed)
 	gw = gateway.New(gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, OpenAI: u, Anthropic: u, Logger: log, Keyless: !keyed})
 	return httpguard.Handler(gw, httpguard.Options{}), key
 }

@@ -124,6 +124,26 @@ func stringList(w *jsonwalk.Walker) bool {
 	return w.NullOr(func() bool { return w.Array(func() bool { return w.NullOr(w.Str) }) })
 }
 
+// messages steps over null or an array of messages: null, or objects whose
+// role is null or a string and whose content content steps over.
+func messages(w *jsonwalk.Walker, content func() bool) bool {
+	return w.NullOr(func() bool {
+		return w.Array(func() bool {
+			return w.NullOr(func() bool {
+				return w.Object(func(key []byte) bool {
+					switch string(key) {
+					case "role":
+						return w.NullOr(w.Str)
+					case "content":
+						return content()
+					}
+					return !jsonwalk.Fold(key, "role", "content") && w.Value()
+				})
+			})
+		})
+	})
+}
+
 // spliceConverse is FingerprintBody's fast path.
 func spliceConverse(modelID string, body []byte) ([]byte, bool) {
 	if !jsonwalk.PlainString(modelID) {
@@ -137,21 +157,7 @@ func spliceConverse(modelID string, body []byte) ([]byte, bool) {
 	ok := w.Object(func(key []byte) bool {
 		switch string(key) {
 		case "messages":
-			return w.NullOr(func() bool {
-				return w.Array(func() bool {
-					return w.NullOr(func() bool {
-						return w.Object(func(key []byte) bool {
-							switch string(key) {
-							case "role":
-								return w.NullOr(w.Str)
-							case "content":
-								return blocks(w, &cuts, text)
-							}
-							return !jsonwalk.Fold(key, "role", "content") && w.Value()
-						})
-					})
-				})
-			})
+			return messages(w, func() bool { return blocks(w, &cuts, text) })
 		case "system":
 			return blocks(w, &cuts, text)
 		case "inferenceConfig":
@@ -204,21 +210,8 @@ func spliceInvoke(modelID string, body []byte) ([]byte, bool) {
 	ok := w.Object(func(key []byte) bool {
 		switch string(key) {
 		case "messages":
-			return w.NullOr(func() bool {
-				return w.Array(func() bool {
-					return w.NullOr(func() bool {
-						return w.Object(func(key []byte) bool {
-							switch string(key) {
-							case "role":
-								return w.NullOr(w.Str)
-							case "content": // a string or an array of blocks
-								return w.NullOr(func() bool { return (w.At('"') || w.At('[')) && w.Value() })
-							}
-							return !jsonwalk.Fold(key, "role", "content") && w.Value()
-						})
-					})
-				})
-			})
+			// A message's content: a string or an array of blocks.
+			return messages(w, func() bool { return w.NullOr(func() bool { return (w.At('"') || w.At('[')) && w.Value() }) })
 		case "max_tokens", "top_k":
 			return w.NullOr(w.Integer)
 		case "temperature", "top_p":
