@@ -305,7 +305,11 @@ func (w *Walker) Number() bool {
 func (w *Walker) Integer() bool {
 	start := w.I
 	plain, ok := w.number()
-	if !ok || !plain || w.I-start > 16 {
+	digits := w.I - start
+	if ok && w.B[start] == '-' {
+		digits--
+	}
+	if !ok || !plain || digits > 15 {
 		w.I = start
 		return false
 	}
