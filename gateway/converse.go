@@ -11,6 +11,7 @@ import (
 	"github.com/groundhog-ai/groundhog/internal/httpguard"
 	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // isInvoke reports whether a call of shape arrived on Bedrock's
@@ -112,7 +113,10 @@ func looksAnthropic(head []byte) bool {
 // the fingerprint (wire/bedrock.FingerprintBody), so Converse and
 // ConverseStream with the same inputs, with or without cachePoints, share
 // one hash and one cache entry.
-func fingerprintBody(r *http.Request, shape groundhog.Shape, body []byte) ([]byte, bool, error) {
+//
+// For a Gemini body, gk (when not nil) gets which of its keys may name a
+// cache or a resource (gemini.RefKeys).
+func fingerprintBody(r *http.Request, shape groundhog.Shape, body []byte, gk *gemini.RefKeys) ([]byte, bool, error) {
 	if isInvoke(r, shape) {
 		modelID, stream, ok := bedrock.ParseInvokePath(r.URL.EscapedPath())
 		if !ok {
@@ -122,7 +126,7 @@ func fingerprintBody(r *http.Request, shape groundhog.Shape, body []byte) ([]byt
 		return fp, stream, err
 	}
 	if shape == groundhog.ShapeGemini {
-		return geminiFingerprintBody(r, body) // gemini.go
+		return geminiFingerprintBody(r, body, gk) // gemini.go
 	}
 	if shape != groundhog.ShapeConverse {
 		return body, false, nil

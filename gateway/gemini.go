@@ -53,13 +53,16 @@ func (s *Server) gemini(generate http.Handler) http.HandlerFunc {
 // from the path (/v1beta/models/{model}:generateContent), the stream mode
 // from the method (streamGenerateContent), so both methods with the same
 // inputs share one hash and one cache entry.
-func geminiFingerprintBody(r *http.Request, body []byte) ([]byte, bool, error) {
+func geminiFingerprintBody(r *http.Request, body []byte, keys *gemini.RefKeys) ([]byte, bool, error) {
 	model, method, ok := gemini.ParsePath(r.URL.EscapedPath())
 	if !ok {
 		return nil, false, groundhog.Errorf(groundhog.ENOTFOUND, "unknown route %s %s", r.Method, r.URL.Path)
 	}
 	_, stream := gemini.IsGenerate(method)
-	fp, err := gemini.FingerprintBody(model, body)
+	fp, k, err := gemini.FingerprintBodyRefs(model, body)
+	if keys != nil {
+		*keys = k
+	}
 	return fp, stream, err
 }
 

@@ -70,10 +70,12 @@ func (s *Server) checkCacheRefs(ctx context.Context, tenant string, refs []strin
 
 // checkGeminiBodyCaches returns ENOTFOUND unless tenant owns every cache
 // a request body names.
-// esc is the body's escapes, searched for once for this check and
+// gk are the body's keys as the fingerprint's pass found them: when it
+// ran, a body with no cachedContent key is not read again. Otherwise esc
+// is the body's escapes, searched for once for this check and
 // checkGeminiBodyFiles.
-func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body []byte, esc *bodyEscapes) error {
-	if !mayNameCache(body, esc) {
+func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body []byte, gk gemini.RefKeys, esc *bodyEscapes) error {
+	if gk.Known && !gk.Cache || !gk.Known && !mayNameCache(body, esc) {
 		return nil
 	}
 	return s.checkCacheRefs(ctx, tenant, gemini.CachedContentRefs(body))

@@ -151,9 +151,9 @@ func mayNameGeminiAny(body []byte) bool {
 // tuned model a generateContent body names. A body that is not a JSON
 // object is left to the pipeline's own checks. Only a gateway whose
 // tenants share the Gemini account looks (geminiScoped), before reading
-// the body; esc is the body's escapes (checkGeminiBodyCaches).
-func (s *Server) checkGeminiBodyFiles(ctx context.Context, tenant string, body []byte, esc *bodyEscapes) error {
-	if !s.geminiScoped(ctx) || !mayNameGeminiResource(body, esc) {
+// the body; gk and esc are as for checkGeminiBodyCaches.
+func (s *Server) checkGeminiBodyFiles(ctx context.Context, tenant string, body []byte, gk gemini.RefKeys, esc *bodyEscapes) error {
+	if !s.geminiScoped(ctx) || gk.Known && !gk.Resource || !gk.Known && !mayNameGeminiResource(body, esc) {
 		return nil
 	}
 	refs, err := gemini.BodyRefs(body)

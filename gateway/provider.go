@@ -19,6 +19,7 @@ import (
 	"github.com/groundhog-ai/groundhog/idempotency"
 	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
+	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
 
 // Response and request header names of the wire contract (docs/reference/wire.md).
@@ -142,18 +143,19 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	if err := s.readHeaders(c, r.Header); err != nil {
 		return nil, err
 	}
-	fpBody, stream, err := fingerprintBody(r, shape, body) // converse.go: the model id from the path, cachePoints out
+	var gk gemini.RefKeys
+	fpBody, stream, err := fingerprintBody(r, shape, body, &gk) // converse.go: the model id from the path, cachePoints out
 	if err != nil {
 		return nil, err
 	}
 	if shape == groundhog.ShapeGemini {
 		// A cachedContent the tenant did not create is not found (geminicache.go).
 		esc := bodyEscapes{body: body}
-		if err := s.checkGeminiBodyCaches(r.Context(), tenant, body, &esc); err != nil {
+		if err := s.checkGeminiBodyCaches(r.Context(), tenant, body, gk, &esc); err != nil {
 			return nil, err
 		}
 		// So is a file or a tuned model (geminiowned.go).
-		if err := s.checkGeminiBodyFiles(r.Context(), tenant, body, &esc); err != nil {
+		if err := s.checkGeminiBodyFiles(r.Context(), tenant, body, gk, &esc); err != nil {
 			return nil, err
 		}
 	}

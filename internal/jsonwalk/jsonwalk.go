@@ -28,6 +28,10 @@ type Walker struct {
 	I     int
 	depth int
 	keys  [][]byte // the keys of the objects Object has open
+	// OnKey, when set, is called with the text of every object key the
+	// walker steps over, at any depth, as it is between its quotes
+	// (escapes not decoded).
+	OnKey func(key []byte)
 }
 
 // At reports whether the byte at I is c.
@@ -101,8 +105,12 @@ func (w *Walker) container(end byte) bool {
 	for {
 		w.WS()
 		if end == '}' {
+			ks := w.I
 			if !w.At('"') || !w.Str() {
 				return false
+			}
+			if w.OnKey != nil {
+				w.OnKey(w.B[ks+1 : w.I-1])
 			}
 			w.WS()
 			if !w.At(':') {
@@ -157,6 +165,9 @@ func (w *Walker) Object(member func(key []byte) bool) bool {
 			return false
 		}
 		key := w.B[ks+1 : w.I-1]
+		if w.OnKey != nil {
+			w.OnKey(key)
+		}
 		if !PlainKey(key) || len(w.keys)-mark == MaxKeys {
 			return false
 		}

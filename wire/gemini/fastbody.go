@@ -14,11 +14,13 @@ import "github.com/groundhog-ai/groundhog/internal/jsonwalk"
 // (which encoding/json matches), a top-level key with an escape, a
 // non-ASCII byte or a repeat, a "model" member of its own, no contents and
 // no cachedContent.
-func spliceModel(model string, body []byte) (out []byte, ok bool) {
+//
+// On its pass it also notes which keys may name a resource (RefKeys).
+func spliceModel(model string, body []byte) (out []byte, keys RefKeys, ok bool) {
 	if !jsonwalk.PlainString(model) {
-		return nil, false
+		return nil, keys, false
 	}
-	w := jsonwalk.Walker{B: body}
+	w := jsonwalk.Walker{B: body, OnKey: keys.note}
 	w.WS()
 	open := w.I
 	contents, cached := 0, false
@@ -47,11 +49,50 @@ func spliceModel(model string, body []byte) (out []byte, ok bool) {
 		return w.Value()
 	})
 	if !ok || !w.End() || contents == 0 && !cached {
-		return nil, false
+		return nil, RefKeys{}, false
 	}
+	keys.Known = true
 	out = make([]byte, 0, len(body)+len(model)+len(`{"model":"",`))
 	out = append(out, `{"model":"`...)
 	out = append(out, model...)
 	out = append(out, `",`...)
-	return append(out, body[open+1:]...), true
+	return append(out, body[open+1:]...), keys, true
+}
+
+// RefKeys say which of the member names BodyRefs reads a body holds, as
+// FingerprintBodyRefs's pass over it found them: keys compared as BodyRefs
+// compares them (letter case and underscores aside). A key it cannot
+// compare so — one with an escape or a non-ASCII byte — counts for both.
+type RefKeys struct {
+	Known    bool // the pass ran over the whole body; without it the fields say nothing
+	Cache    bool // a cachedContent member
+	Resource bool // a member naming a file, a file search store or a tuned model
+}
+
+// note classifies one key's text.
+func (k *RefKeys) note(key []byte) {
+	if !jsonwalk.PlainKey(key) {
+		k.Cache, k.Resource = true, true
+		return
+	}
+	var buf [32]byte
+	folded := buf[:0]
+	for _, c := range key {
+		if len(folded) == len(buf) {
+			return // longer than any name BodyRefs reads
+		}
+		switch {
+		case c == '_':
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		folded = append(folded, c)
+	}
+	switch string(folded) {
+	case "cachedcontent":
+		k.Cache = true
+	case "fileuri", "filename", "filesearchstorenames", "filesearchstorename", "model", "basemodel", "tunedmodel":
+		k.Resource = true
+	}
 }

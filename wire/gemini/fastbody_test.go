@@ -17,7 +17,7 @@ import (
 func checkSplice(t *testing.T, body []byte) (taken bool) {
 	t.Helper()
 	const model = "gemini-2.5-flash"
-	fast, ok := spliceModel(model, body)
+	fast, keys, ok := spliceModel(model, body)
 	if !ok {
 		return false
 	}
@@ -36,6 +36,12 @@ func checkSplice(t *testing.T, body []byte) (taken bool) {
 	}
 	if ferr == nil && rf.Model != model {
 		t.Fatalf("%q: the spliced body's model is %q", body, rf.Model)
+	}
+	// The keys it noted never miss a reference BodyRefs finds.
+	if refs, err := BodyRefs(body); err == nil {
+		if len(refs.Caches)+len(CachedContentRefs(body)) > 0 && !keys.Cache || len(refs.Files)+len(refs.FileSearchStores)+len(refs.TunedModels) > 0 && !keys.Resource {
+			t.Fatalf("%q names %+v; the pass noted %+v", body, refs, keys)
+		}
 	}
 	return true
 }
@@ -63,6 +69,24 @@ func TestSpliceModelTakesTheUsualBodies(t *testing.T) {
 	long := `{"contents":[{"role":"user","parts":[{"text":"` + text + `"}]},{"role":"model","parts":[{"text":"ok"}]}]}`
 	if !checkSplice(t, []byte(long)) {
 		t.Error("spliceModel left a long conversation to the general path")
+	}
+}
+
+func TestSpliceModelNotesReferenceKeys(t *testing.T) {
+	for body, want := range map[string]RefKeys{
+		`{"contents":[{"parts":[{"text":"a file, a cached model"}]}]}`:                               {Known: true},
+		`{"contents":[{"parts":[{"fileData":{"fileUri":"files/abc","mimeType":"text/plain"}}]}]}`:    {Known: true, Resource: true},
+		`{"contents":[{"parts":[{"file_data":{"FILE_URI":"files/abc"}}]}]}`:                          {Known: true, Resource: true},
+		`{"cachedContent":"cachedContents/a","contents":[]}`:                                         {Known: true, Cache: true},
+		`{"contents":[{}],"tools":[{"fileSearch":{"fileSearchStoreNames":["fileSearchStores/s"]}}]}`: {Known: true, Resource: true},
+		`{"contents":[{"parts":[{"text":"x"}]}],"x":{"tuned_model":"tunedModels/t"}}`:                {Known: true, Resource: true},
+		`{"contents":[{"parts":[{"fil\u0065Data":{}}]}]}`:                                            {Known: true, Cache: true, Resource: true},
+		`{"model":"m","contents":[{}]}`:                                                              {},
+	} {
+		_, got, _ := spliceModel("gemini-2.5-flash", []byte(body))
+		if got != want {
+			t.Errorf("%s: noted %+v, want %+v", body, got, want)
+		}
 	}
 }
 

@@ -158,10 +158,20 @@ type request struct {
 // The usual body takes one pass (spliceModel); the rest are decoded and
 // encoded again by encoding/json.
 func FingerprintBody(model string, body []byte) ([]byte, error) {
-	if out, ok := spliceModel(model, body); ok {
-		return out, nil
+	out, _, err := FingerprintBodyRefs(model, body)
+	return out, err
+}
+
+// FingerprintBodyRefs is FingerprintBody, and which keys of the body may
+// name a cache or a resource (RefKeys), when its one pass ran: a caller
+// checking the body's references (BodyRefs) need not read it again when
+// none does.
+func FingerprintBodyRefs(model string, body []byte) ([]byte, RefKeys, error) {
+	if out, keys, ok := spliceModel(model, body); ok {
+		return out, keys, nil
 	}
-	return decodeFingerprintBody(model, body)
+	out, err := decodeFingerprintBody(model, body)
+	return out, RefKeys{}, err
 }
 
 // decodeFingerprintBody is FingerprintBody by encoding/json: the body
