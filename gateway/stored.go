@@ -172,9 +172,13 @@ func (p *pendingRecord) wait() {
 // pendingRecords holds the records being written, by tenant, kind and
 // name, so that a look-up of one waits for it instead of answering not
 // found. n counts them: a look-up with none pending reads nothing more.
+// ended counts the writes that ended: a look-up that began before one
+// ended (and so may have missed it, and then not found it pending either)
+// asks again.
 type pendingRecords struct {
-	n atomic.Int64
-	m sync.Map // pendingKey → *pendingRecord
+	n     atomic.Int64
+	ended atomic.Uint64
+	m     sync.Map // pendingKey → *pendingRecord
 }
 
 func pendingKey(tenant, kind, name string) string { return tenant + "\x00" + kind + "\x00" + name }
@@ -192,6 +196,7 @@ func (s *Server) startRecord(c *call, recs []groundhog.Resource) *pendingRecord 
 	}
 	go func() {
 		defer func() {
+			s.pending.ended.Add(1) // before the entries go: see owned
 			for _, rec := range recs {
 				s.pending.m.CompareAndDelete(pendingKey(rec.Tenant, rec.Kind, rec.Name), p)
 			}
@@ -211,12 +216,16 @@ func (s *Server) startRecord(c *call, recs []groundhog.Resource) *pendingRecord 
 // owned returns the names among names that tenant owns as resources of
 // kind k. A name whose record is still being written (startRecord) is
 // looked up again once the write ends, or ctx does.
+//
+// A write that ends between the look-up and the search of the pending
+// writes is in neither: ended tells, and the names are looked up again.
 func (s *Server) owned(ctx context.Context, tenant string, k ownedKind, names []string) ([]string, error) {
+	ended := s.pending.ended.Load()
 	own, err := s.opts.Resources.OwnedResources(ctx, tenant, k.kind, names)
-	if err != nil || len(own) == len(names) || s.pending.n.Load() == 0 {
+	if err != nil || len(own) == len(names) || s.pending.n.Load() == 0 && s.pending.ended.Load() == ended {
 		return own, err
 	}
-	waited := false
+	waited := s.pending.ended.Load() != ended
 	for _, n := range names {
 		if slices.Contains(own, n) {
 			continue
