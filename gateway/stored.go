@@ -217,15 +217,17 @@ func (s *Server) startRecord(c *call, recs []groundhog.Resource) *pendingRecord 
 // kind k. A name whose record is still being written (startRecord) is
 // looked up again once the write ends, or ctx does.
 //
-// A write that ends between the look-up and the search of the pending
-// writes is in neither: ended tells, and the names are looked up again.
+// A write that ends after the look-up began may be in neither the
+// look-up nor the pending writes by the time they are searched: ended,
+// read before the look-up and again after the search, tells, and the
+// names are looked up again.
 func (s *Server) owned(ctx context.Context, tenant string, k ownedKind, names []string) ([]string, error) {
 	ended := s.pending.ended.Load()
 	own, err := s.opts.Resources.OwnedResources(ctx, tenant, k.kind, names)
 	if err != nil || len(own) == len(names) || s.pending.n.Load() == 0 && s.pending.ended.Load() == ended {
 		return own, err
 	}
-	waited := s.pending.ended.Load() != ended
+	waited := false
 	for _, n := range names {
 		if slices.Contains(own, n) {
 			continue
@@ -239,7 +241,7 @@ func (s *Server) owned(ctx context.Context, tenant string, k ownedKind, names []
 			}
 		}
 	}
-	if !waited {
+	if !waited && s.pending.ended.Load() == ended {
 		return own, nil
 	}
 	return s.opts.Resources.OwnedResources(ctx, tenant, k.kind, names)
