@@ -69,22 +69,24 @@ func (s *Server) checkCacheRefs(ctx context.Context, tenant string, refs []strin
 }
 
 // checkGeminiBodyCaches returns ENOTFOUND unless tenant owns every cache
-// a request body names.
-// gk are the body's keys as the fingerprint's pass found them: when it
-// ran, a body with no cachedContent key is not read again. Otherwise esc
-// is the body's escapes, searched for once for this check and
-// checkGeminiBodyFiles.
-func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body []byte, gk gemini.RefKeys, esc *bodyEscapes) error {
-	if gk.Known && !gk.Cache || !gk.Known && !mayNameCache(body, esc) {
+// a request body names. gk are the body's keys as the fingerprint's pass
+// found them (gemini.FingerprintBodyRefs).
+func (s *Server) checkGeminiBodyCaches(ctx context.Context, tenant string, body []byte, gk gemini.RefKeys) error {
+	if !mayNameCache(body, gk) {
 		return nil
 	}
 	return s.checkCacheRefs(ctx, tenant, gemini.CachedContentRefs(body))
 }
 
-// mayNameCache reports whether body may have a cachedContent member under
-// some spelling (mayHoldName); esc is body's escapes.
-func mayNameCache(body []byte, esc *bodyEscapes) bool {
-	return holdsAny(body, []string{"cached"}) || esc.letter()
+// mayNameCache reports whether body may have a cachedContent member: as
+// the keys the fingerprint's pass found say (gk), or when that pass did
+// not run (gk.Known false), under some spelling of its bytes
+// (mayHoldName).
+func mayNameCache(body []byte, gk gemini.RefKeys) bool {
+	if gk.Known {
+		return gk.Cache
+	}
+	return mayHoldName(body, "cached")
 }
 
 // geminiCachedContents serves the cachedContents routes and the

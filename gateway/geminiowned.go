@@ -135,25 +135,25 @@ func (s *Server) checkGeminiInputFiles(ctx context.Context, tenant string, files
 }
 
 // mayNameGeminiResource reports whether body may name a file or a tuned
-// model under some spelling (mayHoldName); esc is body's escapes.
-func mayNameGeminiResource(body []byte, esc *bodyEscapes) bool {
-	return holdsAny(body, []string{"file", "uned"}) || esc.letter()
+// model, as mayNameCache does a cache.
+func mayNameGeminiResource(body []byte, gk gemini.RefKeys) bool {
+	if gk.Known {
+		return gk.Resource
+	}
+	return mayHoldName(body, "file", "uned")
 }
 
-// mayNameGeminiAny is mayNameCache || mayNameGeminiResource, with the
-// body's escapes searched for once.
-func mayNameGeminiAny(body []byte) bool {
-	esc := bodyEscapes{body: body}
-	return mayNameCache(body, &esc) || mayNameGeminiResource(body, &esc)
-}
+// mayNameGeminiAny reports whether a body the fingerprint did not read may
+// name a cache, a file or a tuned model (its escapes searched for once).
+func mayNameGeminiAny(body []byte) bool { return mayHoldName(body, "cached", "file", "uned") }
 
 // checkGeminiBodyFiles returns ENOTFOUND unless tenant owns every file and
 // tuned model a generateContent body names. A body that is not a JSON
 // object is left to the pipeline's own checks. Only a gateway whose
 // tenants share the Gemini account looks (geminiScoped), before reading
-// the body; gk and esc are as for checkGeminiBodyCaches.
-func (s *Server) checkGeminiBodyFiles(ctx context.Context, tenant string, body []byte, gk gemini.RefKeys, esc *bodyEscapes) error {
-	if !s.geminiScoped(ctx) || gk.Known && !gk.Resource || !gk.Known && !mayNameGeminiResource(body, esc) {
+// the body; gk is as for checkGeminiBodyCaches.
+func (s *Server) checkGeminiBodyFiles(ctx context.Context, tenant string, body []byte, gk gemini.RefKeys) error {
+	if !s.geminiScoped(ctx) || !mayNameGeminiResource(body, gk) {
 		return nil
 	}
 	refs, err := gemini.BodyRefs(body)

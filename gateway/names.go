@@ -12,8 +12,25 @@ import (
 // which a member name can spell it without those bytes. Escapes of other
 // characters (Go's encoder writes < > & as \u003c, \u003e, \u0026) do not
 // count, so most bodies are not read twice.
+//
+// fingerprint.Result.LetterEscapes is the same test of the escapes, made
+// on the fingerprint's pass.
 func mayHoldName(body []byte, parts ...string) bool {
-	return holdsAny(body, parts) || mayEscapeLetter(body)
+	for _, part := range parts {
+		if containsUnderscored(body, part) { // bytes.Contains, faster for "file_id"
+			return true
+		}
+	}
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`\u00`))
+		if j < 0 {
+			return false
+		}
+		i += j + 4
+		if i < len(body) && body[i] >= '4' && body[i] <= '7' {
+			return true
+		}
+	}
 }
 
 // refNames are the member names besides file_id that name a resource in
@@ -50,44 +67,4 @@ func mayNameResource(shape groundhog.Shape, body []byte, fp *fingerprint.Result)
 		names = append(names, `"container"`, `"vector_store_ids"`, `"conversation"`, `_file"`, `"previous_response_id"`)
 	}
 	return mayHoldName(body, names...)
-}
-
-// holdsAny reports whether body holds one of parts.
-func holdsAny(body []byte, parts []string) bool {
-	for _, part := range parts {
-		if containsUnderscored(body, part) { // bytes.Contains, faster for "file_id"
-			return true
-		}
-	}
-	return false
-}
-
-// bodyEscapes is mayEscapeLetter of one body, searched for at most once
-// however many checks of the body ask (a Gemini call's cache check and its
-// file check).
-type bodyEscapes struct {
-	body        []byte
-	done, found bool
-}
-
-func (e *bodyEscapes) letter() bool {
-	if !e.done {
-		e.done, e.found = true, mayEscapeLetter(e.body)
-	}
-	return e.found
-}
-
-// mayEscapeLetter reports whether body holds an escape \u0040–\u007f:
-// fingerprint.Result.LetterEscapes, read from the bytes alone.
-func mayEscapeLetter(body []byte) bool {
-	for i := 0; ; {
-		j := bytes.Index(body[i:], []byte(`\u00`))
-		if j < 0 {
-			return false
-		}
-		i += j + 4
-		if i < len(body) && body[i] >= '4' && body[i] <= '7' {
-			return true
-		}
-	}
 }

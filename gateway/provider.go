@@ -150,12 +150,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	}
 	if shape == groundhog.ShapeGemini {
 		// A cachedContent the tenant did not create is not found (geminicache.go).
-		esc := bodyEscapes{body: body}
-		if err := s.checkGeminiBodyCaches(r.Context(), tenant, body, gk, &esc); err != nil {
+		if err := s.checkGeminiBodyCaches(r.Context(), tenant, body, gk); err != nil {
 			return nil, err
 		}
 		// So is a file or a tuned model (geminiowned.go).
-		if err := s.checkGeminiBodyFiles(r.Context(), tenant, body, gk, &esc); err != nil {
+		if err := s.checkGeminiBodyFiles(r.Context(), tenant, body, gk); err != nil {
 			return nil, err
 		}
 	}
