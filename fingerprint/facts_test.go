@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/groundhog-ai/groundhog/fingerprint"
@@ -107,6 +108,8 @@ func TestFacts(t *testing.T) {
 		{`{"x":"\\u0041"}`, fingerprint.StoreUnset, nil, false},
 		{`{"tools":[{"type":"code_interpreter","container":"cntr_1"}],"a":{"vector_store_ids":[]}}`, fingerprint.StoreUnset, []string{"container", "vector_store_ids", "a"}, false},
 		{`{"containers":1,"contain":2,"previous_response_ids":3}`, fingerprint.StoreUnset, nil, false},
+		// Keys longer than any watched name, 64 bytes and more among them.
+		{`{"` + strings.Repeat("k", 64) + `":1,"` + strings.Repeat("k", 200) + `":2}`, fingerprint.StoreUnset, nil, false},
 	} {
 		body := []byte(c.body)
 		for _, long := range []bool{false, true} {

@@ -335,7 +335,7 @@ func (s *scanner) object(n *node, top bool) error {
 			key = s.keys[off:]
 			m.keyOff, m.keyLen, m.inKeys = off, len(key), true
 		}
-		if w := s.watch; w != nil && len(key) < 64 && w.lens>>len(key)&1 != 0 {
+		if w := s.watch; w != nil && w.lens>>len(key)&1 != 0 { // a shift of 64 or more is 0
 			s.named |= w.match(key)
 		}
 		if mi > mark {
