@@ -276,15 +276,16 @@ func strView(b []byte, v span) string {
 // are kept as they are: the body was validated before).
 func unescape(raw []byte) string { return string(unescapeAppend(make([]byte, 0, len(raw)), raw)) }
 
-// unescapeAppend appends the decoded contents to out.
+// unescapeAppend appends the decoded contents to out, copying the runs
+// between escapes whole.
 func unescapeAppend(out, raw []byte) []byte {
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c != '\\' || i+1 >= len(raw) {
-			out = append(out, c)
-			continue
+	for {
+		k := bytes.IndexByte(raw, '\\')
+		if k < 0 || k+1 >= len(raw) {
+			return append(out, raw...)
 		}
-		i++
+		out = append(out, raw[:k]...)
+		i := k + 1
 		switch raw[i] {
 		case 'n':
 			out = append(out, '\n')
@@ -297,29 +298,36 @@ func unescapeAppend(out, raw []byte) []byte {
 		case 'f':
 			out = append(out, '\f')
 		case 'u':
-			if i+4 < len(raw) {
-				r, err := strconv.ParseUint(string(raw[i+1:i+5]), 16, 32)
-				if err == nil {
-					i += 4
-					rr := rune(r)
-					if utf16.IsSurrogate(rr) && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
-						if r2, err := strconv.ParseUint(string(raw[i+3:i+7]), 16, 32); err == nil {
-							if d := utf16.DecodeRune(rr, rune(r2)); d != utf8.RuneError {
-								rr = d
-								i += 6
-							}
-						}
-					}
-					out = utf8.AppendRune(out, rr)
-					continue
-				}
-			}
-			out = append(out, '\\', 'u')
+			out, i = appendUnicodeEscape(out, raw, i)
 		default:
 			out = append(out, raw[i])
 		}
+		raw = raw[i+1:]
 	}
-	return out
+}
+
+// appendUnicodeEscape appends the rune of the \u escape whose u is at
+// raw[i] (with the low surrogate's escape after it, when it pairs) and
+// returns the index of its last byte; an escape that does not parse is
+// appended as it is, up to its u.
+func appendUnicodeEscape(out, raw []byte, i int) ([]byte, int) {
+	if i+4 < len(raw) {
+		r, err := strconv.ParseUint(string(raw[i+1:i+5]), 16, 32)
+		if err == nil {
+			i += 4
+			rr := rune(r)
+			if utf16.IsSurrogate(rr) && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if r2, err := strconv.ParseUint(string(raw[i+3:i+7]), 16, 32); err == nil {
+					if d := utf16.DecodeRune(rr, rune(r2)); d != utf8.RuneError {
+						rr = d
+						i += 6
+					}
+				}
+			}
+			return utf8.AppendRune(out, rr), i
+		}
+	}
+	return append(out, '\\', 'u'), i
 }
 
 func isNull(b []byte, v span) bool { return !v.ok() || string(b[v.start:v.end]) == "null" }
