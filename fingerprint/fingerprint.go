@@ -149,12 +149,29 @@ const (
 //
 // A missing model is not an error here: the gateway decides.
 func Compute(p Params, body []byte) (Result, error) {
-	return compute(p, body, useSIMD && len(body) >= minSIMD)
+	return computeQuoted(p, body, useSIMD && len(body) >= minSIMD, nil)
+}
+
+// ComputeQuoted is Compute that also leaves in *quotes the body's
+// unescaped-quote bitmap, QuoteIndex(body), when the pass built it on its
+// way (a body of 512 bytes or more, in valid UTF-8, where the assembly
+// runs): a later walker of the same bytes need not build it again. Else,
+// and on an error, *quotes is left empty. Its array is reused when it has
+// the room.
+func ComputeQuoted(p Params, body []byte, quotes *[]uint64) (Result, error) {
+	return computeQuoted(p, body, useSIMD && len(body) >= minSIMD, quotes)
 }
 
 // compute is Compute, with the assembly string scan and UTF-8 check or
 // without (the tests compare both).
 func compute(p Params, body []byte, simd bool) (Result, error) {
+	return computeQuoted(p, body, simd, nil)
+}
+
+func computeQuoted(p Params, body []byte, simd bool, quotes *[]uint64) (Result, error) {
+	if quotes != nil {
+		*quotes = (*quotes)[:0]
+	}
 	root, ok := roots[p.Shape]
 	if !ok {
 		return Result{}, groundhog.Errorf(groundhog.EINVALID, "unknown API shape %q", p.Shape)
@@ -164,6 +181,19 @@ func compute(p Params, body []byte, simd bool) (Result, error) {
 	s.watch = p.Names
 	if err := s.document(root, true); err != nil {
 		return Result{}, clientError("request body", err.(*scanError))
+	}
+	if quotes != nil && s.useBits {
+		// The index holds two words per 64-byte block, the quotes first.
+		nb := len(s.bits) / 2
+		q := *quotes
+		if cap(q) < nb {
+			q = make([]uint64, nb)
+		}
+		q = q[:nb]
+		for k := range q {
+			q[k] = s.bits[2*k]
+		}
+		*quotes = q
 	}
 
 	// Frame the four short parts and the canonical body's length in one

@@ -122,8 +122,18 @@ func (m *Memo) Compute(p Params, body []byte) (Result, error) {
 // remembered — so a note never describes other bytes. A body forgotten and
 // seen again starts with no notes.
 func (m *Memo) ComputeNoted(p Params, body []byte) (Result, *atomic.Uint32, error) {
+	return m.ComputeQuoted(p, body, nil)
+}
+
+// ComputeQuoted is ComputeNoted that, when it computes, leaves the body's
+// quote bitmap in *quotes as the function ComputeQuoted does. When quotes
+// is not nil and the answer comes from memory, *quotes is left empty.
+func (m *Memo) ComputeQuoted(p Params, body []byte, quotes *[]uint64) (Result, *atomic.Uint32, error) {
+	if quotes != nil {
+		*quotes = (*quotes)[:0]
+	}
 	if m == nil || len(body) < m.min {
-		res, err := Compute(p, body)
+		res, err := ComputeQuoted(p, body, quotes)
 		return res, nil, err
 	}
 	k, full := m.key(p, body, false), false
@@ -137,7 +147,7 @@ func (m *Memo) ComputeNoted(p Params, body []byte) (Result, *atomic.Uint32, erro
 		return e.res, &e.notes, nil
 	}
 	m.misses.Add(1)
-	res, err := Compute(p, body)
+	res, err := ComputeQuoted(p, body, quotes)
 	if err != nil {
 		return res, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"unicode/utf8"
@@ -59,20 +60,20 @@ func checkSIMD(t *testing.T, b []byte) {
 	}
 	for _, shape := range []groundhog.Shape{groundhog.ShapeChat, groundhog.ShapeMessages} {
 		p := Params{Shape: shape, Tenant: "t", Versions: "v"}
-		got, gerr := compute(p, b, true)
+		got, gerr := computeQuotes(t, p, b)
 		want, werr := compute(p, b, false)
 		if got != want || errString(gerr) != errString(werr) {
 			t.Fatalf("compute(%s, %q): simd %+v %v, generic %+v %v", shape, b, got, gerr, want, werr)
 		}
 		noFused = true // the two passes (validUTF8, buildIndex) instead of indexUTF8AVX512/AVX2
-		got, gerr = compute(p, b, true)
+		got, gerr = computeQuotes(t, p, b)
 		noFused = false
 		if got != want || errString(gerr) != errString(werr) {
 			t.Fatalf("compute(%s, %q) in two passes: simd %+v %v, generic %+v %v", shape, b, got, gerr, want, werr)
 		}
 		if haveAVX512 {
 			noAVX512 = true // the AVX2 variants (indexUTF8AVX2)
-			got, gerr = compute(p, b, true)
+			got, gerr = computeQuotes(t, p, b)
 			noAVX512 = false
 			if got != want || errString(gerr) != errString(werr) {
 				t.Fatalf("compute(%s, %q) with AVX2: simd %+v %v, generic %+v %v", shape, b, got, gerr, want, werr)
@@ -84,6 +85,23 @@ func checkSIMD(t *testing.T, b []byte) {
 	if !bytes.Equal(got, want) || errString(gerr) != errString(werr) {
 		t.Fatalf("canonicalize(%q): simd %q %v, generic %q %v", b, got, gerr, want, werr)
 	}
+}
+
+// computeQuotes is compute with the assembly, checking the quote bitmap
+// it leaves: QuoteIndex's, whenever the body was fingerprinted; none when
+// it was refused.
+func computeQuotes(t *testing.T, p Params, b []byte) (Result, error) {
+	t.Helper()
+	quotes := []uint64{1, 2, 3} // stale words: the call must not leave them
+	res, err := computeQuoted(p, b, true, &quotes)
+	want, _ := QuoteIndex(b, nil)
+	switch {
+	case err != nil && len(quotes) != 0:
+		t.Fatalf("%q refused (%v) but a quote bitmap was left", b, err)
+	case err == nil && !slices.Equal(quotes, want):
+		t.Fatalf("%q: quote bitmap %x, QuoteIndex %x", b, quotes, want)
+	}
+	return res, err
 }
 
 // utf8Scanner is checkValidUTF8's scanner (the tests do not run in

@@ -84,6 +84,7 @@ func (c *call) releaseBody() {
 	p := c.pooled
 	c.pooled, c.body = nil, nil
 	putBody(p)
+	putQuotes(c.takeQuotes()) // the body's quote bitmap (quotes.go)
 }
 
 // readBody reads at most limit bytes; one byte more is a 413. With a

@@ -116,6 +116,11 @@ func (s *Server) pcBefore(ctx context.Context, c *call) []byte {
 		// the prefix itself with a max_tokens 0 request (prewarm.go).
 		req.Prewarm = func(ctx context.Context, body []byte) bool { return s.prewarm(ctx, c, body) }
 	}
+	if q := c.takeQuotes(); q != nil {
+		req.Quotes = *q
+		quotesShared.Add(1)
+		defer putQuotes(q) // Before is done with it when it returns (quotes.go)
+	}
 	fan := !strings.EqualFold(strings.TrimSpace(c.header.Get(hdrFanOut)), "off")
 	t0 := s.clock.Now()
 	c.pc.pending = s.pc.Before(ctx, req, fan)

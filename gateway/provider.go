@@ -59,7 +59,8 @@ type call struct {
 	pooled       *pooledBody // body's pooled buffer, if any (body.go: released after a hit; on a miss it moves to refs)
 	refs         *bodyRefs   // who still reads the pooled body on the miss path (missbody.go)
 	fp           fingerprint.Result
-	fpIsBody     bool // fp was computed over body itself, so its facts (Store, LetterEscapes) are body's
+	fpIsBody     bool      // fp was computed over body itself, so its facts (Store, LetterEscapes) are body's
+	quotes       *[]uint64 // body's quote bitmap from the fingerprint's pass, for the prompt-cache stage (quotes.go)
 	policy       cachePolicy
 	coalesce     int8 // Groundhog-Coalesce: +1 on, -1 off, 0 unset (then: the operation's config, else the cache policy)
 	shared       bool // identical calls in flight share this call's upstream call
@@ -160,11 +161,14 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	}
 	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header), Names: refNames}
 	var notes *atomic.Uint32
-	c.fp, notes, err = s.fpMemo.ComputeNoted(params, fpBody)
+	quotes := wantQuotes(shape, fpBody)
+	c.fp, notes, err = s.fpMemo.ComputeQuoted(params, fpBody, quotes)
 	if err != nil {
+		putQuotes(quotes)
 		return nil, err
 	}
 	c.fpIsBody = sameBytes(fpBody, body)
+	c.keepQuotes(quotes)
 	bodyFP := &c.fp
 	if !c.fpIsBody {
 		bodyFP, notes = nil, nil // facts and notes of the fingerprinted bytes, which are not the body

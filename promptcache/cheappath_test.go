@@ -164,7 +164,7 @@ func TestCheapPathPrefixEqualsFullPath(t *testing.T) {
 			full, ferr = Parse(nb.shape, nb.body)
 			if ferr == nil {
 				rec = record(full, rulesFor(full), newClock().Now())
-				fullHinted, fherr = parse(nb.shape, nb.body, "", func(*Prefix) *promptRec { return rec })
+				fullHinted, fherr = parse(nb.shape, nb.body, "", func(*Prefix) *promptRec { return rec }, nil)
 			}
 		})
 		cheap, cerr := Parse(nb.shape, nb.body)
@@ -175,7 +175,7 @@ func TestCheapPathPrefixEqualsFullPath(t *testing.T) {
 			continue
 		}
 		samePrefix(t, nb.name, full, cheap)
-		cheapHinted, cherr := parse(nb.shape, nb.body, "", func(*Prefix) *promptRec { return rec })
+		cheapHinted, cherr := parse(nb.shape, nb.body, "", func(*Prefix) *promptRec { return rec }, nil)
 		if fmt.Sprint(fherr) != fmt.Sprint(cherr) {
 			t.Fatalf("%s hinted: errors differ: %v, %v", nb.name, fherr, cherr)
 		}

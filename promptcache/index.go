@@ -42,8 +42,8 @@ type index struct {
 	// when not built (a small body, or no SIMD): skipString then finds a
 	// string's end with a trailing-zero count instead of a quote search and
 	// a backslash count per quote (the 200 KB chat body holds 10k quotes,
-	// 4.6k of them escaped).
-	q []uint64
+	// 4.6k of them escaped). It is qbuf, or the caller's (Request.Quotes).
+	q, qbuf []uint64
 }
 
 // indexDepth is the deepest container depth recorded: 0 the body, 1 its
@@ -76,7 +76,7 @@ func (ix *index) release() {
 	}
 	ix.nodes, ix.last = ix.nodes[:0], 0
 	ix.kids, ix.marks, ix.mk = ix.kids[:0], ix.marks[:0], nil
-	ix.q = ix.q[:0]
+	ix.q, ix.qbuf = nil, ix.qbuf[:0] // q may be the caller's: never kept
 	for d := range ix.stack {
 		ix.stack[d] = ix.stack[d][:0]
 	}
@@ -84,18 +84,28 @@ func (ix *index) release() {
 }
 
 // walk is skipValue recording into ix (nil: not recording). From
-// minQuoteIndex bytes on it builds the body's quote bitmap first.
-func (ix *index) walk(b []byte, i, depth int) (int, error) {
+// minQuoteIndex bytes on it reads the body's quote bitmap: quotes, the
+// caller's, when it has the length of b's (the caller vouches that it is
+// b's: fingerprint.ComputeQuoted left it), else one it builds first.
+func (ix *index) walk(b []byte, i, depth int, quotes []uint64) (int, error) {
 	if ix != nil {
-		ix.q = ix.q[:0] // the bitmap is of this body or none
-		if len(b) >= minQuoteIndex && !noQuoteIndex {
-			if q, ok := fingerprint.QuoteIndex(b, ix.q); ok {
-				ix.q = q
+		ix.q = nil // the bitmap is of this body or none
+		switch {
+		case len(b) < minQuoteIndex || noQuoteIndex:
+		case len(quotes) == len(b)/64+1:
+			ix.q = quotes
+		default:
+			if q, ok := fingerprint.QuoteIndex(b, ix.qbuf); ok {
+				ix.q, ix.qbuf = q, q
 			}
 		}
 	}
 	return walkValue(b, i, depth, ix)
 }
+
+// WantsQuotes says whether the stage reads a quote bitmap for a body of n
+// bytes (Request.Quotes).
+func WantsQuotes(n int) bool { return n >= minQuoteIndex && !noQuoteIndex }
 
 // minQuoteIndex is the body size from which walk builds the quote bitmap
 // (below it the IndexByte per quote costs less than the bitmap's fixed

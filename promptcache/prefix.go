@@ -134,13 +134,15 @@ func markerKey(shape groundhog.Shape) string {
 // Parse builds the prefix model of a request body of shape. The body must be
 // a JSON object; errors are *groundhog.Error with code EINVALID. The
 // returned Prefix refers to body, which must not change while it is used.
-func Parse(shape groundhog.Shape, body []byte) (*Prefix, error) { return parse(shape, body, "", nil) }
+func Parse(shape groundhog.Shape, body []byte) (*Prefix, error) {
+	return parse(shape, body, "", nil, nil)
+}
 
 // ParseModel is Parse for a body that does not name its model (Bedrock
 // Converse and InvokeModel take it from the path): the prefix's Model is
 // model unless the body names one.
 func ParseModel(shape groundhog.Shape, model string, body []byte) (*Prefix, error) {
-	return parse(shape, body, model, nil)
+	return parse(shape, body, model, nil, nil)
 }
 
 // parse is ParseModel with a hint: hint, given the prefix's top-level fields
@@ -149,8 +151,9 @@ func ParseModel(shape groundhog.Shape, model string, body []byte) (*Prefix, erro
 // take their token count and volatile signature from it instead of
 // counting again: a growing conversation costs the counting of its new
 // turns only. hint's record must not change afterwards (records never do
-// once published).
-func parse(shape groundhog.Shape, body []byte, model string, hint func(*Prefix) *promptRec) (*Prefix, error) {
+// once published). quotes, when not nil, is the body's quote bitmap
+// (Request.Quotes).
+func parse(shape groundhog.Shape, body []byte, model string, hint func(*Prefix) *promptRec, quotes []uint64) (*Prefix, error) {
 	if !shape.Valid() {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "unknown API shape %q", shape)
 	}
@@ -164,7 +167,7 @@ func parse(shape groundhog.Shape, body []byte, model string, hint func(*Prefix) 
 		ix = newIndex(mk)
 		defer ix.release()
 	}
-	e, err := ix.walk(body, s, 0)
+	e, err := ix.walk(body, s, 0, quotes)
 	if err == nil && skipWS(body, e) != len(body) {
 		err = syntaxErr(e, "trailing data")
 	}

@@ -23,7 +23,7 @@ func walkBoth(t testing.TB, name string, b []byte) (usedBitmap bool) {
 		minQuoteIndex, noQuoteIndex = 0, !bitmap
 		ix := newIndex(mk)
 		s := skipWS(b, 0)
-		e, err := ix.walk(b, s, 0)
+		e, err := ix.walk(b, s, 0, nil)
 		return e, fmt.Sprint(err), ix
 	}
 	e1, err1, ix1 := run(false)

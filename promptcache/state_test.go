@@ -221,7 +221,7 @@ func TestHintedParseEqualsParse(t *testing.T) {
 		c.turns[0].user += " edited 123e4567-e89b-12d3-a456-426614174000"
 		body := c.body()
 		plain, _ := Parse(shape, body)
-		hinted, err := parse(shape, body, "", func(*Prefix) *promptRec { return rec })
+		hinted, err := parse(shape, body, "", func(*Prefix) *promptRec { return rec }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

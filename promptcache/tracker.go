@@ -109,6 +109,11 @@ type Request struct {
 	// that does not stream (Anthropic Messages only: max_tokens 0). It
 	// books what the provider billed itself.
 	Prewarm func(ctx context.Context, body []byte) bool
+	// Quotes, when not nil, is Body's unescaped-quote bitmap
+	// (fingerprint.QuoteIndex of these very bytes, as
+	// fingerprint.ComputeQuoted leaves it): the stage reads it instead of
+	// building it again (WantsQuotes says for which sizes it reads one).
+	Quotes []uint64
 }
 
 // Call is the result of Before, handed to After.
@@ -172,7 +177,7 @@ func chainKeys(tenant, op, key string, shape groundhog.Shape, model string) (ck,
 // *groundhog.Error with code EINVALID for a body it cannot parse; the caller
 // may then send the request unchanged and skip After.
 func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
-	body := req.Body
+	body, quotes := req.Body, req.Quotes
 	c := &Call{Body: body}
 	if req.CacheKey && (req.Shape == groundhog.ShapeChat || req.Shape == groundhog.ShapeResponses) {
 		app, ver := req.App, req.PromptVersion
@@ -188,6 +193,7 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 		}
 		if string(nb) != string(body) {
 			c.Key = key
+			quotes = nil // of other bytes
 		}
 		body = nb
 	}
@@ -201,7 +207,7 @@ func (t *Tracker) Before(ctx context.Context, req *Request) (*Call, error) {
 			}
 		}
 		return nil
-	})
+	}, quotes)
 	if err != nil {
 		return nil, err
 	}
