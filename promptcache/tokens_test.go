@@ -143,3 +143,24 @@ func BenchmarkCountTokens(b *testing.B) {
 		}
 	}
 }
+
+// TestSpaceAtIsUnicodeSpace: spaceAt finds exactly the runes beyond ASCII
+// that unicode.IsSpace reports, whole, and nothing in their bytes cut
+// short or followed by anything.
+func TestSpaceAtIsUnicodeSpace(t *testing.T) {
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		b := utf8.AppendRune(nil, r)
+		want := 0
+		if unicode.IsSpace(r) {
+			want = len(b)
+		}
+		if got := spaceAt(append(b, 'x'), 0); got != want {
+			t.Fatalf("spaceAt(%U) = %d, want %d", r, got, want)
+		}
+		if want > 0 {
+			if got := spaceAt(b[:len(b)-1], 0); got != 0 {
+				t.Fatalf("spaceAt(%U cut short) = %d", r, got)
+			}
+		}
+	}
+}
