@@ -59,6 +59,20 @@ func countTokensBytewise(s []byte) int {
 	return n
 }
 
+// countBoth returns countTokens(b) with the assembly classification and
+// without it, failing when they differ.
+func countBoth(t testing.TB, b []byte) int {
+	t.Helper()
+	got := countTokens(b)
+	noWordsAVX2 = true
+	gen := countTokens(b)
+	noWordsAVX2 = false
+	if got != gen {
+		t.Fatalf("%q: countTokens %d with the assembly, %d without", b, got, gen)
+	}
+	return got
+}
+
 // TestCountTokensAcrossBlocks: the count equals sim.CountTokens for words
 // of every length ending at every offset of a 64-byte block, for spaces
 // of every kind there, and for runes cut by a block's end.
@@ -71,7 +85,7 @@ func TestCountTokensAcrossBlocks(t *testing.T) {
 				for _, w := range words {
 					s := strings.Repeat("a", pad) + sp + strings.Repeat(w, wl) + sp + strings.Repeat("b", wl%9) + sp
 					for _, in := range []string{s, s[:len(s)-len(sp)], strings.Repeat(s, 3)} {
-						if got, want := countTokens([]byte(in)), sim.CountTokens(in); got != want {
+						if got, want := countBoth(t, []byte(in)), sim.CountTokens(in); got != want {
 							t.Fatalf("%q: countTokens %d, sim.CountTokens %d", in, got, want)
 						}
 					}
@@ -94,7 +108,7 @@ func TestCountTokensAcrossBlocks(t *testing.T) {
 			}
 		}
 		s := b.String()
-		if got, want := countTokens([]byte(s)), sim.CountTokens(s); got != want {
+		if got, want := countBoth(t, []byte(s)), sim.CountTokens(s); got != want {
 			t.Fatalf("%q: countTokens %d, sim.CountTokens %d", s, got, want)
 		}
 	}
@@ -108,7 +122,7 @@ func FuzzCountTokens(f *testing.F) {
 	f.Add([]byte("\xe3\x80\x80" + strings.Repeat("z", 62) + "\u3000tail"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for off := 0; off < min(len(b), 4); off++ {
-			if got, want := countTokens(b[off:]), sim.CountTokens(string(b[off:])); got != want {
+			if got, want := countBoth(t, b[off:]), sim.CountTokens(string(b[off:])); got != want {
 				t.Fatalf("%q: countTokens %d, sim.CountTokens %d", b[off:], got, want)
 			}
 		}
@@ -162,5 +176,44 @@ func TestSpaceAtIsUnicodeSpace(t *testing.T) {
 				t.Fatalf("spaceAt(%U cut short) = %d", r, got)
 			}
 		}
+	}
+}
+
+// TestWordsAVX2MatchesGo: the assembly's bitmaps of whole blocks are
+// blockWords's, for every byte value at every position of a block and for
+// random blocks of the bytes that matter (spaces, leads, their neighbours).
+func TestWordsAVX2MatchesGo(t *testing.T) {
+	if !haveWordsAVX2 {
+		t.Skip("no AVX2 here: blockWords is the only classification")
+	}
+	check := func(b []byte) {
+		t.Helper()
+		masks := make([]uint64, 2*(len(b)/64))
+		wordsAVX2(b, masks)
+		for k := range len(b) / 64 {
+			N, leads := blockWords(b, 64*k)
+			if masks[2*k] != N || masks[2*k+1] != leads {
+				t.Fatalf("block %d of %q: assembly %x %x, Go %x %x", k, b[64*k:64*k+64], masks[2*k], masks[2*k+1], N, leads)
+			}
+		}
+	}
+	for c := range 256 {
+		b := make([]byte, 128)
+		for i := range b {
+			b[i] = 'a'
+		}
+		for i := 0; i < 128; i += 7 {
+			b[i] = byte(c)
+		}
+		check(b)
+	}
+	interesting := []byte{' ', '\t', '\n', '\v', '\f', '\r', 0x08, 0x0e, 0x1f, 0x21, 'a', 0x7f, 0x80, 0x85, 0xa0, 0xc1, 0xc2, 0xc3, 0xdf, 0xe0, 0xe1, 0xe2, 0xe3, 0xe4, 0xef, 0xf0, 0xfc, 0xff}
+	rng := rand.New(rand.NewSource(4))
+	for range 5000 {
+		b := make([]byte, 64*(1+rng.Intn(4)))
+		for i := range b {
+			b[i] = interesting[rng.Intn(len(interesting))]
+		}
+		check(b)
 	}
 }
