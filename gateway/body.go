@@ -20,15 +20,16 @@ import (
 //
 // The buffer comes from a pool of power-of-two size classes. It goes back to
 // the pool only where its lifetime is proven to have ended: after a cache hit
-// has been written (serveCached), when nothing but the handler's own frame
-// held the body — the fingerprint copies what it keeps (hash, model), the
-// ledger row holds strings, the echo rewrite and the response writer copy
-// what they write; and on the miss path of a call without an idempotency
-// key, when the last of its readers (the handler, the flight, each upstream
-// request body the transport has not closed) lets go (missbody.go). On every
-// other path (an idempotent call, an orphaned leader, an idempotent replay)
-// the body is simply left to the garbage collector: a pooled buffer reused
-// while someone still reads it would be far worse than an allocation.
+// or an idempotent replay (or refusal) has been written (serveCached,
+// serveIdempotent), when nothing but the handler's own frame held the body —
+// the fingerprint copies what it keeps (hash, model), the ledger row holds
+// strings, the echo rewrite and the response writer copy what they write;
+// and on the miss path of a call without an idempotency key, when the last
+// of its readers (the handler, the flight, each upstream request body the
+// transport has not closed) lets go (missbody.go). On every other path (an
+// idempotent call that goes upstream, an orphaned leader) the body is simply
+// left to the garbage collector: a pooled buffer reused while someone still
+// reads it would be far worse than an allocation.
 
 const (
 	minBodyClass = 12 // 4 KiB: the smallest pooled buffer

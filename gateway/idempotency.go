@@ -20,6 +20,15 @@ import (
 // released, fenced by its token — before the client's response completes.
 func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
+	claimed := false
+	defer func() {
+		if !claimed {
+			// Replayed or refused: the answer is written and nothing reads
+			// the body any more (body.go), as after a hit. A claimed call's
+			// body is left to its own path.
+			c.releaseBody()
+		}
+	}()
 	wait := idempotency.PreferWait(r)
 	deadline := s.clock.Now().Add(wait)
 	for {
@@ -32,6 +41,7 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call
 		}
 		switch {
 		case claim != nil:
+			claimed = true
 			c.claim = claim
 			if !op.LostAttemptStart.IsZero() {
 				s.recordLostAttempt(c, op)
