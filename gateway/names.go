@@ -33,10 +33,17 @@ func mayHoldName(body []byte, parts ...string) bool {
 	}
 }
 
-// refNames are the member names besides file_id that name a resource in
-// a body (wire.BodyRefs), for the fingerprint to look out for on its pass
-// (admit sets them in every call's fingerprint.Params).
-var refNames = fingerprint.NewNames("container", "vector_store_ids", "conversation", "previous_response_id", "training_file", "validation_file")
+// watchedNames are the member names the fingerprint looks out for on its
+// pass (admit sets them in every call's fingerprint.Params): those besides
+// file_id that name a resource in a body (wire.BodyRefs; refBits), and
+// include_usage (includeUsageBit: provider.go).
+var watchedNames = fingerprint.NewNames("container", "vector_store_ids", "conversation", "previous_response_id", "training_file", "validation_file", "include_usage")
+
+var (
+	refBits = watchedNames.Bit("container") | watchedNames.Bit("vector_store_ids") | watchedNames.Bit("conversation") |
+		watchedNames.Bit("previous_response_id") | watchedNames.Bit("training_file") | watchedNames.Bit("validation_file")
+	includeUsageBit = watchedNames.Bit("include_usage")
+)
 
 // mayNameResource reports whether a body of shape may name a resource
 // (wire.BodyRefs), so that it must be parsed to find out: it holds
@@ -44,8 +51,8 @@ var refNames = fingerprint.NewNames("container", "vector_store_ids", "conversati
 // or a member named after a resource, or an escaped letter (a name or a
 // "file_id" value spelled without its bytes).
 //
-// With fp, the fingerprint of these exact bytes computed with refNames,
-// the members and escapes are what its pass saw, every refNames member of
+// With fp, the fingerprint of these exact bytes computed with watchedNames,
+// the members and escapes are what its pass saw, every refBits member of
 // every shape counts (knowing costs nothing more), and only file_id is
 // searched for in the bytes: at 200 KB, each name searched for costs
 // ≈ 30–60 µs (a quote starts most of them, and JSON is full of quotes),
@@ -56,7 +63,7 @@ var refNames = fingerprint.NewNames("container", "vector_store_ids", "conversati
 // call or a create on an OpenAI resource route.
 func mayNameResource(shape groundhog.Shape, body []byte, fp *fingerprint.Result) bool {
 	if fp != nil {
-		return fp.Names != 0 || fp.LetterEscapes || containsUnderscored(body, "file_id")
+		return fp.Names&refBits != 0 || fp.LetterEscapes || containsUnderscored(body, "file_id")
 	}
 	names := []string{"file_id"}
 	switch shape {

@@ -22,7 +22,7 @@ var refShapes = []groundhog.Shape{groundhog.ShapeChat, groundhog.ShapeResponses,
 func checkNameFacts(t *testing.T, body []byte) {
 	t.Helper()
 	for _, shape := range refShapes {
-		fp, err := fingerprint.Compute(fingerprint.Params{Shape: shape, Tenant: "t", Names: refNames}, body)
+		fp, err := fingerprint.Compute(fingerprint.Params{Shape: shape, Tenant: "t", Names: watchedNames}, body)
 		if err != nil {
 			return
 		}
@@ -112,7 +112,7 @@ func TestNameFactsMatchTheBytes(t *testing.T) {
 		{groundhog.ShapeChat, []byte(`{"model":"m","messages":[{"role":"user","content":"a container \u003cb\u003e"}]}`), false},
 		{groundhog.ShapeResponses, []byte(`{"model":"m","input":"\u0041"}`), true},
 	} {
-		fp, err := fingerprint.Compute(fingerprint.Params{Shape: c.shape, Tenant: "t", Names: refNames}, c.body)
+		fp, err := fingerprint.Compute(fingerprint.Params{Shape: c.shape, Tenant: "t", Names: watchedNames}, c.body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func FuzzNameFacts(f *testing.F) {
 func BenchmarkMayNameResource(b *testing.B) {
 	body := benchbody.Chat(200<<10, benchbody.Options{Model: "sim-small"})
 	for _, shape := range []groundhog.Shape{groundhog.ShapeChat, groundhog.ShapeResponses} {
-		fp, err := fingerprint.Compute(fingerprint.Params{Shape: shape, Tenant: "t", Names: refNames}, body)
+		fp, err := fingerprint.Compute(fingerprint.Params{Shape: shape, Tenant: "t", Names: watchedNames}, body)
 		if err != nil {
 			b.Fatal(err)
 		}
