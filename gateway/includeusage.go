@@ -20,7 +20,11 @@ import (
 // duplicate top-level keys, escapes in a key, a stream_options that is
 // neither null nor an object, anything unexpected — go through
 // withIncludeUsage.
-func setIncludeUsage(body []byte) []byte {
+//
+// noKey says the caller knows that no key of the body, at any depth and
+// decoded, is stream_options (the fingerprint's pass over these very bytes
+// saw none): the body is then not searched for one (≈ 42 µs at 200 KB).
+func setIncludeUsage(body []byte, noKey bool) []byte {
 	b := body
 	end := len(bytes.TrimRight(b, " \t\r\n"))
 	i := wire.SkipSpace(b, 0)
@@ -28,7 +32,7 @@ func setIncludeUsage(body []byte) []byte {
 		return withIncludeUsage(body)
 	}
 	var so jsonMember
-	if containsUnderscored(b, "stream_options") || mayEscapeKey(b) {
+	if !noKey && (containsUnderscored(b, "stream_options") || mayEscapeKey(b)) {
 		// The key may be there: find the top-level member (a walk over
 		// the top-level values; rare: most clients send no stream_options).
 		var ok bool

@@ -21,7 +21,14 @@ func BenchmarkIncludeUsage(b *testing.B) {
 	b.Run("setIncludeUsage", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			setIncludeUsage(body)
+			setIncludeUsage(body, false)
+		}
+	})
+	// What the miss path runs when the fingerprint saw no stream_options.
+	b.Run("setIncludeUsage,noKey", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			setIncludeUsage(body, true)
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/internal/benchbody"
 )
 
@@ -45,15 +47,23 @@ func TestSetIncludeUsageMatches(t *testing.T) {
 		}
 	}
 	bodies = append(bodies, []byte(`{"a":1,"a":2,"stream":true}`), []byte(`[1]`), []byte(`{}`), []byte(` {"stream":true} `))
-	edited := 0
+	edited, noKey := 0, 0
 	for _, b := range bodies {
 		if !json.Valid(b) {
 			t.Fatalf("test body not JSON: %s", b)
 		}
 		orig := append([]byte(nil), b...)
-		got, want := setIncludeUsage(b), withIncludeUsage(b)
+		got, want := setIncludeUsage(b, false), withIncludeUsage(b)
 		if !bytes.Equal(b, orig) {
 			t.Fatalf("%s: the client's body was written to", orig)
+		}
+		// With the fingerprint's word that no key is stream_options, where
+		// it says so: the same bytes as the search finds.
+		if fp, err := fingerprint.Compute(fingerprint.Params{Shape: groundhog.ShapeChat, Names: watchedNames}, b); err == nil && fp.Names&streamOptionsBit == 0 {
+			if known := setIncludeUsage(b, true); !bytes.Equal(known, got) {
+				t.Fatalf("%s: with the fingerprint's facts\n%s\nwithout\n%s", b, known, got)
+			}
+			noKey++
 		}
 		var g, w any
 		if err := json.Unmarshal(got, &g); err != nil {
@@ -74,8 +84,8 @@ func TestSetIncludeUsageMatches(t *testing.T) {
 			}
 		}
 	}
-	if edited < 20 {
-		t.Fatalf("only %d bodies edited in place", edited)
+	if edited < 20 || noKey < 10 {
+		t.Fatalf("only %d bodies edited in place, %d known to hold no stream_options", edited, noKey)
 	}
 }
 

@@ -35,14 +35,16 @@ func mayHoldName(body []byte, parts ...string) bool {
 
 // watchedNames are the member names the fingerprint looks out for on its
 // pass (admit sets them in every call's fingerprint.Params): those besides
-// file_id that name a resource in a body (wire.BodyRefs; refBits), and
-// include_usage (includeUsageBit: provider.go).
-var watchedNames = fingerprint.NewNames("container", "vector_store_ids", "conversation", "previous_response_id", "training_file", "validation_file", "include_usage")
+// file_id that name a resource in a body (wire.BodyRefs; refBits), and a
+// chat stream's include_usage and stream_options (provider.go, upstream.go).
+var watchedNames = fingerprint.NewNames("container", "vector_store_ids", "conversation", "previous_response_id", "training_file", "validation_file",
+	"include_usage", "stream_options")
 
 var (
 	refBits = watchedNames.Bit("container") | watchedNames.Bit("vector_store_ids") | watchedNames.Bit("conversation") |
 		watchedNames.Bit("previous_response_id") | watchedNames.Bit("training_file") | watchedNames.Bit("validation_file")
-	includeUsageBit = watchedNames.Bit("include_usage")
+	includeUsageBit  = watchedNames.Bit("include_usage")
+	streamOptionsBit = watchedNames.Bit("stream_options")
 )
 
 // mayNameResource reports whether a body of shape may name a resource

@@ -153,7 +153,8 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
 		// A chat stream reports usage only when asked: ask, so the call's
 		// cost is known; clients that did not ask never see the chunk.
-		body = setIncludeUsage(body) // the client's bytes with the member written in (includeusage.go)
+		// The client's bytes with the member written in (includeusage.go).
+		body = setIncludeUsage(body, sameBytes(body, c.body) && c.fpIsBody && c.fp.Names&streamOptionsBit == 0)
 	}
 	req, err := newUpstreamRequest(ctx, url, c, body) // missbody.go
 	if err != nil {
