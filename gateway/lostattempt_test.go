@@ -57,7 +57,12 @@ func TestTakeoverBooksTheLostAttempt(t *testing.T) {
 		t.Errorf("takeover row: attempt %d cost %v status %d; want 2, the sim's bill %v, 200", retry.Attempt, retry.Cost, retry.Status, bill.USD)
 	}
 
-	rep, err := ledger.BuildReport(ctx, h.DB, ledger.ReportParams{Day: time.Now()})
+	// The lost attempt is booked when it began, a minute ago: the day is
+	// one in which now is noon, so a run just after midnight UTC does not
+	// report the two attempts on two days.
+	now := time.Now().UTC()
+	midday := time.FixedZone("midday", 12*3600-(now.Hour()*3600+now.Minute()*60+now.Second()))
+	rep, err := ledger.BuildReport(ctx, h.DB, ledger.ReportParams{Day: now, Location: midday})
 	if err != nil {
 		t.Fatal(err)
 	}
