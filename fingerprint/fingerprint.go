@@ -183,17 +183,7 @@ func computeQuoted(p Params, body []byte, simd bool, quotes *[]uint64) (Result, 
 		return Result{}, clientError("request body", err.(*scanError))
 	}
 	if quotes != nil && s.useBits {
-		// The index holds two words per 64-byte block, the quotes first.
-		nb := len(s.bits) / 2
-		q := *quotes
-		if cap(q) < nb {
-			q = make([]uint64, nb)
-		}
-		q = q[:nb]
-		for k := range q {
-			q[k] = s.bits[2*k]
-		}
-		*quotes = q
+		*quotes = quoteWords(*quotes, s.bits)
 	}
 
 	// Frame the four short parts and the canonical body's length in one

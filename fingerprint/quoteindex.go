@@ -28,9 +28,21 @@ func QuoteIndex(b []byte, buf []uint64) (q []uint64, ok bool) {
 	whole := len(b) &^ 63
 	copy(tail[:], b[whole:])
 	index(tail[:], bits[2*(nb-1):], carry)
-	// Keep the quote words (even slots), in place: slot 2k moves to k.
-	for k := 0; k < nb; k++ {
-		bits[k] = bits[2*k]
+	return quoteWords(bits, bits), true // in place
+}
+
+// quoteWords returns the quote words of index bits (the even slots: two
+// words per 64-byte block, the quotes first) in dst's array when it has
+// the room; dst may be bits itself (slot 2k moves to k, never over a slot
+// still to read).
+func quoteWords(dst, bits []uint64) []uint64 {
+	nb := len(bits) / 2
+	if cap(dst) < nb {
+		dst = make([]uint64, nb)
 	}
-	return bits[:nb], true
+	dst = dst[:nb]
+	for k := range dst {
+		dst[k] = bits[2*k]
+	}
+	return dst
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 )
 
 // maxDepth bounds the nesting of arrays and objects. The scanner is
@@ -807,24 +809,13 @@ func utf16Key(r rune) rune {
 	return r
 }
 
-// SWAR constants: bytes that end the fast string scan are '"', '\\' and
-// control characters.
+// SWAR constants of hasBackslash. The fast string scan ends at the bytes
+// jsonwalk.Special finds: '"', '\\' and control characters.
 const (
 	lsb   = 0x0101010101010101
 	msb   = 0x8080808080808080
-	quote = '"' * lsb
 	bslsh = '\\' * lsb
-	ctl   = 0x20 * lsb
 )
-
-// special returns a mask whose lowest set bit lies in the first byte of w
-// (little-endian) that is '"', '\\' or < 0x20, or 0 when there is none.
-// Higher bits may be spurious (borrows), so only the lowest one is used.
-func special(w uint64) uint64 {
-	q := w ^ quote
-	b := w ^ bslsh
-	return (((q - lsb) &^ q) | ((b - lsb) &^ b) | ((w - ctl) &^ w)) & msb
-}
 
 // strSafe marks the bytes the byte-at-a-time string loop may copy as they
 // are: everything except '"', '\\' and control characters.
@@ -871,7 +862,7 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 	for {
 		if s.simd && len(in)-i >= 32 {
 			// Short strings (keys, names) end in their first word.
-			if m := special(binary.LittleEndian.Uint64(in[i:])); m != 0 {
+			if m := jsonwalk.Special(binary.LittleEndian.Uint64(in[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				goto found
 			}
@@ -884,7 +875,7 @@ func (s *scanner) str(wantEsc bool) (esc bool, err error) {
 		}
 		for i+8 <= len(in) {
 			w := binary.LittleEndian.Uint64(in[i:])
-			if m := special(w); m != 0 {
+			if m := jsonwalk.Special(w); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				goto found
 			}

@@ -161,13 +161,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 	}
 	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header), Names: watchedNames}
 	var notes *atomic.Uint32
-	quotes := wantQuotes(shape, fpBody)
+	c.fpIsBody = sameBytes(fpBody, body)
+	quotes := wantQuotes(c) // quotes.go
 	c.fp, notes, err = s.fpMemo.ComputeQuoted(params, fpBody, quotes)
 	if err != nil {
 		putQuotes(quotes)
 		return nil, err
 	}
-	c.fpIsBody = sameBytes(fpBody, body)
 	c.keepQuotes(quotes)
 	bodyFP := &c.fp
 	if !c.fpIsBody {

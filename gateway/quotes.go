@@ -16,10 +16,12 @@ import (
 // the call (c.quotes): pcBefore reads it and gives it back; a hit gives it
 // back with the body; any other call leaves it to the GC.
 
-// wantQuotes returns a buffer for the quote bitmap of body when the
-// prompt-cache stage would read one (nil otherwise).
-func wantQuotes(shape groundhog.Shape, body []byte) *[]uint64 {
-	if shape == groundhog.ShapeEmbeddings || !promptcache.WantsQuotes(len(body)) {
+// wantQuotes returns a buffer for the quote bitmap of c's body when the
+// fingerprint is computed over the body itself (c.fpIsBody: not a body
+// rewritten for it, as Bedrock's and Gemini's are) and the prompt-cache
+// stage would read one; nil otherwise.
+func wantQuotes(c *call) *[]uint64 {
+	if !c.fpIsBody || c.shape == groundhog.ShapeEmbeddings || !promptcache.WantsQuotes(len(c.body)) {
 		return nil
 	}
 	if q, ok := quotePool.Get().(*[]uint64); ok {
@@ -40,10 +42,11 @@ func putQuotes(q *[]uint64) {
 	}
 }
 
-// keepQuotes keeps the bitmap the fingerprint left in q when it is of c's
-// body, else gives q back.
+// keepQuotes keeps the bitmap the fingerprint left in q (of c's body:
+// wantQuotes), or gives q back when it left none (a remembered body, or
+// no assembly here).
 func (c *call) keepQuotes(q *[]uint64) {
-	if q != nil && c.fpIsBody && len(*q) > 0 {
+	if q != nil && len(*q) > 0 {
 		c.quotes = q
 		return
 	}

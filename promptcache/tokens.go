@@ -94,7 +94,7 @@ func blockWords(s []byte, base int) (N, leads uint64) {
 	}
 	for ; i < end; i++ {
 		c := s[i]
-		if c < utf8.RuneSelf && !asciiSpace[c] || c >= utf8.RuneSelf {
+		if c >= utf8.RuneSelf || !asciiSpace[c] {
 			N |= 1 << (i - base)
 		}
 		if c == 0xc2 || c >= 0xe0 && c <= 0xe3 {

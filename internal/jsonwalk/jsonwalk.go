@@ -236,7 +236,7 @@ func (w *Walker) Array(elem func() bool) bool {
 	}
 }
 
-// Eight-byte masks for special.
+// Eight-byte masks for Special.
 const (
 	lsb   = 0x0101010101010101
 	msb   = 0x8080808080808080
@@ -245,10 +245,12 @@ const (
 	ctl   = 0x20 * lsb
 )
 
-// special returns a mask whose lowest set bit lies in the first byte of x
-// (little-endian) that is '"', '\\' or < 0x20, or 0 when there is none.
-// Higher bits may be spurious (borrows), so only the lowest one is used.
-func special(x uint64) uint64 {
+// Special returns a mask whose lowest set bit lies in the first byte of x
+// (little-endian) that is '"', '\\' or < 0x20, or 0 when there is none:
+// where a scan of a string's bytes must stop. Higher bits may be spurious
+// (borrows), so only the lowest one is used. The fingerprint's string scan
+// stops at the same bytes.
+func Special(x uint64) uint64 {
 	q := x ^ quote
 	b := x ^ bslsh
 	return (((q - lsb) &^ q) | ((b - lsb) &^ b) | ((x - ctl) &^ x)) & msb
@@ -264,7 +266,7 @@ func (w *Walker) Str() bool {
 	i := w.I + 1
 	for {
 		for i+8 <= len(b) {
-			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			if m := Special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
