@@ -563,8 +563,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		}
 		h.Set("Content-Type", streamContentType(c))
 		h.Set("Cache-Control", "no-cache")
-		w.WriteHeader(resp.Status)
-		writeEvents(w, c, events) // hitwrite.go: one write
+		writeEvents(w, resp.Status, state, c, events) // hitwrite.go: one write, its length known
 		return
 	}
 	body, ct := resp.Body, firstNonEmpty(resp.ContentType, "application/json")
