@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
 	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
@@ -50,12 +51,13 @@ func chatComplete(events []groundhog.Event) bool {
 	finished := map[int64]bool{}
 	sawFinish := false
 	var choices []chatChoice
+	var w jsonwalk.Walker
 	for _, ev := range events[:n-1] {
 		if ev.Name == "error" {
 			return false
 		}
 		var ok bool
-		if choices, ok = chatChunk(ev.Data, choices[:0]); !ok {
+		if choices, ok = chatChunk(&w, ev.Data, choices[:0]); !ok {
 			return false // includes a "[DONE]" before the end
 		}
 		for _, ch := range choices {
@@ -82,17 +84,13 @@ func responsesComplete(events []groundhog.Event) bool {
 	if len(events) == 0 {
 		return false
 	}
+	var w jsonwalk.Walker
 	for i, ev := range events {
-		var e struct {
-			Type     string `json:"type"`
-			Response struct {
-				Status *string `json:"status"`
-			} `json:"response"`
-		}
-		if unmarshalObject(ev.Data, &e) != nil {
+		e, ok := readResponsesMark(&w, ev.Data) // complete_events.go
+		if !ok {
 			return false
 		}
-		typ := e.Type
+		typ := string(e.typ)
 		if typ == "" {
 			typ = ev.Name
 		}
@@ -101,14 +99,14 @@ func responsesComplete(events []groundhog.Event) bool {
 		case "error", "response.failed":
 			return false
 		case "response.completed":
-			if !last || (e.Response.Status != nil && *e.Response.Status != "completed") {
+			if !last || (e.hasStatus && string(e.status) != "completed") {
 				return false
 			}
 		case "response.incomplete":
 			// Ended by max_output_tokens or a content filter: a whole,
 			// deterministic answer to these inputs, like chat's
 			// finish_reason "length".
-			if !last || (e.Response.Status != nil && *e.Response.Status != "incomplete") {
+			if !last || (e.hasStatus && string(e.status) != "incomplete") {
 				return false
 			}
 		default:
@@ -124,25 +122,17 @@ func messagesComplete(events []groundhog.Event) bool {
 	var (
 		started, stopReason bool
 		open                = map[int64]bool{}
+		w                   jsonwalk.Walker
 	)
 	for i, ev := range events {
 		if ev.Name == "error" {
 			return false
 		}
-		var e struct {
-			Type  string `json:"type"`
-			Index *int64 `json:"index"`
-			Delta struct {
-				StopReason json.RawMessage `json:"stop_reason"`
-			} `json:"delta"`
-			Message struct {
-				StopReason json.RawMessage `json:"stop_reason"`
-			} `json:"message"`
-		}
-		if unmarshalObject(ev.Data, &e) != nil {
+		e, ok := readMessagesMark(&w, ev.Data) // complete_events.go
+		if !ok {
 			return false
 		}
-		typ := e.Type
+		typ := string(e.typ)
 		if typ == "" {
 			typ = ev.Name
 		}
@@ -163,21 +153,21 @@ func messagesComplete(events []groundhog.Event) bool {
 			// A message answered whole in message_start (a programmatic
 			// tool call: its content and stop_reason there, then
 			// message_stop with no message_delta) is complete.
-			stopReason = e.Message.StopReason != nil && !isNull(e.Message.StopReason)
+			stopReason = e.messageStop != nil && !isNull(e.messageStop)
 		case "content_block_start":
-			if e.Index == nil || open[*e.Index] {
+			if !e.hasIndex || open[e.index] {
 				return false
 			}
-			open[*e.Index] = true
+			open[e.index] = true
 		case "content_block_stop":
-			if e.Index == nil || !open[*e.Index] {
+			if !e.hasIndex || !open[e.index] {
 				return false
 			}
-			delete(open, *e.Index)
+			delete(open, e.index)
 		case "message_delta":
 			// The last stop_reason sent is the message's (null included).
-			if e.Delta.StopReason != nil {
-				stopReason = !isNull(e.Delta.StopReason)
+			if e.deltaStop != nil {
+				stopReason = !isNull(e.deltaStop)
 			}
 		case "message_stop":
 			return i == len(events)-1 && stopReason && len(open) == 0

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 )
 
 // chatChoice is what chatComplete reads of one choice of a chunk.
@@ -27,8 +29,11 @@ type chatChoice struct {
 // (pinned by TestChatChunkMatchesUnmarshal), but without reflection: one
 // json.Valid and a walk of the members that matter. Keys with escapes or
 // non-ASCII bytes, and repeated fields, take the json.Unmarshal way.
-func chatChunk(data []byte, dst []chatChoice) ([]chatChoice, bool) {
-	if out, ok, fast := chatChunkFast(data, dst); fast {
+//
+// w is the Walker it steps over data with (reused across the chunks of a
+// stream: it keeps its memory); nil makes one.
+func chatChunk(w *jsonwalk.Walker, data []byte, dst []chatChoice) ([]chatChoice, bool) {
+	if out, ok, fast := chatChunkFast(w, data, dst); fast {
 		return out, ok
 	}
 	var c struct {
@@ -53,15 +58,47 @@ func chatChunk(data []byte, dst []chatChoice) ([]chatChoice, bool) {
 
 // chatChunkFast is chatChunk's walk; fast is false when the input needs
 // json.Unmarshal's own reading.
-func chatChunkFast(data []byte, dst []chatChoice) (out []chatChoice, ok, fast bool) {
+func chatChunkFast(w *jsonwalk.Walker, data []byte, dst []chatChoice) (out []chatChoice, ok, fast bool) {
 	b := bytes.TrimSpace(data)
 	if len(b) == 0 || b[0] != '{' {
 		return dst, false, true // unmarshalObject: not a JSON object
 	}
+	// One pass of a Walker over the chunk, which is then valid JSON with
+	// plain, distinct keys; anything it refuses (invalid JSON, an escaped
+	// or repeated key) is checked the longer way below.
+	if w == nil {
+		w = new(jsonwalk.Walker)
+	}
+	w.Reset(b)
+	var errVal, choices []byte
+	sawError, sawChoices := false, false
+	if w.Object(func(key []byte) bool {
+		start := w.I
+		if !w.Value() {
+			return false
+		}
+		switch {
+		case jsonwalk.Fold(key, "error"):
+			if sawError {
+				return false
+			}
+			sawError, errVal = true, b[start:w.I]
+		case jsonwalk.Fold(key, "choices"):
+			if sawChoices {
+				return false
+			}
+			sawChoices, choices = true, b[start:w.I:w.I]
+		}
+		return true
+	}) && w.End() {
+		if sawError && string(errVal) != "null" {
+			return dst, false, true
+		}
+		return chatChoices(choices, dst)
+	}
 	if !json.Valid(b) {
 		return dst, false, true // json.Unmarshal fails on any invalid JSON
 	}
-	var choices []byte
 	sawError, sawChoices, errored := false, false, false
 	okMembers := validMembers(b, func(key, val []byte) bool {
 		switch {
@@ -85,6 +122,12 @@ func chatChunkFast(data []byte, dst []chatChoice) (out []chatChoice, ok, fast bo
 	if errored {
 		return dst, false, true
 	}
+	return chatChoices(choices, dst)
+}
+
+// chatChoices reads the value of a chunk's "choices" member (nil when it
+// has none), valid JSON, as chatChunkFast does.
+func chatChoices(choices []byte, dst []chatChoice) (out []chatChoice, ok, fast bool) {
 	if choices == nil || string(choices) == "null" {
 		return dst, true, true
 	}

@@ -90,11 +90,11 @@ func TestChatChunkMatchesUnmarshal(t *testing.T) {
 	for range 50000 {
 		data := []byte(chunk())
 		want, wok := chatChunkByUnmarshal(data)
-		got, gok := chatChunk(data, nil)
+		got, gok := chatChunk(nil, data, nil)
 		if wok != gok || (wok && !reflect.DeepEqual(want, got) && !(len(want) == 0 && len(got) == 0)) {
 			t.Fatalf("%s:\njson.Unmarshal %v %+v\nchatChunk      %v %+v", data, wok, want, gok, got)
 		}
-		if _, _, f := chatChunkFast(data, nil); f {
+		if _, _, f := chatChunkFast(nil, data, nil); f {
 			fast++
 		}
 	}
@@ -102,7 +102,26 @@ func TestChatChunkMatchesUnmarshal(t *testing.T) {
 		t.Fatalf("only %d chunks took the fast walk", fast)
 	}
 	sim := []byte(`{"id":"chatcmpl-x","object":"chat.completion.chunk","created":1,"model":"sim-small","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`)
-	if _, _, f := chatChunkFast(sim, nil); !f {
+	if _, _, f := chatChunkFast(nil, sim, nil); !f {
 		t.Fatal("the sim's chunk did not take the fast walk")
 	}
+}
+
+// FuzzChatChunk: chatChunk gives json.Unmarshal's verdict and choices for
+// any chunk.
+func FuzzChatChunk(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"chatcmpl-x","object":"chat.completion.chunk","created":1,"model":"sim-small","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"finish_reason":"stop"}],"Choices":null}`, `{"error":{"message":"x"}}`, `{"choices":[{"Index":1.5}]}`,
+		`{"cho\u0069ces":[null]}`, `[DONE]`, ` {"choices":[]} `, `{"error":null,"choices":[{"index":99999999999999999999}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, wok := chatChunkByUnmarshal(data)
+		got, gok := chatChunk(nil, data, nil)
+		if wok != gok || (wok && !reflect.DeepEqual(want, got) && !(len(want) == 0 && len(got) == 0)) {
+			t.Fatalf("%q:\njson.Unmarshal %v %+v\nchatChunk      %v %+v", data, wok, want, gok, got)
+		}
+	})
 }

@@ -77,3 +77,33 @@ func FuzzWalker(f *testing.F) {
 		_ = w.Object(func([]byte) bool { return w.Value() })
 	})
 }
+
+// FuzzValid: Valid is json.Valid for every input.
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2,{"b":null}],"c":"\u00e9"}`, `[1e5,-0.5,true]`, `"\ud800"`, ` {"a":1} x`, `[01]`, `"` + "\x7f\xff" + `"`,
+		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), strings.Repeat("[", 10001) + strings.Repeat("]", 10001)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid %v", b, got, want)
+		}
+	})
+}
+
+func BenchmarkValid(b *testing.B) {
+	chunk := []byte(`{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_f9f4fb6dbf","choices":[{"index":0,"delta":{"content":" there"},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	for _, v := range []struct {
+		name  string
+		valid func([]byte) bool
+	}{{"encoding-json", json.Valid}, {"walker", Valid}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(int64(len(chunk)))
+			for b.Loop() {
+				if !v.valid(chunk) {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
