@@ -67,32 +67,13 @@ func messagesMarkByUnmarshal(data []byte) (e messagesMark, ok bool) {
 }
 
 func readMessagesMarkFast(w *jsonwalk.Walker, data []byte) (e messagesMark, ok, fast bool) {
-	b := bytes.TrimSpace(data)
-	if len(b) == 0 || b[0] != '{' {
-		return e, false, true // unmarshalObject: not a JSON object
-	}
-	w.Reset(b)
-	var seen uint8
-	once := func(bit uint8) bool {
-		if seen&bit != 0 {
-			return false // a repeat (in any letter case): json.Unmarshal's way
-		}
-		seen |= bit
-		return true
-	}
-	if !w.Object(func(key []byte) bool {
-		switch {
-		case jsonwalk.Fold(key, "type"):
-			if !once(1) {
-				return false
-			}
-			s, ok := plainStr(w)
-			e.typ = s
+	notObject, ok := walkObject(w, data, []string{"type", "index", "delta", "message"}, func(i int) bool {
+		switch i {
+		case 0:
+			var ok bool
+			e.typ, ok = plainStr(w)
 			return ok
-		case jsonwalk.Fold(key, "index"):
-			if !once(2) {
-				return false
-			}
+		case 1:
 			if w.Null() {
 				return true
 			}
@@ -100,31 +81,75 @@ func readMessagesMarkFast(w *jsonwalk.Walker, data []byte) (e messagesMark, ok, 
 			if !w.Integer() {
 				return false
 			}
-			e.index, e.hasIndex = smallInt(b[start:w.I]), true
+			e.index, e.hasIndex = smallInt(w.B[start:w.I]), true
 			return true
-		case jsonwalk.Fold(key, "delta"):
-			if !once(4) {
-				return false
-			}
-			var ok bool
-			e.deltaStop, ok = stopReason(w)
-			return ok
-		case jsonwalk.Fold(key, "message"):
-			if !once(8) {
-				return false
-			}
-			var ok bool
-			e.messageStop, ok = stopReason(w)
-			return ok
+		case 2:
+			return nullOrMembers(w, []string{"stop_reason"}, func(int) bool { e.deltaStop = rawValue(w); return e.deltaStop != nil })
+		default:
+			return nullOrMembers(w, []string{"stop_reason"}, func(int) bool { e.messageStop = rawValue(w); return e.messageStop != nil })
 		}
-		return w.Value()
-	}) || !w.End() {
+	})
+	if notObject {
+		return messagesMark{}, false, true // unmarshalObject: not a JSON object
+	}
+	if !ok {
 		return messagesMark{}, false, false
 	}
 	if e.typ == nil {
 		e.typ = []byte{} // a string member absent or null decodes as ""
 	}
 	return e, true, true
+}
+
+// walkObject steps w over data, a JSON object (after white space) with
+// plain, distinct keys (Walker.Object), calling member with the index in
+// names of each key that folds to one of them — I at the value, which
+// member steps over — and stepping over the other members. ok is false
+// when data is not such an object, when member returns false, or when a
+// name comes twice in any letter case: json.Unmarshal's reading decides
+// then. notObject is true when data is not a JSON object at all, which
+// json.Unmarshal into a struct refuses.
+func walkObject(w *jsonwalk.Walker, data []byte, names []string, member func(i int) bool) (notObject, ok bool) {
+	b := bytes.TrimSpace(data)
+	if len(b) == 0 || b[0] != '{' {
+		return true, false
+	}
+	w.Reset(b)
+	return false, members(w, names, member) && w.End()
+}
+
+// members is walkObject's step over the object at I.
+func members(w *jsonwalk.Walker, names []string, member func(i int) bool) bool {
+	var seen uint32
+	return w.Object(func(key []byte) bool {
+		for i, n := range names {
+			if jsonwalk.Fold(key, n) {
+				if seen&(1<<i) != 0 {
+					return false
+				}
+				seen |= 1 << i
+				return member(i)
+			}
+		}
+		return w.Value()
+	})
+}
+
+// nullOrMembers steps over the value of a member decoded into a struct: a
+// null (which leaves it as it is) or an object read by members; anything
+// else is false.
+func nullOrMembers(w *jsonwalk.Walker, names []string, member func(i int) bool) bool {
+	return w.Null() || members(w, names, member)
+}
+
+// rawValue steps over the value at I and returns its text, as a
+// json.RawMessage member receives it; nil when it is not a value.
+func rawValue(w *jsonwalk.Walker) []byte {
+	start := w.I
+	if !w.Value() {
+		return nil
+	}
+	return w.B[start:w.I:w.I]
 }
 
 // plainStr steps over a string of ASCII without escapes and returns its bytes, or
@@ -158,34 +183,6 @@ func smallInt(b []byte) int64 {
 		n = -n
 	}
 	return n
-}
-
-// stopReason steps over the value of a member decoded into
-// struct{ StopReason json.RawMessage `json:"stop_reason"` }: an object,
-// whose stop_reason's text it returns (nil when absent), or a null; false
-// for anything else.
-func stopReason(w *jsonwalk.Walker) ([]byte, bool) {
-	if w.Null() {
-		return nil, true
-	}
-	var raw []byte
-	seen := false
-	ok := w.Object(func(key []byte) bool {
-		if !jsonwalk.Fold(key, "stop_reason") {
-			return w.Value()
-		}
-		if seen {
-			return false
-		}
-		seen = true
-		start := w.I
-		if !w.Value() {
-			return false
-		}
-		raw = w.B[start:w.I:w.I]
-		return true
-	})
-	return raw, ok
 }
 
 // responsesMark is what responsesComplete reads of one event:
@@ -230,49 +227,26 @@ func responsesMarkByUnmarshal(data []byte) (e responsesMark, ok bool) {
 }
 
 func readResponsesMarkFast(w *jsonwalk.Walker, data []byte) (e responsesMark, ok, fast bool) {
-	b := bytes.TrimSpace(data)
-	if len(b) == 0 || b[0] != '{' {
-		return e, false, true // unmarshalObject: not a JSON object
-	}
-	w.Reset(b)
-	sawType, sawResponse := false, false
-	if !w.Object(func(key []byte) bool {
-		switch {
-		case jsonwalk.Fold(key, "type"):
-			if sawType {
-				return false
-			}
-			sawType = true
-			s, ok := plainStr(w)
-			e.typ = s
+	notObject, ok := walkObject(w, data, []string{"type", "response"}, func(i int) bool {
+		if i == 0 {
+			var ok bool
+			e.typ, ok = plainStr(w)
 			return ok
-		case jsonwalk.Fold(key, "response"):
-			if sawResponse {
-				return false
-			}
-			sawResponse = true
-			if w.Null() {
-				return true
-			}
-			sawStatus := false
-			return w.Object(func(key []byte) bool {
-				if !jsonwalk.Fold(key, "status") {
-					return w.Value()
-				}
-				if sawStatus {
-					return false
-				}
-				sawStatus = true
-				if w.Null() {
-					return true // a *string stays nil
-				}
-				s, ok := plainStr(w)
-				e.status, e.hasStatus = s, ok
-				return ok
-			})
 		}
-		return w.Value()
-	}) || !w.End() {
+		return nullOrMembers(w, []string{"status"}, func(int) bool {
+			if w.Null() {
+				return true // a *string stays nil
+			}
+			var ok bool
+			e.status, ok = plainStr(w)
+			e.hasStatus = ok
+			return ok
+		})
+	})
+	if notObject {
+		return responsesMark{}, false, true // unmarshalObject: not a JSON object
+	}
+	if !ok {
 		return responsesMark{}, false, false
 	}
 	if e.typ == nil {

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 )
 
 // object is a JSON object that keeps its members in order and its values as
@@ -33,6 +35,38 @@ var (
 // order. Values are compacted. A duplicate key keeps its first position and
 // its last value, as encoding/json does for the value.
 func parseObject(b []byte) (object, error) {
+	if o, ok := parsePlainObject(b); ok {
+		return o, nil
+	}
+	return parseObjectByDecoder(b)
+}
+
+// parsePlainObject is parseObject for the usual text of a provider's
+// object, read in one pass of a Walker: no white space at all (so already
+// compact) and keys plain and distinct (so the text of each is its name,
+// and no value replaces another). ok is false for any other text, which
+// parseObjectByDecoder reads. The values are slices of one copy of b.
+func parsePlainObject(b []byte) (o object, ok bool) {
+	if len(b) < 2 || b[0] != '{' || bytes.IndexAny(b, " \t\r\n") >= 0 {
+		return nil, false
+	}
+	b = bytes.Clone(b)
+	w := jsonwalk.Walker{B: b}
+	if !w.Object(func(key []byte) bool {
+		start := w.I
+		if !w.Value() {
+			return false
+		}
+		o = append(o, member{string(key), b[start:w.I:w.I]})
+		return true
+	}) || !w.End() {
+		return nil, false
+	}
+	return o, true
+}
+
+// parseObjectByDecoder is parseObject by json.Compact and a json.Decoder.
+func parseObjectByDecoder(b []byte) (object, error) {
 	var c bytes.Buffer
 	if err := json.Compact(&c, b); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)

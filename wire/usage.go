@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
 	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
@@ -156,10 +157,7 @@ func unmarshalObject(b []byte, v any) error {
 }
 
 func chatStreamUsage(events []groundhog.Event) (model string, usage json.RawMessage) {
-	var c struct {
-		Model string          `json:"model"`
-		Usage json.RawMessage `json:"usage"`
-	}
+	var w jsonwalk.Walker
 	// The usage chunk is at the end; scan backwards and decode only events
 	// that mention a usage at all.
 	for i := len(events) - 1; i >= 0; i-- {
@@ -167,45 +165,38 @@ func chatStreamUsage(events []groundhog.Event) (model string, usage json.RawMess
 		if !bytes.Contains(d, []byte(`"usage"`)) {
 			continue
 		}
-		c.Model, c.Usage = "", nil
-		if unmarshalObject(d, &c) != nil || c.Usage == nil || isNull(c.Usage) {
+		e, ok := readUsageMark(&w, "chat", d) // usage_events.go
+		if !ok || e.usage == nil || isNull(e.usage) {
 			continue
 		}
-		model, usage = c.Model, c.Usage
+		model, usage = string(e.model), e.usage
 		break
 	}
 	for i := 0; i < len(events) && model == ""; i++ {
-		c.Model = ""
-		if unmarshalObject(events[i].Data, &c) == nil {
-			model = c.Model
+		if e, ok := readUsageMark(&w, "chat", events[i].Data); ok {
+			model = string(e.model)
 		}
 	}
 	return model, usage
 }
 
 func responsesStreamUsage(events []groundhog.Event) (model string, usage json.RawMessage) {
-	var e struct {
-		Type     string `json:"type"`
-		Response struct {
-			Model string          `json:"model"`
-			Usage json.RawMessage `json:"usage"`
-		} `json:"response"`
-	}
+	var w jsonwalk.Walker
 	for i := len(events) - 1; i >= 0; i-- {
-		e.Type, e.Response.Model, e.Response.Usage = "", "", nil
-		if unmarshalObject(events[i].Data, &e) != nil {
+		e, ok := readUsageMark(&w, "responses", events[i].Data) // usage_events.go
+		if !ok {
 			continue
 		}
-		typ := e.Type
+		typ := string(e.typ)
 		if typ == "" {
 			typ = events[i].Name
 		}
 		switch typ {
 		case "response.completed", "response.incomplete", "response.failed":
-			return e.Response.Model, e.Response.Usage
+			return string(e.model), e.usage
 		case "response.created", "response.in_progress":
 			if model == "" {
-				model = e.Response.Model
+				model = string(e.model)
 			}
 		}
 	}
@@ -216,6 +207,7 @@ func messagesStreamUsage(events []groundhog.Event) (model string, usage json.Raw
 	var (
 		start json.RawMessage
 		delta json.RawMessage
+		w     jsonwalk.Walker
 	)
 	for _, ev := range events {
 		d := ev.Data
@@ -224,27 +216,20 @@ func messagesStreamUsage(events []groundhog.Event) (model string, usage json.Raw
 			!bytes.Contains(d, []byte("message_start")) && !bytes.Contains(d, []byte("message_delta")) {
 			continue
 		}
-		var e struct {
-			Type    string `json:"type"`
-			Message struct {
-				Model string          `json:"model"`
-				Usage json.RawMessage `json:"usage"`
-			} `json:"message"`
-			Usage json.RawMessage `json:"usage"`
-		}
-		if unmarshalObject(d, &e) != nil {
+		e, ok := readUsageMark(&w, "messages", d) // usage_events.go
+		if !ok {
 			continue
 		}
-		typ := e.Type
+		typ := string(e.typ)
 		if typ == "" {
 			typ = ev.Name
 		}
 		switch typ {
 		case "message_start":
-			model, start = e.Message.Model, e.Message.Usage
+			model, start = string(e.model), e.usage
 		case "message_delta":
-			if e.Usage != nil && !isNull(e.Usage) {
-				delta = e.Usage
+			if e.top != nil && !isNull(e.top) {
+				delta = e.top
 			}
 		}
 	}

@@ -1,0 +1,72 @@
+package wire
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// sameObject reports whether two parses of an object agree: the verdict,
+// and the members (names, order, text of the values).
+func sameObject(a object, aerr error, b object, berr error) bool {
+	if (aerr == nil) != (berr == nil) || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].key != b[i].key || string(a[i].val) != string(b[i].val) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestParseObjectMatchesDecoder: for random objects — compact and not,
+// keys escaped, beyond ASCII or repeated, nested values, invalid text —
+// parseObject gives what json.Compact and a json.Decoder give, and reads
+// compact objects with plain keys in one pass.
+func TestParseObjectMatchesDecoder(t *testing.T) {
+	rng := rand.New(rand.NewSource(17))
+	pick := func(xs ...string) string { return xs[rng.Intn(len(xs))] }
+	ws := func() string { return pick("", "", "", " ", "\n") }
+	value := func() string {
+		return pick("null", "0", "12", "1.5e3", `"x"`, `"a b"`, `""`, "true", "{}", "[]", `{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":7}`, `[1,{"a":"}"}]`)
+	}
+	plain := 0
+	for range 50000 {
+		var ms []string
+		for k := rng.Intn(7); k > 0; k-- {
+			ms = append(ms, `"`+pick("input_tokens", "output_tokens", "cache_read_input_tokens", "Input_Tokens", "in\\u0070ut", "ünits", "a", "a")+`":`+ws()+value())
+		}
+		s := ws() + "{" + strings.Join(ms, ","+ws()) + "}" + ws()
+		switch rng.Intn(20) {
+		case 0:
+			s = s[:rng.Intn(len(s)+1)]
+		case 1:
+			s = "[1]"
+		}
+		got, gerr := parseObject([]byte(s))
+		want, werr := parseObjectByDecoder([]byte(s))
+		if !sameObject(got, gerr, want, werr) {
+			t.Fatalf("%q:\nparseObject %v %q\ndecoder     %v %q", s, gerr, got, werr, want)
+		}
+		if _, ok := parsePlainObject([]byte(s)); ok {
+			plain++
+		}
+	}
+	if plain < 2000 {
+		t.Fatalf("only %d objects read in one pass", plain)
+	}
+}
+
+func FuzzParseObject(f *testing.F) {
+	for _, s := range []string{`{"input_tokens":3,"output_tokens":5}`, `{"a":1,"a":2}`, `{"\u0061":1}`, `{}`, `{"a":{"b":[1,2]}}`, ` {"a" : 1} `, `{"a":1}x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, gerr := parseObject(b)
+		want, werr := parseObjectByDecoder(b)
+		if !sameObject(got, gerr, want, werr) {
+			t.Fatalf("%q:\nparseObject %v %q\ndecoder     %v %q", b, gerr, got, werr, want)
+		}
+	})
+}

@@ -1,0 +1,145 @@
+package wire
+
+import (
+	"encoding/json"
+
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
+)
+
+// The members of stream events that UsagePartsFromEvents reads, two ways
+// with one outcome for every input, as the events StreamComplete reads
+// (complete_events.go; pinned by TestUsageMarksMatchUnmarshal and
+// FuzzUsageMarks).
+
+// usageMark is what the usage of a stream is read from in one event:
+//
+//   - chat: json.Unmarshal into struct{ Model string; Usage json.RawMessage }
+//     (model and usage);
+//   - responses: into struct{ Type string; Response struct{ Model string;
+//     Usage json.RawMessage } } (model and usage the response's);
+//   - messages: into struct{ Type string; Message struct{ Model string;
+//     Usage json.RawMessage }; Usage json.RawMessage } (model and usage the
+//     message's, top the event's own usage).
+//
+// ok is false when json.Unmarshal fails.
+type usageMark struct {
+	typ, model, usage, top []byte // nil when absent (typ and model: or null)
+}
+
+func readUsageMark(w *jsonwalk.Walker, shape string, data []byte) (e usageMark, ok bool) {
+	if markWalk {
+		if e, ok, fast := readUsageMarkFast(w, shape, data); fast {
+			return e, ok
+		}
+	}
+	return usageMarkByUnmarshal(shape, data)
+}
+
+func usageMarkByUnmarshal(shape string, data []byte) (usageMark, bool) {
+	var u struct {
+		Type    string          `json:"type"`
+		Model   string          `json:"model"`
+		Usage   json.RawMessage `json:"usage"`
+		Message struct {
+			Model string          `json:"model"`
+			Usage json.RawMessage `json:"usage"`
+		} `json:"message"`
+		Response struct {
+			Model string          `json:"model"`
+			Usage json.RawMessage `json:"usage"`
+		} `json:"response"`
+	}
+	var err error
+	switch shape {
+	case "chat":
+		var c struct {
+			Model string          `json:"model"`
+			Usage json.RawMessage `json:"usage"`
+		}
+		err = unmarshalObject(data, &c)
+		u.Model, u.Usage = c.Model, c.Usage
+	case "responses":
+		var r struct {
+			Type     string `json:"type"`
+			Response struct {
+				Model string          `json:"model"`
+				Usage json.RawMessage `json:"usage"`
+			} `json:"response"`
+		}
+		err = unmarshalObject(data, &r)
+		u.Type, u.Model, u.Usage = r.Type, r.Response.Model, r.Response.Usage
+	default:
+		var m struct {
+			Type    string `json:"type"`
+			Message struct {
+				Model string          `json:"model"`
+				Usage json.RawMessage `json:"usage"`
+			} `json:"message"`
+			Usage json.RawMessage `json:"usage"`
+		}
+		err = unmarshalObject(data, &m)
+		u.Type, u.Model, u.Usage, u.Message.Usage = m.Type, m.Message.Model, m.Message.Usage, m.Usage
+	}
+	if err != nil {
+		return usageMark{}, false
+	}
+	e := usageMark{usage: u.Usage, top: u.Message.Usage}
+	if u.Type != "" {
+		e.typ = []byte(u.Type)
+	}
+	if u.Model != "" {
+		e.model = []byte(u.Model)
+	}
+	return e, true
+}
+
+func readUsageMarkFast(w *jsonwalk.Walker, shape string, data []byte) (e usageMark, ok, fast bool) {
+	modelUsage := func(i int) bool {
+		if i == 0 {
+			var ok bool
+			e.model, ok = plainStr(w)
+			return ok
+		}
+		e.usage = rawValue(w)
+		return e.usage != nil
+	}
+	var notObject bool
+	switch shape {
+	case "chat":
+		notObject, ok = walkObject(w, data, []string{"model", "usage"}, modelUsage)
+	default:
+		inner := "response"
+		if shape != "responses" {
+			inner = "message"
+		}
+		names := []string{"type", inner, "usage"}
+		if shape == "responses" {
+			names = names[:2] // a top-level usage is not read
+		}
+		notObject, ok = walkObject(w, data, names, func(i int) bool {
+			switch i {
+			case 0:
+				var ok bool
+				e.typ, ok = plainStr(w)
+				return ok
+			case 1:
+				return nullOrMembers(w, []string{"model", "usage"}, modelUsage)
+			}
+			e.top = rawValue(w)
+			return e.top != nil
+		})
+	}
+	if notObject {
+		return usageMark{}, false, true
+	}
+	if !ok {
+		return usageMark{}, false, false
+	}
+	if len(e.typ) == 0 {
+		e.typ = nil
+	}
+	if len(e.model) == 0 {
+		e.model = nil
+	}
+	return e, true, true
+}
