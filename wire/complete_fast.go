@@ -69,36 +69,50 @@ func chatChunkFast(w *jsonwalk.Walker, data []byte, dst []chatChoice) (out []cha
 	if w == nil {
 		w = new(jsonwalk.Walker)
 	}
-	w.Reset(b)
-	var errVal, choices []byte
-	sawError, sawChoices := false, false
-	if w.Object(func(key []byte) bool {
-		start := w.I
-		if !w.Value() {
-			return false
+	// The choices are read as the walk steps over them when they take
+	// the usual form: an array of objects whose index is a small integer
+	// or null and whose finish_reason a string or null.
+	var errVal []byte
+	n := len(dst)
+	if _, ok := walkObject(w, b, []string{"error", "choices"}, func(i int) bool {
+		if i == 0 {
+			errVal = rawValue(w)
+			return errVal != nil
 		}
-		switch {
-		case jsonwalk.Fold(key, "error"):
-			if sawError {
-				return false
-			}
-			sawError, errVal = true, b[start:w.I]
-		case jsonwalk.Fold(key, "choices"):
-			if sawChoices {
-				return false
-			}
-			sawChoices, choices = true, b[start:w.I:w.I]
+		if w.Null() {
+			return true
 		}
-		return true
-	}) && w.End() {
-		if sawError && string(errVal) != "null" {
-			return dst, false, true
+		return w.Array(func() bool {
+			var cc chatChoice
+			ok := members(w, []string{"index", "finish_reason"}, func(i int) bool {
+				if w.Null() {
+					return true
+				}
+				if i == 1 {
+					cc.finished = true
+					return w.At('"') && w.Str()
+				}
+				start := w.I
+				if !w.Integer() {
+					return false
+				}
+				cc.index, cc.hasIndex = smallInt(w.B[start:w.I]), true
+				return true
+			})
+			dst = append(dst, cc)
+			return ok
+		})
+	}); ok {
+		if errVal != nil && string(errVal) != "null" {
+			return dst[:n], false, true
 		}
-		return chatChoices(choices, dst)
+		return dst, true, true
 	}
+	dst = dst[:n]
 	if !json.Valid(b) {
 		return dst, false, true // json.Unmarshal fails on any invalid JSON
 	}
+	var choices []byte
 	sawError, sawChoices, errored := false, false, false
 	okMembers := validMembers(b, func(key, val []byte) bool {
 		switch {
