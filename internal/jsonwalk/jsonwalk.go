@@ -60,6 +60,9 @@ func (w *Walker) At(c byte) bool { return w.I < len(w.B) && w.B[w.I] == c }
 
 // WS steps over whitespace.
 func (w *Walker) WS() {
+	if w.I < len(w.B) && w.B[w.I] > ' ' {
+		return // the usual case: compact text
+	}
 	for w.I < len(w.B) {
 		switch w.B[w.I] {
 		case ' ', '\t', '\n', '\r':
