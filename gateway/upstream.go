@@ -13,6 +13,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
 	"github.com/groundhog-ai/groundhog/wire/gemini"
@@ -282,7 +283,7 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 		if int64(len(body)) > limit {
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response is over the limit of %d bytes (max_upstream_bytes)", limit)
 		}
-		if !json.Valid(body) {
+		if !jsonwalk.Valid(body) {
 			// A connection closed early can look like a clean end: a
 			// success must be whole JSON to be served, cached or committed.
 			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response body is incomplete or not JSON")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 )
 
 // echoField is a request field that the provider echoes in its response
@@ -130,7 +131,7 @@ func sameJSON(a, b []byte) bool {
 // or a shape that echoes nothing, is returned unchanged.
 func RewriteEcho(shape groundhog.Shape, request, body []byte) []byte {
 	vals, ok := echoValues(shape, request)
-	if !ok || !json.Valid(body) {
+	if !ok || !jsonwalk.Valid(body) {
 		return body
 	}
 	out, _ := spliceEcho(body, vals)
@@ -159,7 +160,7 @@ func NewEchoRewriter(shape groundhog.Shape, request []byte) *EchoRewriter {
 // as RewriteEcho rewrites a body: an event that needs no change is returned
 // as it is. ev.Data is never modified: a changed event gets a new Data.
 func (e *EchoRewriter) Event(ev groundhog.Event) groundhog.Event {
-	if e == nil || !bytes.Contains(ev.Data, []byte(`"response"`)) || !json.Valid(ev.Data) {
+	if e == nil || !bytes.Contains(ev.Data, []byte(`"response"`)) || !jsonwalk.Valid(ev.Data) {
 		return ev
 	}
 	b := ev.Data

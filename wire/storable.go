@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
 	"github.com/groundhog-ai/groundhog/wire/gemini"
 )
@@ -30,7 +31,7 @@ func Storable(shape groundhog.Shape, body []byte) bool {
 	if shape == groundhog.ShapeGemini {
 		return gemini.Storable(body)
 	}
-	if shape != groundhog.ShapeEmbeddings && json.Valid(body) && !mayRefuse(body) {
+	if shape != groundhog.ShapeEmbeddings && jsonwalk.Valid(body) && !mayRefuse(body) {
 		return true // the common case, without parsing: no refusal marker at all
 	}
 	o, err := parseObject(body)

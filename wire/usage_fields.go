@@ -2,7 +2,8 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
+
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 )
 
 // decodeUsageFields fills f from the usage object raw as
@@ -26,7 +27,7 @@ func decodeUsageFields(raw []byte, f *usageFields) bool { return decodeUsage(raw
 // UsageFromValidBody), which spares its json.Valid.
 func decodeUsage(raw []byte, f *usageFields, valid bool) bool {
 	b := bytes.TrimSpace(raw)
-	if len(b) == 0 || b[0] != '{' || !valid && !json.Valid(b) {
+	if len(b) == 0 || b[0] != '{' || !valid && !jsonwalk.Valid(b) {
 		return false
 	}
 	var out usageFields

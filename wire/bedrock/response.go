@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 )
 
 // ErrMalformed reports a body or event payload that is not the JSON the
@@ -160,7 +161,7 @@ func StreamComplete(events []groundhog.Event) bool {
 
 func jsonObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
-	return len(b) > 1 && b[0] == '{' && json.Valid(b)
+	return len(b) > 1 && b[0] == '{' && jsonwalk.Valid(b)
 }
 
 // refusedStop are the stop reasons of an answer the provider declined to

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	groundhog "github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 )
 
 // ErrMalformed reports a body or stream chunk that is not the JSON the
@@ -181,7 +182,7 @@ func StreamComplete(events []groundhog.Event) bool {
 
 func jsonObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
-	return len(b) > 1 && b[0] == '{' && json.Valid(b)
+	return len(b) > 1 && b[0] == '{' && jsonwalk.Valid(b)
 }
 
 // refused are the finish reasons of an answer the model declined to give
