@@ -42,12 +42,12 @@ func parseObject(b []byte) (object, error) {
 }
 
 // parsePlainObject is parseObject for the usual text of a provider's
-// object, read in one pass of a Walker: no white space at all (so already
-// compact) and keys plain and distinct (so the text of each is its name,
+// object, read in one pass of a Walker: compact (no white space between
+// tokens) and with plain, distinct keys (so the text of each is its name,
 // and no value replaces another). ok is false for any other text, which
-// parseObjectByDecoder reads. The values are slices of one copy of b.
+// the json.Decoder reads. The values are slices of one copy of b.
 func parsePlainObject(b []byte) (o object, ok bool) {
-	if len(b) < 2 || b[0] != '{' || bytes.IndexAny(b, " \t\r\n") >= 0 {
+	if len(b) < 2 || b[0] != '{' {
 		return nil, false
 	}
 	b = bytes.Clone(b)
@@ -59,7 +59,7 @@ func parsePlainObject(b []byte) (o object, ok bool) {
 		}
 		o = append(o, member{string(key), b[start:w.I:w.I]})
 		return true
-	}) || !w.End() {
+	}) || w.I != len(b) || w.Spaced {
 		return nil, false
 	}
 	return o, true
@@ -77,6 +77,14 @@ func parseObjectByDecoder(b []byte) (object, error) {
 // parseCompactObject is parseObject for input known to be compact JSON (a
 // value taken out of an already parsed object).
 func parseCompactObject(b []byte) (object, error) {
+	if o, ok := parsePlainObject(b); ok {
+		return o, nil
+	}
+	return parseCompactByDecoder(b)
+}
+
+// parseCompactByDecoder is parseCompactObject by a json.Decoder.
+func parseCompactByDecoder(b []byte) (object, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
 	if err != nil {

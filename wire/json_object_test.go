@@ -21,9 +21,10 @@ func sameObject(a object, aerr error, b object, berr error) bool {
 }
 
 // TestParseObjectMatchesDecoder: for random objects — compact and not,
-// keys escaped, beyond ASCII or repeated, nested values, invalid text —
-// parseObject gives what json.Compact and a json.Decoder give, and reads
-// compact objects with plain keys in one pass.
+// keys escaped, beyond ASCII or repeated, nested values, strings with
+// spaces, invalid text — parseObject gives what json.Compact and a
+// json.Decoder give, parseCompactObject what the json.Decoder gives, and
+// compact objects with plain keys are read in one pass.
 func TestParseObjectMatchesDecoder(t *testing.T) {
 	rng := rand.New(rand.NewSource(17))
 	pick := func(xs ...string) string { return xs[rng.Intn(len(xs))] }
@@ -49,6 +50,11 @@ func TestParseObjectMatchesDecoder(t *testing.T) {
 		if !sameObject(got, gerr, want, werr) {
 			t.Fatalf("%q:\nparseObject %v %q\ndecoder     %v %q", s, gerr, got, werr, want)
 		}
+		got, gerr = parseCompactObject([]byte(s))
+		want, werr = parseCompactByDecoder([]byte(s))
+		if !sameObject(got, gerr, want, werr) {
+			t.Fatalf("%q:\nparseCompactObject %v %q\ndecoder            %v %q", s, gerr, got, werr, want)
+		}
 		if _, ok := parsePlainObject([]byte(s)); ok {
 			plain++
 		}
@@ -67,6 +73,11 @@ func FuzzParseObject(f *testing.F) {
 		want, werr := parseObjectByDecoder(b)
 		if !sameObject(got, gerr, want, werr) {
 			t.Fatalf("%q:\nparseObject %v %q\ndecoder     %v %q", b, gerr, got, werr, want)
+		}
+		got, gerr = parseCompactObject(b)
+		want, werr = parseCompactByDecoder(b)
+		if !sameObject(got, gerr, want, werr) {
+			t.Fatalf("%q:\nparseCompactObject %v %q\ndecoder            %v %q", b, gerr, got, werr, want)
 		}
 	})
 }

@@ -33,6 +33,9 @@ type Walker struct {
 	// walker steps over, at any depth, as it is between its quotes
 	// (escapes not decoded).
 	OnKey func(key []byte)
+	// Spaced is set once the walker has stepped over white space between
+	// tokens: the text it walked is compact while Spaced is false.
+	Spaced bool
 }
 
 // Valid reports json.Valid(b). A Walker steps over b first, and takes only
@@ -52,7 +55,7 @@ func Valid(b []byte) bool {
 // Reset makes w a Walker of b from its start, keeping the memory Object
 // uses to check keys (a Walker reused over many texts allocates none).
 func (w *Walker) Reset(b []byte) {
-	w.B, w.I, w.depth, w.keys = b, 0, 0, w.keys[:0]
+	w.B, w.I, w.depth, w.keys, w.Spaced = b, 0, 0, w.keys[:0], false
 }
 
 // At reports whether the byte at I is c.
@@ -67,6 +70,7 @@ func (w *Walker) WS() {
 		switch w.B[w.I] {
 		case ' ', '\t', '\n', '\r':
 			w.I++
+			w.Spaced = true
 		default:
 			return
 		}
