@@ -259,7 +259,7 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// writer sets a write deadline before every write and flush.
+// writer sets a write deadline before every write and flush (renew).
 type writer struct {
 	http.ResponseWriter
 	rc    *controller
@@ -296,15 +296,29 @@ func (w *writer) setDeadline(now time.Time) {
 	_ = w.rc.SetWriteDeadline(now.Add(w.idle))
 }
 
+// renew gives the writes that follow a deadline of WriteIdle, unless one
+// was set less than deadlineReuse ago, which then stands (as at the final
+// flush: a bound tighter by under a millisecond, never looser). A stream
+// relayed as its events come writes and flushes each one: a burst of them
+// shares one deadline instead of setting two per event (each a timer reset
+// in the runtime).
+func (w *writer) renew() {
+	now := w.now()
+	if !w.setAt.IsZero() && now.Sub(w.setAt) < deadlineReuse {
+		return
+	}
+	w.setDeadline(now)
+}
+
 func (w *writer) Write(p []byte) (int, error) {
-	w.setDeadline(w.now())
+	w.renew()
 	return w.ResponseWriter.Write(p)
 }
 
 // FlushError flushes through to the connection under the write deadline;
 // http.ResponseController finds it.
 func (w *writer) FlushError() error {
-	w.setDeadline(w.now())
+	w.renew()
 	return w.rc.Flush()
 }
 
@@ -314,13 +328,7 @@ func (w *writer) FlushError() error {
 // now: a bound tighter by under a millisecond, never looser). A cache hit
 // writes its answer once and returns at once: the second deadline on the
 // socket (a timer reset, about a third of a microsecond) bought nothing.
-func (w *writer) finalDeadline() {
-	now := w.now()
-	if !w.setAt.IsZero() && now.Sub(w.setAt) < deadlineReuse {
-		return
-	}
-	w.setDeadline(now)
-}
+func (w *writer) finalDeadline() { w.renew() }
 
 // Flush implements http.Flusher for handlers that assert it.
 func (w *writer) Flush() { _ = w.FlushError() }

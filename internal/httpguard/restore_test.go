@@ -293,3 +293,56 @@ func TestServerBodyEndLeftToServer(t *testing.T) {
 		})
 	}
 }
+
+// A burst of writes and flushes shares one write deadline: each is under a
+// deadline of at least WriteIdle − deadlineReuse from its own time, a fresh
+// one (WriteIdle from its time) whenever the last was set deadlineReuse ago
+// or more. A stream relayed event by event sets one deadline per burst,
+// not two per event.
+func TestWriteDeadlineRenewed(t *testing.T) {
+	const idle = time.Minute
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	fake := t0
+	clock = func() time.Time { return fake }
+	since = func(t time.Time) time.Duration { return fake.Sub(t) }
+	defer func() { clock, since = time.Now, time.Since }()
+	steps := []struct {
+		at    time.Duration
+		flush bool
+		fresh bool
+	}{
+		{0, false, true},
+		{0, true, false},
+		{500 * time.Microsecond, false, false},
+		{999 * time.Microsecond, true, false},
+		{time.Millisecond, false, true},
+		{1500 * time.Microsecond, true, false},
+		{5 * time.Second, false, true},
+		{5 * time.Second, true, false},
+		{5*time.Second + 2*time.Millisecond, true, true},
+	}
+	cw := &countingWriter{deadlineWriter: deadlineWriter{h: http.Header{}}}
+	h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		for i, st := range steps {
+			fake = t0.Add(st.at)
+			before := len(cw.set)
+			if st.flush {
+				_ = rc.Flush()
+			} else {
+				_, _ = w.Write([]byte("data: x\n\n"))
+			}
+			if fresh := len(cw.set) > before; fresh != st.fresh {
+				t.Fatalf("step %d at %v: fresh deadline %v, want %v (deadlines %v)", i, st.at, fresh, st.fresh, cw.set)
+			}
+			if last := cw.set[len(cw.set)-1]; last.Before(fake.Add(idle - deadlineReuse)) {
+				t.Fatalf("step %d at %v: deadline %v, want at least %v", i, st.at, last, fake.Add(idle-deadlineReuse))
+			}
+			if st.fresh && !cw.set[len(cw.set)-1].Equal(fake.Add(idle)) {
+				t.Fatalf("step %d at %v: fresh deadline %v, want %v", i, st.at, cw.set[len(cw.set)-1], fake.Add(idle))
+			}
+		}
+	}), Options{WriteIdle: idle})
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	h.ServeHTTP(cw, r)
+}
