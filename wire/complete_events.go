@@ -70,9 +70,7 @@ func readMessagesMarkFast(w *jsonwalk.Walker, data []byte) (e messagesMark, ok, 
 	notObject, ok := walkObject(w, data, []string{"type", "index", "delta", "message"}, func(i int) bool {
 		switch i {
 		case 0:
-			var ok bool
-			e.typ, ok = plainStr(w)
-			return ok
+			return plainStrTo(w, &e.typ)
 		case 1:
 			if w.Null() {
 				return true
@@ -169,6 +167,13 @@ func plainStr(w *jsonwalk.Walker) ([]byte, bool) {
 	return s, true
 }
 
+// plainStrTo is plainStr that leaves the string's bytes in *dst.
+func plainStrTo(w *jsonwalk.Walker, dst *[]byte) bool {
+	s, ok := plainStr(w)
+	*dst = s
+	return ok
+}
+
 // smallInt is the value of an integer of at most 15 digits (Walker.Integer).
 func smallInt(b []byte) int64 {
 	neg := b[0] == '-'
@@ -229,9 +234,7 @@ func responsesMarkByUnmarshal(data []byte) (e responsesMark, ok bool) {
 func readResponsesMarkFast(w *jsonwalk.Walker, data []byte) (e responsesMark, ok, fast bool) {
 	notObject, ok := walkObject(w, data, []string{"type", "response"}, func(i int) bool {
 		if i == 0 {
-			var ok bool
-			e.typ, ok = plainStr(w)
-			return ok
+			return plainStrTo(w, &e.typ)
 		}
 		return nullOrMembers(w, []string{"status"}, func(int) bool {
 			if w.Null() {

@@ -35,70 +35,54 @@ func readUsageMark(w *jsonwalk.Walker, shape string, data []byte) (e usageMark, 
 	return usageMarkByUnmarshal(shape, data)
 }
 
+// modelAndUsage is the model and usage members json.Unmarshal reads.
+type modelAndUsage struct {
+	Model string          `json:"model"`
+	Usage json.RawMessage `json:"usage"`
+}
+
 func usageMarkByUnmarshal(shape string, data []byte) (usageMark, bool) {
-	var u struct {
-		Type    string          `json:"type"`
-		Model   string          `json:"model"`
-		Usage   json.RawMessage `json:"usage"`
-		Message struct {
-			Model string          `json:"model"`
-			Usage json.RawMessage `json:"usage"`
-		} `json:"message"`
-		Response struct {
-			Model string          `json:"model"`
-			Usage json.RawMessage `json:"usage"`
-		} `json:"response"`
-	}
+	var typ, model string
+	var usage, top json.RawMessage
 	var err error
 	switch shape {
 	case "chat":
-		var c struct {
-			Model string          `json:"model"`
-			Usage json.RawMessage `json:"usage"`
-		}
+		var c modelAndUsage
 		err = unmarshalObject(data, &c)
-		u.Model, u.Usage = c.Model, c.Usage
+		model, usage = c.Model, c.Usage
 	case "responses":
 		var r struct {
-			Type     string `json:"type"`
-			Response struct {
-				Model string          `json:"model"`
-				Usage json.RawMessage `json:"usage"`
-			} `json:"response"`
+			Type     string        `json:"type"`
+			Response modelAndUsage `json:"response"`
 		}
 		err = unmarshalObject(data, &r)
-		u.Type, u.Model, u.Usage = r.Type, r.Response.Model, r.Response.Usage
+		typ, model, usage = r.Type, r.Response.Model, r.Response.Usage
 	default:
 		var m struct {
-			Type    string `json:"type"`
-			Message struct {
-				Model string          `json:"model"`
-				Usage json.RawMessage `json:"usage"`
-			} `json:"message"`
-			Usage json.RawMessage `json:"usage"`
+			Type    string          `json:"type"`
+			Message modelAndUsage   `json:"message"`
+			Usage   json.RawMessage `json:"usage"`
 		}
 		err = unmarshalObject(data, &m)
-		u.Type, u.Model, u.Usage, u.Message.Usage = m.Type, m.Message.Model, m.Message.Usage, m.Usage
+		typ, model, usage, top = m.Type, m.Message.Model, m.Message.Usage, m.Usage
 	}
 	if err != nil {
 		return usageMark{}, false
 	}
-	e := usageMark{usage: u.Usage, top: u.Message.Usage}
-	if u.Type != "" {
-		e.typ = []byte(u.Type)
+	e := usageMark{usage: usage, top: top}
+	if typ != "" {
+		e.typ = []byte(typ)
 	}
-	if u.Model != "" {
-		e.model = []byte(u.Model)
+	if model != "" {
+		e.model = []byte(model)
 	}
 	return e, true
 }
 
 func readUsageMarkFast(w *jsonwalk.Walker, shape string, data []byte) (e usageMark, ok, fast bool) {
-	modelUsage := func(i int) bool {
+	takeModelUsage := func(i int) bool {
 		if i == 0 {
-			var ok bool
-			e.model, ok = plainStr(w)
-			return ok
+			return plainStrTo(w, &e.model)
 		}
 		e.usage = rawValue(w)
 		return e.usage != nil
@@ -106,7 +90,7 @@ func readUsageMarkFast(w *jsonwalk.Walker, shape string, data []byte) (e usageMa
 	var notObject bool
 	switch shape {
 	case "chat":
-		notObject, ok = walkObject(w, data, []string{"model", "usage"}, modelUsage)
+		notObject, ok = walkObject(w, data, []string{"model", "usage"}, takeModelUsage)
 	default:
 		inner := "response"
 		if shape != "responses" {
@@ -119,11 +103,9 @@ func readUsageMarkFast(w *jsonwalk.Walker, shape string, data []byte) (e usageMa
 		notObject, ok = walkObject(w, data, names, func(i int) bool {
 			switch i {
 			case 0:
-				var ok bool
-				e.typ, ok = plainStr(w)
-				return ok
+				return plainStrTo(w, &e.typ)
 			case 1:
-				return nullOrMembers(w, []string{"model", "usage"}, modelUsage)
+				return nullOrMembers(w, []string{"model", "usage"}, takeModelUsage)
 			}
 			e.top = rawValue(w)
 			return e.top != nil
