@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -136,10 +137,10 @@ func TestStreamEventsMatchUnmarshal(t *testing.T) {
 	}
 }
 
-// Every event of every recorded real Messages and Responses stream is read
-// as json.Unmarshal reads it (as either shape), nearly all by the walk, and
-// StreamComplete's verdict on each stream is the one it gives reading every
-// event with json.Unmarshal.
+// Every event of every recorded real stream is read as json.Unmarshal reads
+// it (a Messages or Responses event as either shape, a chat chunk as a
+// chunk), nearly all by the walk, and StreamComplete's verdict on each
+// stream is the one it gives reading every event with json.Unmarshal.
 func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
 	dir := os.Getenv("GROUNDHOG_TEST_REALTRAFFIC")
 	if dir == "" {
@@ -154,6 +155,7 @@ func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
 	}
 	var w jsonwalk.Walker
 	streams, events, walked := 0, 0, 0
+	chatStreams, chatEvents, chatWalked := 0, 0, 0
 	for _, it := range its {
 		if !it.Meta.Stream || it.Meta.Status != 200 {
 			continue
@@ -163,6 +165,24 @@ func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
 			continue
 		}
 		own := strings.TrimPrefix(it.Meta.Route, "/v1/")
+		if own == "chat/completions" {
+			chatStreams++
+			for _, ev := range evs[:len(evs)-1] { // all but [DONE]
+				chatEvents++
+				got, gok := chatChunk(&w, ev.Data, nil)
+				want, wok := chatChunkByUnmarshal(ev.Data, nil)
+				if gok != wok || (wok && !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0)) {
+					t.Errorf("%s: chunk %q: walk %v %+v, json.Unmarshal %v %+v", it.ID, ev.Data, gok, got, wok, want)
+				}
+				if _, _, fast := chatChunkFast(&w, ev.Data, nil); fast {
+					chatWalked++
+				}
+			}
+			if got, want := chatComplete(evs), withSlowChunks(func() bool { return chatComplete(evs) }); got != want {
+				t.Errorf("%s: complete %v, by json.Unmarshal %v", it.ID, got, want)
+			}
+			continue
+		}
 		if own != "messages" && own != "responses" {
 			continue
 		}
@@ -185,10 +205,12 @@ func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
 			}
 		}
 	}
-	if streams < 50 || walked < events*99/100 {
-		t.Fatalf("%d streams, %d events, %d read by the walk", streams, events, walked)
+	if streams < 50 || walked < events*99/100 || chatStreams < 20 || chatWalked < chatEvents*99/100 {
+		t.Fatalf("Messages and Responses: %d streams, %d events, %d read by the walk; chat: %d streams, %d chunks, %d read by the walk",
+			streams, events, walked, chatStreams, chatEvents, chatWalked)
 	}
-	t.Logf("%d streams, %d events, %d read by the walk", streams, events, walked)
+	t.Logf("Messages and Responses: %d streams, %d events, %d read by the walk; chat: %d streams, %d chunks, %d read by the walk",
+		streams, events, walked, chatStreams, chatEvents, chatWalked)
 }
 
 // messagesCompleteByUnmarshal and responsesCompleteByUnmarshal are
@@ -200,6 +222,13 @@ func messagesCompleteByUnmarshal(evs []groundhog.Event) bool {
 
 func responsesCompleteByUnmarshal(evs []groundhog.Event) bool {
 	return withSlowMarks(func() bool { return responsesComplete(evs) })
+}
+
+// withSlowChunks runs f with every chat chunk read by json.Unmarshal.
+func withSlowChunks(f func() bool) bool {
+	chunkWalk = false
+	defer func() { chunkWalk = true }()
+	return f()
 }
 
 func withSlowMarks(f func() bool) bool {

@@ -26,16 +26,30 @@ type chatChoice struct {
 //	}
 //
 // (ASCII case-folded field names) with the same outcome for every input
-// (pinned by TestChatChunkMatchesUnmarshal), but without reflection: one
-// json.Valid and a walk of the members that matter. Keys with escapes or
-// non-ASCII bytes, and repeated fields, take the json.Unmarshal way.
+// (pinned by TestChatChunkMatchesUnmarshal, FuzzChatChunk and the real
+// recorded streams), but without reflection: one pass of a Walker over the
+// chunk, its choices read as it steps over them. Keys with escapes or
+// non-ASCII bytes, repeated fields and choices of other forms take the
+// json.Unmarshal way.
 //
 // w is the Walker it steps over data with (reused across the chunks of a
 // stream: it keeps its memory); nil makes one.
 func chatChunk(w *jsonwalk.Walker, data []byte, dst []chatChoice) ([]chatChoice, bool) {
+	if !chunkWalk {
+		return chatChunkByUnmarshal(data, dst)
+	}
 	if out, ok, fast := chatChunkFast(w, data, dst); fast {
 		return out, ok
 	}
+	return chatChunkByUnmarshal(data, dst)
+}
+
+// chunkWalk is false only in tests that read every chunk with
+// json.Unmarshal, to compare.
+var chunkWalk = true
+
+// chatChunkByUnmarshal is chatChunk by json.Unmarshal.
+func chatChunkByUnmarshal(data []byte, dst []chatChoice) ([]chatChoice, bool) {
 	var c struct {
 		Error   json.RawMessage `json:"error"`
 		Choices []struct {
