@@ -14,6 +14,9 @@ import (
 // client, the ledger writer), so the fewest bytes of several batches are
 // compared against the body's size.
 func TestIdempotentReplayReusesItsBodyBuffer(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under the race detector sync.Pool drops a quarter of the buffers put back")
+	}
 	h := newHarness(t)
 	body := string(benchbody.Chat(200<<10, benchbody.Options{Model: "sim-small"}))
 	key := map[string]string{"Idempotency-Key": "replay-buffer"}
