@@ -219,6 +219,34 @@ func rawArray(v json.RawMessage) ([]json.RawMessage, bool) {
 	if len(v) == 0 || v[0] != '[' {
 		return nil, false
 	}
+	if a, ok := rawArrayWalk(v); ok {
+		return a, true
+	}
+	return rawArrayByUnmarshal(v)
+}
+
+// rawArrayWalk is rawArray in one pass of a Walker, for an array it takes
+// whole (so valid JSON): each element the text json.Unmarshal hands a
+// json.RawMessage, as a slice of one copy of v.
+func rawArrayWalk(v []byte) ([]json.RawMessage, bool) {
+	c := bytes.Clone(v)
+	w := jsonwalk.Walker{B: c}
+	a := []json.RawMessage{}
+	if !w.Array(func() bool {
+		start := w.I
+		if !w.Value() {
+			return false
+		}
+		a = append(a, c[start:w.I:w.I])
+		return true
+	}) || !w.End() {
+		return nil, false
+	}
+	return a, true
+}
+
+// rawArrayByUnmarshal is rawArray by json.Unmarshal.
+func rawArrayByUnmarshal(v json.RawMessage) ([]json.RawMessage, bool) {
 	var a []json.RawMessage
 	if json.Unmarshal(v, &a) != nil {
 		return nil, false

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
@@ -80,4 +81,60 @@ func FuzzParseObject(f *testing.F) {
 			t.Fatalf("%q:\nparseCompactObject %v %q\ndecoder            %v %q", b, gerr, got, werr, want)
 		}
 	})
+}
+
+// rawArray gives json.Unmarshal's elements (each one's text) for random
+// arrays — nested, spaced, with nulls, invalid or cut short — and reads the
+// valid ones in one pass.
+func TestRawArrayMatchesUnmarshal(t *testing.T) {
+	rng := rand.New(rand.NewSource(19))
+	pick := func(xs ...string) string { return xs[rng.Intn(len(xs))] }
+	ws := func() string { return pick("", "", " ", "\n") }
+	walked := 0
+	for range 50000 {
+		var es []string
+		for k := rng.Intn(5); k > 0; k-- {
+			es = append(es, ws()+pick("null", "0", "-1.5e3", `"a b"`, `"\u00e9\""`, "true", "{}", "[]", `{"a": [1, {"b":"]"}]}`, `[null,[]]`)+ws())
+		}
+		s := ws() + "[" + strings.Join(es, ",") + "]" + ws()
+		switch rng.Intn(15) {
+		case 0:
+			s = s[:rng.Intn(len(s)+1)]
+		case 1:
+			s = "[1,]"
+		case 2:
+			s = "[1] [2]"
+		}
+		checkRawArray(t, []byte(s))
+		if _, ok := rawArrayWalk([]byte(strings.TrimSpace(s))); ok {
+			walked++
+		}
+	}
+	if walked < 30000 {
+		t.Fatalf("only %d arrays read in one pass", walked)
+	}
+}
+
+func checkRawArray(t *testing.T, b []byte) {
+	t.Helper()
+	got, gok := rawArray(b)
+	var want []json.RawMessage
+	wok := false
+	if len(b) > 0 && b[0] == '[' {
+		want, wok = rawArrayByUnmarshal(b)
+	}
+	same := gok == wok && len(got) == len(want) && (got == nil) == (want == nil)
+	for i := 0; same && i < len(got); i++ {
+		same = string(got[i]) == string(want[i])
+	}
+	if !same {
+		t.Fatalf("%q:\nrawArray       %v %q\njson.Unmarshal %v %q", b, gok, got, wok, want)
+	}
+}
+
+func FuzzRawArray(f *testing.F) {
+	for _, s := range []string{`[]`, `[1, "a", null, {"b": [2]}]`, ` [1] `, `[1,]`, `[`, `[1] x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkRawArray(t, b) })
 }
