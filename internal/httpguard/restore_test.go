@@ -183,6 +183,13 @@ func (w *countingWriter) SetWriteDeadline(t time.Time) error {
 	return w.deadlineWriter.SetWriteDeadline(t)
 }
 
+// fakeClock makes *now the guard's clock until the test ends.
+func fakeClock(t *testing.T, now *time.Time) {
+	clock = func() time.Time { return *now }
+	since = func(t time.Time) time.Duration { return now.Sub(t) }
+	t.Cleanup(func() { clock, since = time.Now, time.Since })
+}
+
 // The server's flush after the handler gets a write deadline of WriteIdle:
 // a fresh one, unless the handler's last write set one less than
 // deadlineReuse before it returned. Never none, never an older one. An
@@ -193,9 +200,7 @@ func TestFinalWriteDeadline(t *testing.T) {
 	const idle = time.Minute
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	fake := t0
-	clock = func() time.Time { return fake }
-	since = func(t time.Time) time.Duration { return fake.Sub(t) }
-	defer func() { clock, since = time.Now, time.Since }()
+	fakeClock(t, &fake)
 	write := func(w http.ResponseWriter) { _, _ = w.Write([]byte("x")) }
 	for _, proto := range []int{1, 2} {
 		for _, tc := range []struct {
@@ -303,9 +308,7 @@ func TestWriteDeadlineRenewed(t *testing.T) {
 	const idle = time.Minute
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	fake := t0
-	clock = func() time.Time { return fake }
-	since = func(t time.Time) time.Duration { return fake.Sub(t) }
-	defer func() { clock, since = time.Now, time.Since }()
+	fakeClock(t, &fake)
 	steps := []struct {
 		at    time.Duration
 		flush bool
