@@ -14,9 +14,10 @@ import (
 // that takes the usual forms — keys plain and distinct, each member read of
 // the type the struct gives it — and leaves anything else to json.Unmarshal.
 
-// markWalk is false only in tests that read every event with
-// json.Unmarshal, to compare.
-var markWalk = true
+// eventWalk is false only in tests that read every event (chat chunks,
+// Messages and Responses events, the usage events) with json.Unmarshal, to
+// compare.
+var eventWalk = true
 
 // messagesMark is what messagesComplete reads of one event: json.Unmarshal
 // into
@@ -37,7 +38,7 @@ type messagesMark struct {
 }
 
 func readMessagesMark(w *jsonwalk.Walker, data []byte) (e messagesMark, ok bool) {
-	if markWalk {
+	if eventWalk {
 		if e, ok, fast := readMessagesMarkFast(w, data); fast {
 			return e, ok
 		}
@@ -206,7 +207,7 @@ type responsesMark struct {
 }
 
 func readResponsesMark(w *jsonwalk.Walker, data []byte) (e responsesMark, ok bool) {
-	if markWalk {
+	if eventWalk {
 		if e, ok, fast := readResponsesMarkFast(w, data); fast {
 			return e, ok
 		}

@@ -178,7 +178,7 @@ func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
 					chatWalked++
 				}
 			}
-			if got, want := chatComplete(evs), withSlowChunks(func() bool { return chatComplete(evs) }); got != want {
+			if got, want := chatComplete(evs), withUnmarshal(func() bool { return chatComplete(evs) }); got != want {
 				t.Errorf("%s: complete %v, by json.Unmarshal %v", it.ID, got, want)
 			}
 			continue
@@ -217,23 +217,17 @@ func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
 // messagesComplete and responsesComplete reading every event with
 // json.Unmarshal.
 func messagesCompleteByUnmarshal(evs []groundhog.Event) bool {
-	return withSlowMarks(func() bool { return messagesComplete(evs) })
+	return withUnmarshal(func() bool { return messagesComplete(evs) })
 }
 
 func responsesCompleteByUnmarshal(evs []groundhog.Event) bool {
-	return withSlowMarks(func() bool { return responsesComplete(evs) })
+	return withUnmarshal(func() bool { return responsesComplete(evs) })
 }
 
-// withSlowChunks runs f with every chat chunk read by json.Unmarshal.
-func withSlowChunks(f func() bool) bool {
-	chunkWalk = false
-	defer func() { chunkWalk = true }()
-	return f()
-}
-
-func withSlowMarks(f func() bool) bool {
-	markWalk = false
-	defer func() { markWalk = true }()
+// withUnmarshal runs f with every event read by json.Unmarshal.
+func withUnmarshal(f func() bool) bool {
+	eventWalk = false
+	defer func() { eventWalk = true }()
 	return f()
 }
 

@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 
 	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 )
@@ -35,18 +34,13 @@ type chatChoice struct {
 // w is the Walker it steps over data with (reused across the chunks of a
 // stream: it keeps its memory); nil makes one.
 func chatChunk(w *jsonwalk.Walker, data []byte, dst []chatChoice) ([]chatChoice, bool) {
-	if !chunkWalk {
-		return chatChunkByUnmarshal(data, dst)
-	}
-	if out, ok, fast := chatChunkFast(w, data, dst); fast {
-		return out, ok
+	if eventWalk {
+		if out, ok, fast := chatChunkFast(w, data, dst); fast {
+			return out, ok
+		}
 	}
 	return chatChunkByUnmarshal(data, dst)
 }
-
-// chunkWalk is false only in tests that read every chunk with
-// json.Unmarshal, to compare.
-var chunkWalk = true
 
 // chatChunkByUnmarshal is chatChunk by json.Unmarshal.
 func chatChunkByUnmarshal(data []byte, dst []chatChoice) ([]chatChoice, bool) {
@@ -70,25 +64,18 @@ func chatChunkByUnmarshal(data []byte, dst []chatChoice) ([]chatChoice, bool) {
 	return dst, true
 }
 
-// chatChunkFast is chatChunk's walk; fast is false when the input needs
-// json.Unmarshal's own reading.
+// chatChunkFast is chatChunk's walk (walkObject): the chunk's error, and its
+// choices read as the walk steps over them when they take the usual form —
+// an array of objects whose index is a small integer or null and whose
+// finish_reason a string or null. fast is false for anything else, which
+// json.Unmarshal reads. w nil makes a Walker.
 func chatChunkFast(w *jsonwalk.Walker, data []byte, dst []chatChoice) (out []chatChoice, ok, fast bool) {
-	b := bytes.TrimSpace(data)
-	if len(b) == 0 || b[0] != '{' {
-		return dst, false, true // unmarshalObject: not a JSON object
-	}
-	// One pass of a Walker over the chunk, which is then valid JSON with
-	// plain, distinct keys; anything it refuses (invalid JSON, an escaped
-	// or repeated key) is checked the longer way below.
 	if w == nil {
 		w = new(jsonwalk.Walker)
 	}
-	// The choices are read as the walk steps over them when they take
-	// the usual form: an array of objects whose index is a small integer
-	// or null and whose finish_reason a string or null.
 	var errVal []byte
 	n := len(dst)
-	if _, ok := walkObject(w, b, []string{"error", "choices"}, func(i int) bool {
+	notObject, ok := walkObject(w, data, []string{"error", "choices"}, func(i int) bool {
 		if i == 0 {
 			errVal = rawValue(w)
 			return errVal != nil
@@ -116,108 +103,16 @@ func chatChunkFast(w *jsonwalk.Walker, data []byte, dst []chatChoice) (out []cha
 			dst = append(dst, cc)
 			return ok
 		})
-	}); ok {
-		if errVal != nil && string(errVal) != "null" {
-			return dst[:n], false, true
-		}
-		return dst, true, true
-	}
-	dst = dst[:n]
-	if !json.Valid(b) {
-		return dst, false, true // json.Unmarshal fails on any invalid JSON
-	}
-	var choices []byte
-	sawError, sawChoices, errored := false, false, false
-	okMembers := validMembers(b, func(key, val []byte) bool {
-		switch {
-		case asciiFoldEqual(key, "error"):
-			if sawError {
-				return false
-			}
-			sawError = true
-			errored = string(val) != "null"
-		case asciiFoldEqual(key, "choices"):
-			if sawChoices {
-				return false
-			}
-			sawChoices, choices = true, val
-		}
-		return true
 	})
-	if !okMembers {
-		return dst, false, false
+	switch {
+	case notObject:
+		return dst[:n], false, true // unmarshalObject: not a JSON object
+	case !ok:
+		return dst[:n], false, false
+	case errVal != nil && string(errVal) != "null":
+		return dst[:n], false, true
 	}
-	if errored {
-		return dst, false, true
-	}
-	return chatChoices(choices, dst)
-}
-
-// chatChoices reads the value of a chunk's "choices" member (nil when it
-// has none), valid JSON, as chatChunkFast does.
-func chatChoices(choices []byte, dst []chatChoice) (out []chatChoice, ok, fast bool) {
-	if choices == nil || string(choices) == "null" {
-		return dst, true, true
-	}
-	if choices[0] != '[' {
-		return dst, false, true // a type error
-	}
-	ok, fast = true, true
-	validElements(choices, func(e []byte) bool {
-		switch e[0] {
-		case 'n': // null: a zero choice, no index
-			dst = append(dst, chatChoice{})
-			return true
-		case '{':
-		default:
-			ok = false // a type error
-			return true
-		}
-		var cc chatChoice
-		sawIndex, sawFinish := false, false
-		if !validMembers(e, func(key, val []byte) bool {
-			switch {
-			case asciiFoldEqual(key, "index"):
-				if sawIndex {
-					return false
-				}
-				sawIndex = true
-				switch c := val[0]; {
-				case c == 'n':
-				case c == '-' || c >= '0' && c <= '9':
-					n, err := strconv.ParseInt(string(val), 10, 64)
-					if err != nil {
-						ok = false // json.Unmarshal: a number that is not an int64
-					}
-					cc.index, cc.hasIndex = n, true
-				default:
-					ok = false
-				}
-			case asciiFoldEqual(key, "finish_reason"):
-				if sawFinish {
-					return false
-				}
-				sawFinish = true
-				switch val[0] {
-				case 'n':
-				case '"':
-					cc.finished = true
-				default:
-					ok = false
-				}
-			}
-			return true
-		}) {
-			fast = false
-			return false
-		}
-		dst = append(dst, cc)
-		return true
-	})
-	if !fast {
-		return dst[:0], false, false
-	}
-	return dst, ok, true
+	return dst, true, true
 }
 
 // validMembers calls fn with the raw key (no quotes) and value of each member of
@@ -244,20 +139,4 @@ func validMembers(b []byte, fn func(key, val []byte) bool) bool {
 		}
 	}
 	return true
-}
-
-// validElements calls fn with each element of the valid JSON array b until fn
-// returns false.
-func validElements(b []byte, fn func(e []byte) bool) {
-	i := SkipSpace(b, 1)
-	for i < len(b) && b[i] != ']' {
-		ve := ValueEnd(b, i)
-		if !fn(b[i:ve]) {
-			return
-		}
-		i = SkipSpace(b, ve)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-		}
-	}
 }

@@ -27,7 +27,7 @@ type usageMark struct {
 }
 
 func readUsageMark(w *jsonwalk.Walker, shape string, data []byte) (e usageMark, ok bool) {
-	if markWalk {
+	if eventWalk {
 		if e, ok, fast := readUsageMarkFast(w, shape, data); fast {
 			return e, ok
 		}

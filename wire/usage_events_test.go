@@ -175,7 +175,7 @@ func TestStreamUsageMatchesUnmarshal(t *testing.T) {
 		var wu groundhog.Usage
 		var wp []groundhog.UsagePart
 		var werr error
-		withSlowMarks(func() bool { wm, wu, wp, werr = UsagePartsFromEvents(s.shape, s.evs); return true })
+		withUnmarshal(func() bool { wm, wu, wp, werr = UsagePartsFromEvents(s.shape, s.evs); return true })
 		if model != wm || u != wu || !reflect.DeepEqual(parts, wp) || (err == nil) != (werr == nil) {
 			t.Errorf("%s: %q %+v %v %v\nby json.Unmarshal: %q %+v %v %v", s.id, model, u, parts, err, wm, wu, wp, werr)
 		}
