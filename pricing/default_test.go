@@ -49,3 +49,30 @@ func TestDefaultCacheWriteRates(t *testing.T) {
 		}
 	}
 }
+
+// TestAnthropicAliases checks that a "-latest" alias is priced as the dated
+// snapshot it answers with, so a call priced by its request's model (a
+// stream cut before its first event) and one priced by its answer's agree.
+func TestAnthropicAliases(t *testing.T) {
+	tab := Default()
+	for alias, snapshot := range map[string]string{
+		"claude-3-opus-latest":     "claude-3-opus-20240229",
+		"claude-3-5-haiku-latest":  "claude-3-5-haiku-20241022",
+		"claude-3-5-sonnet-latest": "claude-3-5-sonnet-20241022",
+		"claude-3-7-sonnet-latest": "claude-3-7-sonnet-20250219",
+	} {
+		a, ok := tab.Lookup(alias)
+		if !ok {
+			t.Errorf("%s: no price", alias)
+			continue
+		}
+		s, ok := tab.Lookup(snapshot)
+		if !ok {
+			t.Errorf("%s: no price", snapshot)
+			continue
+		}
+		if a != s {
+			t.Errorf("%s priced %+v, its snapshot %s %+v", alias, a, snapshot, s)
+		}
+	}
+}

@@ -27,6 +27,16 @@ type Table map[string]groundhog.Price
 // table is updated: prices_file or prices: in the configuration win.
 const PricesTaken = "2026-12-01"
 
+// anthropicAliases maps each of Anthropic's "-latest" model aliases to the
+// family of the dated snapshot it answers with (claude-3-5-haiku-latest
+// answers as claude-3-5-haiku-20241022).
+var anthropicAliases = map[string]string{
+	"claude-3-opus-latest":     "claude-3-opus",
+	"claude-3-5-haiku-latest":  "claude-3-5-haiku",
+	"claude-3-5-sonnet-latest": "claude-3-5-sonnet",
+	"claude-3-7-sonnet-latest": "claude-3-7-sonnet",
+}
+
 // Default is the built-in table: the simulated provider's models and the
 // current OpenAI and Anthropic model families, by their undated names (a
 // dated snapshot resolves to its family, see Lookup). Prices are USD per
@@ -102,7 +112,6 @@ func Default() Table {
 		"claude-opus-4":          {"15.00", "1.50", "18.75", "30.00", "75.00"},
 		"claude-opus-4-0":        {"15.00", "1.50", "18.75", "30.00", "75.00"},
 		"claude-3-opus":          {"15.00", "1.50", "18.75", "30.00", "75.00"},
-		"claude-3-opus-latest":   {"15.00", "1.50", "18.75", "30.00", "75.00"},
 		"claude-sonnet-5-5":      {"2.00", "0.20", "2.50", "4.00", "10.00"},
 		"claude-sonnet-5":        {"2.00", "0.20", "2.50", "4.00", "10.00"},
 		"claude-sonnet-4-6":      {"3.00", "0.30", "3.75", "6.00", "15.00"},
@@ -110,6 +119,7 @@ func Default() Table {
 		"claude-sonnet-4":        {"3.00", "0.30", "3.75", "6.00", "15.00"},
 		"claude-sonnet-4-0":      {"3.00", "0.30", "3.75", "6.00", "15.00"},
 		"claude-3-7-sonnet":      {"3.00", "0.30", "3.75", "6.00", "15.00"},
+		"claude-3-5-sonnet":      {"3.00", "0.30", "3.75", "6.00", "15.00"},
 		"claude-haiku-4-5":       {"1.00", "0.10", "1.25", "2.00", "5.00"},
 		"claude-3-5-haiku":       {"0.80", "0.08", "1.00", "1.60", "4.00"},
 		"claude-3-haiku":         {"0.25", "0.03", "0.30", "0.50", "1.25"},
@@ -154,6 +164,12 @@ func Default() Table {
 		}
 		pr.CacheStoragePerHour = v
 		t[model] = pr
+	}
+	// Anthropic's aliases name their current snapshot; a request may name
+	// the alias (and a stream cut before its first event is priced by the
+	// request's model), the answer names the snapshot.
+	for alias, family := range anthropicAliases {
+		t[alias] = t[family]
 	}
 	addBedrock(t) // bedrock.go
 	return t
