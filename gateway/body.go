@@ -24,10 +24,9 @@ import (
 // serveIdempotent), when nothing but the handler's own frame held the body —
 // the fingerprint copies what it keeps (hash, model), the ledger row holds
 // strings, the echo rewrite and the response writer copy what they write;
-// and on the miss path of a call without an idempotency key, when the last
-// of its readers (the handler, the flight, each upstream request body the
-// transport has not closed) lets go (missbody.go). On every other path (an
-// idempotent call that goes upstream, an orphaned leader) the body is simply
+// and on the miss path (idempotent or not), when the last of its readers
+// (the handler, the flight, each upstream request body the transport has
+// not closed) lets go (missbody.go). On every other path the body is simply
 // left to the garbage collector: a pooled buffer reused while someone still
 // reads it would be far worse than an allocation.
 

@@ -18,13 +18,18 @@ import (
 // docs/design/0010-miss-path.md), plus the GC cycles it paid for.
 //
 // bodyRefs counts who may still read a pooled body on the miss path of a
-// call without an idempotency key: the handler, the call's flight while its
-// work runs, and every upstream request body the transport has not closed
-// yet (the transport closes the body when it is done with it, possibly
-// after RoundTrip returned). The buffer goes back to the pool when the last
-// of them lets go. A reference that is never let go (a transport that never
-// closes) only leaves the buffer to the GC, as before: never a reuse while
-// someone reads it.
+// call: the handler, the call's flight while its work runs, and every
+// upstream request body the transport has not closed yet (the transport
+// closes the body when it is done with it, possibly after RoundTrip
+// returned). The buffer goes back to the pool when the last of them lets
+// go. A reference that is never let go (a transport that never closes)
+// only leaves the buffer to the GC, as before: never a reuse while someone
+// reads it.
+//
+// A call holding an idempotency claim is no different: its claim is
+// settled by the handler (writeStored), or by its flight when its client
+// left first (flightDone, finishOrphan), from the response, the
+// fingerprint and the ledger row — none of which reads the body.
 type bodyRefs struct {
 	n atomic.Int32
 	p *pooledBody
@@ -34,8 +39,8 @@ type bodyRefs struct {
 // handler: c.releaseBody, on the hit path, then does nothing and the
 // handler's release (releaseMissBody) puts the buffer back.
 func (c *call) missBodyRefs() *bodyRefs {
-	if c.pooled == nil || c.idemKey != "" {
-		return nil // no pooled buffer, or the idempotency path (left to the GC)
+	if c.pooled == nil {
+		return nil // no pooled buffer
 	}
 	b := &bodyRefs{p: c.pooled}
 	b.n.Store(1)
