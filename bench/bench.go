@@ -41,6 +41,8 @@ type Options struct {
 	// Stream sends "stream": true: the hit path then answers stored SSE
 	// events and the floor the same bytes.
 	Stream bool
+	// API is the provider API of every request (default chat; see API).
+	API API
 	// Profile, when set, is a directory that receives a CPU profile
 	// (<scenario>.cpu.pprof) and an allocation profile (<scenario>.allocs.pprof,
 	// the allocations made during the scenario) of the gateway process for
@@ -89,6 +91,7 @@ type Report struct {
 	Conns       int
 	Duration    time.Duration
 	Stream      bool
+	API         API
 	Profile     string
 }
 
@@ -212,11 +215,11 @@ type scenario struct {
 
 // request builds one scenario request.
 type request struct {
-	path   string
+	api    API
 	body   []byte
 	header func(i int64) http.Header
-	// unique makes every request a body never sent before (a "safety_identifier" field
-	// with the request's number, first member): what a miss is in real
+	// unique makes every request a body never sent before (an end-user id
+	// with the request's number, first member: API.appendUnique): what a miss is in real
 	// traffic. The gateway's fingerprint memo (fingerprint.Memo) answers
 	// a body sent again, so a repeated body would measure a retry, not a
 	// miss. Every server of a miss scenario gets the same bodies.
@@ -228,10 +231,9 @@ type request struct {
 var uniqueSeq atomic.Int64
 
 // uniqueBody returns body (a JSON object starting with '{', see body) with
-// "safety_identifier":"bench-<i>" as its first member.
-func uniqueBody(body []byte, i int64) []byte {
-	b := make([]byte, 0, len(body)+40)
-	b = fmt.Appendf(b, `{"safety_identifier":"bench-%d"`, i)
+// api's unique member, numbered i, as its first member.
+func uniqueBody(api API, body []byte, i int64) []byte {
+	b := api.appendUnique(make([]byte, 0, len(body)+48), i)
 	rest := bytes.TrimLeft(body[1:], " \t\r\n")
 	if len(rest) > 0 && rest[0] != '}' {
 		b = append(b, ',')
@@ -242,13 +244,13 @@ func uniqueBody(body []byte, i int64) []byte {
 func (req request) do(ctx context.Context, client *http.Client, url string, i int64) (*http.Response, error) {
 	body := req.body
 	if req.unique {
-		body = uniqueBody(body, uniqueSeq.Add(1))
+		body = uniqueBody(req.api, body, uniqueSeq.Add(1))
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url+req.path, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url+req.api.path(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	req.api.setHeaders(hr.Header)
 	if req.header != nil {
 		for k, v := range req.header(i) {
 			hr.Header[k] = v
@@ -359,29 +361,33 @@ func fetch(ctx context.Context, url, name string) error {
 }
 
 // body resolves one Options.Bodies entry.
-func body(spec string, stream bool) ([]byte, BodyInfo, error) {
+func body(api API, spec string, stream bool) ([]byte, BodyInfo, error) {
 	o := benchbody.Options{Model: "sim-small", Stream: stream}
+	gen := benchbody.Chat
+	if api == APIMessages {
+		gen = benchbody.Anthropic
+	}
 	var b []byte
 	info := BodyInfo{Kind: spec}
 	switch spec {
 	case "small":
-		b, info.Label = benchbody.Chat(1<<10, o), "1KB"
+		b, info.Label = gen(1<<10, o), "1KB"
 	case "large":
-		b, info.Label = benchbody.Chat(200<<10, o), "200KB"
+		b, info.Label = gen(200<<10, o), "200KB"
 	default:
 		var err error
 		if b, err = os.ReadFile(spec); err != nil {
 			return nil, info, err
 		}
-		// The miss scenarios write a "safety_identifier" first member into
-		// the object (uniqueBody).
+		// The miss scenarios write the API's unique member first into the
+		// object (uniqueBody).
 		b = bytes.TrimSpace(b)
 		var top map[string]json.RawMessage
 		if err := json.Unmarshal(b, &top); err != nil || len(b) == 0 || b[0] != '{' {
-			return nil, info, fmt.Errorf("--body %s: not a JSON object (a chat request is required)", spec)
+			return nil, info, fmt.Errorf("--body %s: not a JSON object (a %s request is required)", spec, api.label())
 		}
-		if _, ok := top["safety_identifier"]; ok {
-			return nil, info, fmt.Errorf("--body %s: remove its top-level \"safety_identifier\": the miss scenarios set it to make every body new", spec)
+		if _, ok := top[api.uniqueMember()]; ok {
+			return nil, info, fmt.Errorf("--body %s: remove its top-level %q: the miss scenarios set it to make every body new", spec, api.uniqueMember())
 		}
 		info.Kind, info.Label = "file", filepath.Base(spec)
 	}
@@ -442,6 +448,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Duration <= 0 {
 		o.Duration = 3 * time.Second
 	}
+	if o.API == "" {
+		o.API = APIChat
+	}
 	if o.Conns <= 0 {
 		o.Conns = 32
 	}
@@ -470,7 +479,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep := &Report{Results: map[string]Result{}, Conns: o.Conns, Duration: o.Duration, Stream: o.Stream, Profile: o.Profile}
+	rep := &Report{Results: map[string]Result{}, Conns: o.Conns, Duration: o.Duration, Stream: o.Stream, API: o.API, Profile: o.Profile}
 	if o.Micro {
 		fmt.Fprintf(o.Log, "bench: fingerprint ÷ sha256 (in process)\n")
 		rep.Fingerprint = fingerprintBench()
@@ -492,7 +501,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer proxy.stop()
-	gw, err := o.start(ctx, "gateway", "serve", "--db", filepath.Join(o.Dir, "on.db"), "--upstream", simSrv.url+"/v1")
+	gw, err := o.start(ctx, "gateway", "serve", "--db", filepath.Join(o.Dir, "on.db"), "--upstream", simSrv.url+"/v1", "--anthropic-upstream", simSrv.url+"/v1")
 	if err != nil {
 		return nil, err
 	}
@@ -501,7 +510,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := os.WriteFile(noLedger, []byte("ledger:\n  disabled: true\n"), 0o600); err != nil {
 		return nil, err
 	}
-	gwNL, err := o.start(ctx, "gateway-no-ledger", "serve", "--config", noLedger, "--db", filepath.Join(o.Dir, "off.db"), "--upstream", simSrv.url+"/v1")
+	gwNL, err := o.start(ctx, "gateway-no-ledger", "serve", "--config", noLedger, "--db", filepath.Join(o.Dir, "off.db"), "--upstream", simSrv.url+"/v1", "--anthropic-upstream", simSrv.url+"/v1")
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +532,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// line's cost is the difference between the two hits.
 	var gwWarn *server
 	if o.wanted("gateway-hit-log-warn/") {
-		if gwWarn, err = o.start(ctx, "gateway-log-warn", "serve", "--db", filepath.Join(o.Dir, "warn.db"), "--upstream", simSrv.url+"/v1", "--log-level", "warn"); err != nil {
+		if gwWarn, err = o.start(ctx, "gateway-log-warn", "serve", "--db", filepath.Join(o.Dir, "warn.db"), "--upstream", simSrv.url+"/v1", "--anthropic-upstream", simSrv.url+"/v1", "--log-level", "warn"); err != nil {
 			return nil, err
 		}
 		defer gwWarn.stop()
@@ -538,17 +547,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return h
 		}
 	}
-	const path = "/v1/chat/completions"
+	api := o.API
 	run0 := time.Now().UnixNano()
 	var all []scenario
 	var keySeq atomic.Int64
 	for _, spec := range o.Bodies {
-		b, info, err := body(spec, o.Stream)
+		b, info, err := body(api, spec, o.Stream)
 		if err != nil {
 			return nil, err
 		}
 		rep.Bodies = append(rep.Bodies, info)
-		hit := request{path: path, body: b, header: hdr("Groundhog-Cache", "use")}
+		hit := request{api: api, body: b, header: hdr("Groundhog-Cache", "use")}
 		// The floor answers exactly what a hit on this body returns.
 		st, err := capture(ctx, gw, hit)
 		if err != nil {
@@ -568,7 +577,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			ngxBody = nil
 		}
 		if ngxBody != nil {
-			if err := nginxHits(ctx, ngxBody, request{path: path, body: b}); err != nil {
+			if err := nginxHits(ctx, ngxBody, request{api: api, body: b}); err != nil {
 				return nil, err
 			}
 		}
@@ -591,20 +600,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			defer floorT.stop()
 		}
 		for _, sc := range []scenario{
-			{name: "floor", target: floor, req: request{path: path, body: b}},
-			{name: "floor-timeouts", target: floorT, req: request{path: path, body: b}},
-			{name: "direct-sim", target: simSrv, req: request{path: path, body: b, unique: true}},
-			{name: "proxy-miss", target: proxy, req: request{path: path, body: b, unique: true}},
-			{name: "gateway-miss", target: gw, req: request{path: path, body: b, unique: true}},
+			{name: "floor", target: floor, req: request{api: api, body: b}},
+			{name: "floor-timeouts", target: floorT, req: request{api: api, body: b}},
+			{name: "direct-sim", target: simSrv, req: request{api: api, body: b, unique: true}},
+			{name: "proxy-miss", target: proxy, req: request{api: api, body: b, unique: true}},
+			{name: "gateway-miss", target: gw, req: request{api: api, body: b, unique: true}},
 			{name: "gateway-hit", target: gw, req: hit},
 			{name: "gateway-hit-no-ledger", target: gwNL, req: hit},
 			{name: "gateway-hit-log-warn", target: gwWarn, req: hit},
-			{name: "nginx-hit", target: ngxBody, req: request{path: path, body: b}},
-			{name: "gateway-idempotent-new-keys", target: gw, req: request{path: path, body: b, unique: true, header: func(int64) http.Header {
+			{name: "nginx-hit", target: ngxBody, req: request{api: api, body: b}},
+			{name: "gateway-idempotent-new-keys", target: gw, req: request{api: api, body: b, unique: true, header: func(int64) http.Header {
 				// A counter of the whole run: keys stay new across rounds.
 				return http.Header{"Idempotency-Key": {fmt.Sprintf("bench-%d-%s-%d", run0, info.Label, keySeq.Add(1))}}
 			}}},
-			{name: "gateway-idempotent-replay", target: gw, req: request{path: path, body: b, header: hdr("Idempotency-Key", fmt.Sprintf("bench-replay-%d-%s", run0, info.Label))}},
+			{name: "gateway-idempotent-replay", target: gw, req: request{api: api, body: b, header: hdr("Idempotency-Key", fmt.Sprintf("bench-replay-%d-%s", run0, info.Label))}},
 		} {
 			sc.name += "/" + info.Label
 			if o.wanted(sc.name) && sc.target != nil {

@@ -30,14 +30,14 @@ func TestNginxCachesOnTheBody(t *testing.T) {
 		t.Skip("nginx is not installed")
 	}
 	defer ngx.stop()
-	one := request{path: "/v1/chat/completions", body: []byte(`{"n":1}`)}
+	one := request{api: APIChat, body: []byte(`{"n":1}`)}
 	if err := nginxHits(ctx, ngx, one); err != nil { // two misses' worth of priming, then a hit
 		t.Fatal(err)
 	}
 	if got := calls.Load(); got != 1 {
 		t.Fatalf("upstream called %d times for one body, want 1", got)
 	}
-	res, err := request{path: one.path, body: []byte(`{"n":2}`)}.do(ctx, http.DefaultClient, ngx.url, 0)
+	res, err := request{api: one.api, body: []byte(`{"n":2}`)}.do(ctx, http.DefaultClient, ngx.url, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,8 @@ type RateOptions struct {
 	Duration time.Duration // per scenario (default 3s)
 	Dir      string        // scratch directory for databases (default: a temp dir)
 	Log      io.Writer     // progress lines (default: discard)
-	Body     string        // "small" (about 1 KB, the default), "large" or a file holding a chat request
+	Body     string        // "small" (about 1 KB, the default), "large" or a file holding a request of API
+	API      API           // the provider API of every request (default chat)
 }
 
 // schedule is an open-loop schedule: request i is due at start + i×interval,
@@ -87,6 +88,7 @@ type GCStats struct {
 type RateReport struct {
 	Rate     int
 	Duration time.Duration
+	API      API
 	Body     BodyInfo
 	Results  []RateResult
 }
@@ -170,7 +172,10 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 	if o.Body == "" {
 		o.Body = "small"
 	}
-	b, info, err := body(o.Body, false)
+	if o.API == "" {
+		o.API = APIChat
+	}
+	b, info, err := body(o.API, o.Body, false)
 	if err != nil {
 		return nil, err
 	}
@@ -184,19 +189,19 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 		return nil, err
 	}
 	defer proxy.stop()
-	gw, err := ro.start(ctx, "gateway", "serve", "--db", filepath.Join(ro.Dir, "rate.db"), "--upstream", simSrv.url+"/v1")
+	gw, err := ro.start(ctx, "gateway", "serve", "--db", filepath.Join(ro.Dir, "rate.db"), "--upstream", simSrv.url+"/v1", "--anthropic-upstream", simSrv.url+"/v1")
 	if err != nil {
 		return nil, err
 	}
 	defer gw.stop()
-	const path = "/v1/chat/completions"
+	api := o.API
 	run0 := time.Now().UnixNano()
 	var keySeq atomic.Int64
-	hit := request{path: path, body: b, header: func(int64) http.Header { return http.Header{"Groundhog-Cache": {"use"}} }}
+	hit := request{api: api, body: b, header: func(int64) http.Header { return http.Header{"Groundhog-Cache": {"use"}} }}
 	if _, err := capture(ctx, gw, hit); err != nil { // the entry the hits are answered from
 		return nil, err
 	}
-	direct := request{path: path, body: b, unique: true}
+	direct := request{api: api, body: b, unique: true}
 	scenarios := []struct {
 		name   string
 		target *server
@@ -204,13 +209,13 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 	}{
 		// What any Go proxy adds on this machine: the bare ReverseProxy
 		// the throughput run compares the miss with, at the same rate.
-		{"proxy-miss", proxy, request{path: path, body: b, unique: true}},
-		{"miss", gw, request{path: path, body: b, unique: true}},
+		{"proxy-miss", proxy, request{api: api, body: b, unique: true}},
+		{"miss", gw, request{api: api, body: b, unique: true}},
 		{"hit", gw, hit},
-		{"idempotent-miss", gw, request{path: path, body: b, unique: true, header: func(int64) http.Header {
+		{"idempotent-miss", gw, request{api: api, body: b, unique: true, header: func(int64) http.Header {
 			return http.Header{"Idempotency-Key": {fmt.Sprintf("rate-%d-%d", run0, keySeq.Add(1))}}
 		}}},
-		{"miss-prompt-cache", gw, request{path: path, body: b, unique: true, header: func(int64) http.Header {
+		{"miss-prompt-cache", gw, request{api: api, body: b, unique: true, header: func(int64) http.Header {
 			return http.Header{"Groundhog-Prompt-Cache-Diagnostics": {"provider"}, "Groundhog-Prompt-Cache-Breakpoints": {"auto"}}
 		}}},
 	}
@@ -221,7 +226,7 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 	openLoop(ctx, client, simSrv.url, direct, o.Rate, time.Second/2)
 	openLoop(ctx, client, proxy.url, scenarios[0].req, o.Rate, time.Second/2)
 	openLoop(ctx, client, gw.url, scenarios[1].req, o.Rate, time.Second/2)
-	rep := &RateReport{Rate: o.Rate, Duration: o.Duration, Body: info}
+	rep := &RateReport{Rate: o.Rate, Duration: o.Duration, API: o.API, Body: info}
 	for _, sc := range scenarios {
 		// The baseline is measured right before each scenario, so both see
 		// the same machine.
@@ -301,7 +306,7 @@ func parseGCStats(b []byte) (GCStats, error) {
 // WriteMarkdown prints the added latency of each scenario over the
 // upstream alone, and the gateway's collections and allocation during it.
 func (r *RateReport) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "Open loop: %d requests/s for %s per scenario, %s body (%d bytes); latency from each request's scheduled start.\n\n", r.Rate, r.Duration, r.Body.Label, r.Body.Bytes)
+	fmt.Fprintf(w, "Open loop: %d requests/s for %s per scenario, %s body of %s (%d bytes); latency from each request's scheduled start.\n\n", r.Rate, r.Duration, r.Body.Label, r.API.label(), r.Body.Bytes)
 	fmt.Fprintf(w, "| scenario | p50 | p99 | upstream alone p50 | p99 | added p50 | added p99 | errors | gateway GCs | KB allocated per request |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Results {
 		gcs, kb := "–", "–"

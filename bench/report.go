@@ -17,7 +17,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	if r.Stream {
 		mode = "streaming (SSE)"
 	}
-	fmt.Fprintf(w, "## HTTP, %d connections, %s per scenario, %s, zero-latency sim, each server its own process\n\n", r.Conns, r.Duration, mode)
+	fmt.Fprintf(w, "## HTTP, %s, %d connections, %s per scenario, %s, zero-latency sim, each server its own process\n\n", r.API.label(), r.Conns, r.Duration, mode)
 	fmt.Fprintf(w, "| scenario | body | requests/s | errors | server CPU / request |\n|---|---|---:|---:|---:|\n")
 	for _, b := range r.Bodies {
 		for _, sc := range scenarios {

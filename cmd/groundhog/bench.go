@@ -18,6 +18,7 @@ import (
 func init() {
 	o := bench.Options{Micro: true}
 	var rate int
+	var api string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-test groundhog against same-run baselines (markdown table out)",
@@ -41,8 +42,12 @@ directly at the same rate (measured just before it), for the first --body.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Log = cmd.ErrOrStderr()
+			var err error
+			if o.API, err = bench.ParseAPI(api); err != nil {
+				return err
+			}
 			if rate > 0 {
-				ro := bench.RateOptions{Rate: rate, Duration: o.Duration, Log: o.Log}
+				ro := bench.RateOptions{Rate: rate, Duration: o.Duration, Log: o.Log, API: o.API}
 				if cmd.Flags().Changed("body") && len(o.Bodies) > 0 {
 					ro.Body = o.Bodies[0]
 				}
@@ -65,7 +70,8 @@ directly at the same rate (measured just before it), for the first --body.`,
 	fs.DurationVar(&o.Duration, "duration", 3*time.Second, "duration of each scenario")
 	fs.IntVar(&o.Conns, "conns", 32, "concurrent connections")
 	fs.IntVar(&o.Rounds, "rounds", 3, "slices each scenario's duration is run in, the scenarios taking turns (1 with --profile)")
-	fs.StringSliceVar(&o.Bodies, "body", []string{"small", "large"}, "request bodies: small (1 KB), large (200 KB agent request) or a FILE holding a chat request; repeatable")
+	fs.StringSliceVar(&o.Bodies, "body", []string{"small", "large"}, "request bodies: small (1 KB), large (200 KB agent request) or a FILE holding a request of --api; repeatable")
+	fs.StringVar(&api, "api", "chat", "provider API of the requests: chat (OpenAI chat completions) or messages (Anthropic Messages, as coding agents send it)")
 	fs.BoolVar(&o.Stream, "stream", false, `send "stream": true (SSE answers; the floor answers the stored events)`)
 	fs.StringVar(&o.Profile, "profile", "", "write CPU and allocation profiles of the gateway process for each scenario to this directory")
 	fs.StringSliceVar(&o.Only, "only", nil, "run only scenarios whose name starts with one of these prefixes (e.g. gateway-hit/,floor/)")

@@ -1,0 +1,123 @@
+package benchbody
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Anthropic returns the Messages API request (POST /v1/messages) of the
+// same agent transcript as Chat, at least size bytes, in the shape a coding
+// agent sends it: the system prompt as a text block marked for the prompt
+// cache, the tool list with input schemas, and turns of content blocks —
+// a user's text, the assistant's tool_use (its input a JSON object, not a
+// string), the user's tool_result (its content the tool's JSON output as
+// text), the assistant's answer — the last user turn marked for the
+// prompt cache too. A 200 KB body holds about the same number of messages
+// as Chat's. The same arguments always give the same bytes.
+func Anthropic(size int, o Options) []byte {
+	if o.Model == "" {
+		o.Model = "claude-sonnet-4-5"
+	}
+	ntools := o.Tools
+	if ntools <= 0 {
+		ntools = len(toolNames)
+		if size < 4<<10 {
+			ntools = 1
+		}
+	}
+	type cacheControl struct {
+		Type string `json:"type"`
+	}
+	type tool struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		InputSchema map[string]any `json:"input_schema"`
+	}
+	var tools []tool
+	for i := range ntools {
+		name := toolNames[i%len(toolNames)]
+		if i >= len(toolNames) {
+			name = fmt.Sprintf("%s_%d", name, i)
+		}
+		tools = append(tools, tool{
+			Name:        name,
+			Description: "Use " + name + " when the user asks for it. Returns JSON.",
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"query":  map[string]any{"type": "string", "description": "what to look for"},
+					"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": 100},
+					"filter": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+				},
+				"required":             []string{"query"},
+				"additionalProperties": false,
+			},
+		})
+	}
+	type block struct {
+		Type         string         `json:"type"`
+		Text         string         `json:"text,omitempty"`
+		ID           string         `json:"id,omitempty"`
+		Name         string         `json:"name,omitempty"`
+		Input        map[string]any `json:"input,omitempty"`
+		ToolUseID    string         `json:"tool_use_id,omitempty"`
+		Content      string         `json:"content,omitempty"`
+		CacheControl *cacheControl  `json:"cache_control,omitempty"`
+	}
+	type msg struct {
+		Role    string  `json:"role"`
+		Content []block `json:"content"`
+	}
+	system := "You are a careful assistant for Acme Corp. Answer concisely.\nAlways cite the documents you used."
+	if size >= 4<<10 {
+		var b strings.Builder
+		b.WriteString(system)
+		for i := range 24 {
+			fmt.Fprintf(&b, "\n%d. Rule: %s", i+1, paragraphs[i%len(paragraphs)])
+		}
+		system = b.String()
+	}
+	nhits, repeat := 2, 2
+	if size >= 4<<10 {
+		nhits, repeat = 4, 9
+	}
+	ephemeral := &cacheControl{Type: "ephemeral"}
+	body := struct {
+		Model       string  `json:"model"`
+		MaxTokens   int     `json:"max_tokens"`
+		System      []block `json:"system"`
+		Messages    []msg   `json:"messages"`
+		Temperature float64 `json:"temperature"`
+		Stream      bool    `json:"stream"`
+		Tools       []tool  `json:"tools"`
+	}{Model: o.Model, MaxTokens: 1024, System: []block{{Type: "text", Text: system, CacheControl: ephemeral}},
+		Temperature: 0.2, Stream: o.Stream, Tools: tools}
+	var msgs []msg
+	for i := 0; ; i++ {
+		p := paragraphs[i%len(paragraphs)]
+		id := fmt.Sprintf("toolu_%06d", i)
+		var hits []map[string]any
+		for h := range nhits {
+			hits = append(hits, map[string]any{"id": i + h, "score": 0.87 - 0.1*float64(h), "text": paragraphs[(i+h)%len(paragraphs)]})
+		}
+		result, _ := json.Marshal(map[string]any{"hits": hits})
+		msgs = append(msgs,
+			msg{Role: "user", Content: []block{{Type: "text", Text: fmt.Sprintf("Step %d. %s\nPlease continue.", i, p)}}},
+			msg{Role: "assistant", Content: []block{{Type: "tool_use", ID: id, Name: toolNames[0],
+				Input: map[string]any{"query": p[:min(len(p), 60)], "limit": 10, "filter": map[string]string{"lang": "en"}}}}},
+			msg{Role: "user", Content: []block{{Type: "tool_result", ToolUseID: id, Content: string(result)}}},
+			msg{Role: "assistant", Content: []block{{Type: "text", Text: strings.Repeat(p+" ", repeat)}}})
+		// The agent's next turn, marked for the prompt cache as coding
+		// agents mark their last message.
+		last := msg{Role: "user", Content: []block{{Type: "text", Text: "Go on.", CacheControl: ephemeral}}}
+		body.Messages = append(msgs[:len(msgs):len(msgs)], last)
+		b, err := json.Marshal(body)
+		if err != nil {
+			panic(err)
+		}
+		if len(b) >= size {
+			return b
+		}
+	}
+}
