@@ -28,6 +28,7 @@ import (
 	"sync"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/workers"
 )
 
 // Group coalesces calls with the same key. The zero value is ready to use; a
@@ -63,7 +64,7 @@ type flight struct {
 // a Subscription to the call's output and whether this caller started it
 // (leader). The caller must Close the subscription when done with it.
 //
-// fn runs in its own goroutine with a context that carries ctx's values but
+// fn runs in a goroutine of its own (a pooled one) with a context that carries ctx's values but
 // not its cancellation (context.WithoutCancel), and that is cancelled only
 // when every subscription has been closed before fn returned: a leader whose
 // clients all went away keeps running while any follower still waits. Such
@@ -102,7 +103,10 @@ func (g *Group) Do(ctx context.Context, key string, fn func(ctx context.Context,
 	g.m[key] = f
 	g.mu.Unlock()
 
-	go f.run(fctx, fn)
+	// On a worker goroutine (internal/workers): fn goes deep (the
+	// prompt-cache stage's parse, the HTTP client, the stream's reading),
+	// and a worker's stack has grown for an earlier flight already.
+	workers.Go(func() { f.run(fctx, fn) })
 	return &Subscription{f: f}, true
 }
 

@@ -28,13 +28,21 @@ func runStage(ctx context.Context, st *Stage, req *Request) {
 // bodies, the conversation already known: for profiles of the stage.
 func BenchmarkStageWarm(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		size int
-	}{{"chat1KB", 1 << 10}, {"chat200KB", 200 << 10}} {
+		name  string
+		size  int
+		shape groundhog.Shape
+	}{
+		{"chat1KB", 1 << 10, groundhog.ShapeChat}, {"chat200KB", 200 << 10, groundhog.ShapeChat},
+		{"messages1KB", 1 << 10, groundhog.ShapeMessages}, {"messages200KB", 200 << 10, groundhog.ShapeMessages},
+	} {
 		b.Run(c.name, func(b *testing.B) {
-			body := benchbody.Chat(c.size, benchbody.Options{Model: "sim-small"})
+			gen := benchbody.Chat
+			if c.shape == groundhog.ShapeMessages {
+				gen = benchbody.Anthropic
+			}
+			body := gen(c.size, benchbody.Options{Model: "sim-small"})
 			ctx := context.Background()
-			req := &Request{Tenant: "t", Operation: "bench", Shape: groundhog.ShapeChat, Body: body}
+			req := &Request{Tenant: "t", Operation: "bench", Shape: c.shape, Body: body}
 			st := &Stage{Tracker: NewTracker(Config{})}
 			stage := func() { runStage(ctx, st, req) }
 			stage()
