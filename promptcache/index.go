@@ -274,15 +274,18 @@ func (ix *index) field(b []byte, v span, key string) span {
 	return out
 }
 
-// scanObj is the package's scanObj over the index.
-func (ix *index) scanObj(b []byte, v span, mk string, others bool) objInfo {
+// scanObj is the package's scanObjTo over the index.
+func (ix *index) scanObj(b []byte, v span, mk string, others bool, buf []span) objInfo {
 	var o objInfo
+	if others {
+		o.others = buf[:0]
+	}
 	if !v.ok() || b[v.start] != '{' {
 		return o
 	}
 	ks, ok := ix.children(v)
 	if !ok {
-		return scanObj(b, v, mk, others)
+		return scanObjTo(b, v, mk, others, buf)
 	}
 	// ix.members' loop, without its second look-up and the call per member.
 	for _, k := range ks {

@@ -342,7 +342,15 @@ type objInfo struct {
 
 // scanObj reads the object at v in one pass. mk is the shape's marker key.
 func scanObj(b []byte, v span, mk string, others bool) objInfo {
+	return scanObjTo(b, v, mk, others, nil)
+}
+
+// scanObjTo is scanObj appending the others to buf[:0].
+func scanObjTo(b []byte, v span, mk string, others bool, buf []span) objInfo {
 	var o objInfo
+	if others {
+		o.others = buf[:0]
+	}
 	if !v.ok() || b[v.start] != '{' {
 		return o
 	}

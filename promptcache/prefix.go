@@ -131,6 +131,23 @@ func markerKey(shape groundhog.Shape) string {
 	return "prompt_cache_breakpoint"
 }
 
+// quotedMarkers holds markerKey(shape) in quotes, for every shape with a
+// marker key of its own (made once: a parse does not allocate it).
+var quotedMarkers = map[string][]byte{}
+
+func init() {
+	for _, sh := range []groundhog.Shape{groundhog.ShapeMessages, groundhog.ShapeConverse, groundhog.ShapeGemini, groundhog.ShapeChat} {
+		k := markerKey(sh)
+		quotedMarkers[k] = []byte(`"` + k + `"`)
+	}
+}
+
+// quotedMarkerKey returns markerKey(shape) in quotes. The bytes are shared:
+// never write to them.
+func quotedMarkerKey(shape groundhog.Shape) []byte {
+	return quotedMarkers[markerKey(shape)]
+}
+
 // Parse builds the prefix model of a request body of shape. The body must be
 // a JSON object; errors are *groundhog.Error with code EINVALID. The
 // returned Prefix refers to body, which must not change while it is used.
@@ -161,7 +178,7 @@ func parse(shape groundhog.Shape, body []byte, model string, hint func(*Prefix) 
 	if s >= len(body) || body[s] != '{' {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "request body must be a JSON object")
 	}
-	mk := []byte(`"` + markerKey(shape) + `"`)
+	mk := quotedMarkerKey(shape)
 	var ix *index
 	if !fullPath {
 		ix = newIndex(mk)
@@ -178,7 +195,7 @@ func parse(shape groundhog.Shape, body []byte, model string, hint func(*Prefix) 
 	if ks, ok := ix.children(p.root); ok {
 		p.fields = make(topFields, 0, len(ks))
 	}
-	bd := builder{p: p, mk: mk, ix: ix}
+	bd := builder{p: p, mk: mk, mkKey: markerKey(shape), ix: ix}
 	bd.members(p.root, func(m member) error {
 		p.fields = append(p.fields, topField{m.key, m.val})
 		return nil
@@ -236,6 +253,8 @@ const volatileMessages = 2
 type builder struct {
 	p       *Prefix
 	mk      []byte // `"cache_control"` or `"prompt_cache_breakpoint"`
+	mkKey   string // the same unquoted
+	others  []span // scanObj's reused buffer of others
 	tokens  int
 	chain   uint64
 	scratch []byte
@@ -273,12 +292,20 @@ func (bd *builder) field(v span, key string) span {
 	return bd.ix.field(bd.p.body, v, key)
 }
 
+// scanObj reads the object at v (scanObj). Its others, when asked for, are
+// in a buffer the builder reuses: they hold until the next scanObj asking
+// for others.
 func (bd *builder) scanObj(v span, others bool) objInfo {
-	mk := string(bd.mk[1 : len(bd.mk)-1])
+	var o objInfo
 	if bd.ix == nil {
-		return scanObj(bd.p.body, v, mk, others)
+		o = scanObjTo(bd.p.body, v, bd.mkKey, others, bd.others)
+	} else {
+		o = bd.ix.scanObj(bd.p.body, v, bd.mkKey, others, bd.others)
 	}
-	return bd.ix.scanObj(bd.p.body, v, mk, others)
+	if others {
+		bd.others = o.others
+	}
+	return o
 }
 
 // markers counts the marker in v: bytes.Count of the marker pattern. A
