@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
@@ -68,10 +67,10 @@ func messagesMarkByUnmarshal(data []byte) (e messagesMark, ok bool) {
 }
 
 func readMessagesMarkFast(w *jsonwalk.Walker, data []byte) (e messagesMark, ok, fast bool) {
-	notObject, ok := walkObject(w, data, []string{"type", "index", "delta", "message"}, func(i int) bool {
+	notObject, ok := jsonwalk.WalkObject(w, data, []string{"type", "index", "delta", "message"}, func(i int) bool {
 		switch i {
 		case 0:
-			return plainStrTo(w, &e.typ)
+			return jsonwalk.PlainStrTo(w, &e.typ)
 		case 1:
 			if w.Null() {
 				return true
@@ -83,9 +82,9 @@ func readMessagesMarkFast(w *jsonwalk.Walker, data []byte) (e messagesMark, ok, 
 			e.index, e.hasIndex = smallInt(w.B[start:w.I]), true
 			return true
 		case 2:
-			return nullOrMembers(w, []string{"stop_reason"}, func(int) bool { e.deltaStop = rawValue(w); return e.deltaStop != nil })
+			return jsonwalk.NullOrMembers(w, []string{"stop_reason"}, func(int) bool { e.deltaStop = jsonwalk.RawValue(w); return e.deltaStop != nil })
 		default:
-			return nullOrMembers(w, []string{"stop_reason"}, func(int) bool { e.messageStop = rawValue(w); return e.messageStop != nil })
+			return jsonwalk.NullOrMembers(w, []string{"stop_reason"}, func(int) bool { e.messageStop = jsonwalk.RawValue(w); return e.messageStop != nil })
 		}
 	})
 	if notObject {
@@ -98,81 +97,6 @@ func readMessagesMarkFast(w *jsonwalk.Walker, data []byte) (e messagesMark, ok, 
 		e.typ = []byte{} // a string member absent or null decodes as ""
 	}
 	return e, true, true
-}
-
-// walkObject steps w over data, a JSON object (after white space) with
-// plain, distinct keys (Walker.Object), calling member with the index in
-// names of each key that folds to one of them — I at the value, which
-// member steps over — and stepping over the other members. ok is false
-// when data is not such an object, when member returns false, or when a
-// name comes twice in any letter case: json.Unmarshal's reading decides
-// then. notObject is true when data is not a JSON object at all, which
-// json.Unmarshal into a struct refuses.
-func walkObject(w *jsonwalk.Walker, data []byte, names []string, member func(i int) bool) (notObject, ok bool) {
-	b := bytes.TrimSpace(data)
-	if len(b) == 0 || b[0] != '{' {
-		return true, false
-	}
-	w.Reset(b)
-	return false, members(w, names, member) && w.End()
-}
-
-// members is walkObject's step over the object at I.
-func members(w *jsonwalk.Walker, names []string, member func(i int) bool) bool {
-	var seen uint32
-	return w.Object(func(key []byte) bool {
-		for i, n := range names {
-			if jsonwalk.Fold(key, n) {
-				if seen&(1<<i) != 0 {
-					return false
-				}
-				seen |= 1 << i
-				return member(i)
-			}
-		}
-		return w.Value()
-	})
-}
-
-// nullOrMembers steps over the value of a member decoded into a struct: a
-// null (which leaves it as it is) or an object read by members; anything
-// else is false.
-func nullOrMembers(w *jsonwalk.Walker, names []string, member func(i int) bool) bool {
-	return w.Null() || members(w, names, member)
-}
-
-// rawValue steps over the value at I and returns its text, as a
-// json.RawMessage member receives it; nil when it is not a value.
-func rawValue(w *jsonwalk.Walker) []byte {
-	start := w.I
-	if !w.Value() {
-		return nil
-	}
-	return w.B[start:w.I:w.I]
-}
-
-// plainStr steps over a string of ASCII without escapes and returns its bytes, or
-// over a null (nil, as a string field keeps ""); false for anything else.
-func plainStr(w *jsonwalk.Walker) ([]byte, bool) {
-	if w.Null() {
-		return nil, true
-	}
-	start := w.I
-	if !w.At('"') || !w.Str() {
-		return nil, false
-	}
-	s := w.B[start+1 : w.I-1 : w.I-1]
-	if !jsonwalk.PlainKey(s) {
-		return nil, false // an escape, or bytes beyond ASCII (json.Unmarshal mends invalid UTF-8)
-	}
-	return s, true
-}
-
-// plainStrTo is plainStr that leaves the string's bytes in *dst.
-func plainStrTo(w *jsonwalk.Walker, dst *[]byte) bool {
-	s, ok := plainStr(w)
-	*dst = s
-	return ok
 }
 
 // smallInt is the value of an integer of at most 15 digits (Walker.Integer).
@@ -233,16 +157,16 @@ func responsesMarkByUnmarshal(data []byte) (e responsesMark, ok bool) {
 }
 
 func readResponsesMarkFast(w *jsonwalk.Walker, data []byte) (e responsesMark, ok, fast bool) {
-	notObject, ok := walkObject(w, data, []string{"type", "response"}, func(i int) bool {
+	notObject, ok := jsonwalk.WalkObject(w, data, []string{"type", "response"}, func(i int) bool {
 		if i == 0 {
-			return plainStrTo(w, &e.typ)
+			return jsonwalk.PlainStrTo(w, &e.typ)
 		}
-		return nullOrMembers(w, []string{"status"}, func(int) bool {
+		return jsonwalk.NullOrMembers(w, []string{"status"}, func(int) bool {
 			if w.Null() {
 				return true // a *string stays nil
 			}
 			var ok bool
-			e.status, ok = plainStr(w)
+			e.status, ok = jsonwalk.PlainStr(w)
 			e.hasStatus = ok
 			return ok
 		})

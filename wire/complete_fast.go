@@ -64,7 +64,7 @@ func chatChunkByUnmarshal(data []byte, dst []chatChoice) ([]chatChoice, bool) {
 	return dst, true
 }
 
-// chatChunkFast is chatChunk's walk (walkObject): the chunk's error, and its
+// chatChunkFast is chatChunk's walk (jsonwalk.WalkObject): the chunk's error, and its
 // choices read as the walk steps over them when they take the usual form —
 // an array of objects whose index is a small integer or null and whose
 // finish_reason a string or null. fast is false for anything else, which
@@ -75,9 +75,9 @@ func chatChunkFast(w *jsonwalk.Walker, data []byte, dst []chatChoice) (out []cha
 	}
 	var errVal []byte
 	n := len(dst)
-	notObject, ok := walkObject(w, data, []string{"error", "choices"}, func(i int) bool {
+	notObject, ok := jsonwalk.WalkObject(w, data, []string{"error", "choices"}, func(i int) bool {
 		if i == 0 {
-			errVal = rawValue(w)
+			errVal = jsonwalk.RawValue(w)
 			return errVal != nil
 		}
 		if w.Null() {
@@ -85,7 +85,7 @@ func chatChunkFast(w *jsonwalk.Walker, data []byte, dst []chatChoice) (out []cha
 		}
 		return w.Array(func() bool {
 			var cc chatChoice
-			ok := members(w, []string{"index", "finish_reason"}, func(i int) bool {
+			ok := jsonwalk.Members(w, []string{"index", "finish_reason"}, func(i int) bool {
 				if w.Null() {
 					return true
 				}

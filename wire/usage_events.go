@@ -82,15 +82,15 @@ func usageMarkByUnmarshal(shape string, data []byte) (usageMark, bool) {
 func readUsageMarkFast(w *jsonwalk.Walker, shape string, data []byte) (e usageMark, ok, fast bool) {
 	takeModelUsage := func(i int) bool {
 		if i == 0 {
-			return plainStrTo(w, &e.model)
+			return jsonwalk.PlainStrTo(w, &e.model)
 		}
-		e.usage = rawValue(w)
+		e.usage = jsonwalk.RawValue(w)
 		return e.usage != nil
 	}
 	var notObject bool
 	switch shape {
 	case "chat":
-		notObject, ok = walkObject(w, data, []string{"model", "usage"}, takeModelUsage)
+		notObject, ok = jsonwalk.WalkObject(w, data, []string{"model", "usage"}, takeModelUsage)
 	default:
 		inner := "response"
 		if shape != "responses" {
@@ -100,14 +100,14 @@ func readUsageMarkFast(w *jsonwalk.Walker, shape string, data []byte) (e usageMa
 		if shape == "responses" {
 			names = names[:2] // a top-level usage is not read
 		}
-		notObject, ok = walkObject(w, data, names, func(i int) bool {
+		notObject, ok = jsonwalk.WalkObject(w, data, names, func(i int) bool {
 			switch i {
 			case 0:
-				return plainStrTo(w, &e.typ)
+				return jsonwalk.PlainStrTo(w, &e.typ)
 			case 1:
-				return nullOrMembers(w, []string{"model", "usage"}, takeModelUsage)
+				return jsonwalk.NullOrMembers(w, []string{"model", "usage"}, takeModelUsage)
 			}
-			e.top = rawValue(w)
+			e.top = jsonwalk.RawValue(w)
 			return e.top != nil
 		})
 	}
