@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 )
 
 // CacheDiagnosisBeta is the anthropic-beta value under which Anthropic
@@ -33,12 +34,122 @@ type Reply struct {
 // reason of a cache_miss such as tools_changed). Other shapes give a zero
 // Reply.
 func ReadReply(shape groundhog.Shape, body []byte, events []groundhog.Event) Reply {
+	switch shape {
+	case groundhog.ShapeMessages, groundhog.ShapeResponses:
+	default:
+		return Reply{}
+	}
+	if replyWalk {
+		var w jsonwalk.Walker
+		if r, ok := replyByWalk(&w, shape, body, events); ok {
+			return r
+		}
+	}
 	if shape == groundhog.ShapeResponses {
 		return readResponsesReply(body, events)
 	}
-	if shape != groundhog.ShapeMessages {
-		return Reply{}
+	return readMessagesReply(body, events)
+}
+
+// replyWalk turns on replyByWalk (tests turn it off to read every reply
+// with json.Unmarshal, the reading it must equal).
+var replyWalk = true
+
+// The members ReadReply reads, in the order replyByWalk's names list them.
+var (
+	namesMessage   = []string{"message"}
+	namesResponse  = []string{"response"}
+	namesMessages  = []string{"id", "diagnostics"}
+	namesResponses = []string{"id", "prompt_cache_diagnostics"}
+	namesReason    = []string{"cache_miss_reason"}
+	namesType      = []string{"type"}
+	namesVerdict   = []string{"type", "reason"}
+)
+
+// replyByWalk is ReadReply in one pass of a Walker over the answer (and
+// over the event holding it), without decoding it: an answer's text is
+// read twice by json.Unmarshal otherwise (the event, then the answer in
+// it), a few kilobytes to hundreds. It answers only when its reading is
+// certainly json.Unmarshal's into the structs readMessagesReply and
+// readResponsesReply use (jsonwalk.WalkObject: plain, distinct keys,
+// strings without escapes, every member read of the struct's type); ok is
+// false otherwise, and json.Unmarshal reads it.
+func replyByWalk(w *jsonwalk.Walker, shape groundhog.Shape, body []byte, events []groundhog.Event) (r Reply, ok bool) {
+	msg := body
+	eventName, holder, names := "message_start", namesMessage, namesMessages
+	if shape == groundhog.ShapeResponses {
+		eventName, holder, names = "response.completed", namesResponse, namesResponses
 	}
+	for _, ev := range events {
+		if ev.Name != eventName {
+			continue
+		}
+		var inner []byte
+		if _, ok := jsonwalk.WalkObject(w, ev.Data, holder, func(int) bool {
+			inner = jsonwalk.RawValue(w)
+			return inner != nil
+		}); !ok {
+			return Reply{}, false
+		}
+		msg = inner
+		if shape == groundhog.ShapeMessages {
+			break // the first message_start; a Responses stream's last response.completed
+		}
+	}
+	if len(msg) == 0 {
+		return Reply{}, true
+	}
+	var id, typ, reason []byte
+	diag := false
+	_, ok = jsonwalk.WalkObject(w, msg, names, func(i int) bool {
+		if i == 0 {
+			return jsonwalk.PlainStrTo(w, &id)
+		}
+		if w.Null() {
+			return true // the pointer stays nil
+		}
+		if !w.At('{') {
+			return false
+		}
+		diag = true
+		if shape == groundhog.ShapeResponses {
+			return jsonwalk.Members(w, namesVerdict, func(i int) bool {
+				if i == 0 {
+					return jsonwalk.PlainStrTo(w, &typ)
+				}
+				return jsonwalk.PlainStrTo(w, &reason)
+			})
+		}
+		return jsonwalk.Members(w, namesReason, func(int) bool {
+			return jsonwalk.NullOrMembers(w, namesType, func(int) bool { return jsonwalk.PlainStrTo(w, &typ) })
+		})
+	})
+	if !ok {
+		return Reply{}, false
+	}
+	r.ID = string(id)
+	if !diag {
+		return r, true
+	}
+	if shape == groundhog.ShapeResponses {
+		switch {
+		case string(typ) == "cache_miss" && len(reason) > 0:
+			r.Provider = string(reason)
+		case len(typ) > 0:
+			r.Provider = string(typ)
+		}
+		return r, true
+	}
+	r.Provider = "none"
+	if len(typ) > 0 {
+		r.Provider = string(typ)
+	}
+	return r, true
+}
+
+// readMessagesReply is ReadReply of an Anthropic Messages answer by
+// json.Unmarshal.
+func readMessagesReply(body []byte, events []groundhog.Event) Reply {
 	msg := body
 	if len(events) > 0 {
 		for _, ev := range events {
@@ -73,6 +184,8 @@ func ReadReply(shape groundhog.Shape, body []byte, events []groundhog.Event) Rep
 	return r
 }
 
+// readResponsesReply is ReadReply of an OpenAI Responses answer by
+// json.Unmarshal.
 func readResponsesReply(body []byte, events []groundhog.Event) Reply {
 	resp := body
 	for _, ev := range events {
