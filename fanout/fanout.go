@@ -39,8 +39,9 @@ type Config struct {
 	// inject both; defaults are the wall clock and time.After.
 	Clock groundhog.Clock
 	After func(d time.Duration) <-chan time.Time
-	// OnHold, when set, is called as a request starts waiting (for
-	// metrics, and so tests know a request is held without polling).
+	// OnHold, when set, is called as a request starts waiting, its timers
+	// set (for metrics, and so tests know a request is held without
+	// polling).
 	OnHold func()
 	// Shared, when set, extends the holds across processes: the replicas
 	// of one deployment hold for each other's writer as for their own
@@ -205,9 +206,6 @@ func (g *Group) EnterWith(ctx context.Context, key string, o Options) *Ticket {
 	}
 	g.mu.Unlock()
 	t.Held = true
-	if g.cfg.OnHold != nil {
-		g.cfg.OnHold()
-	}
 	var (
 		due    <-chan time.Time // the pre-warm's time
 		warmed chan bool        // its outcome
@@ -216,6 +214,9 @@ func (g *Group) EnterWith(ctx context.Context, key string, o Options) *Ticket {
 		due = g.cfg.After(max(0, g.cfg.PrewarmAfter-g.cfg.Clock.Now().Sub(f.sent)))
 	}
 	hold := g.cfg.After(g.cfg.MaxHold)
+	if g.cfg.OnHold != nil {
+		g.cfg.OnHold() // its timers are set: it waits
+	}
 	for {
 		select {
 		case <-f.started:
@@ -252,11 +253,11 @@ func (g *Group) claim(ctx context.Context, t *Ticket) {
 		g.release(t.key, t.f, true, c.Warm)
 	default: // Busy
 		t.Held = true
-		if g.cfg.OnHold != nil {
-			g.cfg.OnHold()
-		}
 		hctx, cancel := context.WithCancel(ctx)
 		hold := g.cfg.After(g.cfg.MaxHold)
+		if g.cfg.OnHold != nil {
+			g.cfg.OnHold() // its timer is set: it waits
+		}
 		go func() {
 			select {
 			case <-hold:
