@@ -19,13 +19,6 @@ func Anthropic(size int, o Options) []byte {
 	if o.Model == "" {
 		o.Model = "claude-sonnet-4-5"
 	}
-	ntools := o.Tools
-	if ntools <= 0 {
-		ntools = len(toolNames)
-		if size < 4<<10 {
-			ntools = 1
-		}
-	}
 	type cacheControl struct {
 		Type string `json:"type"`
 	}
@@ -35,25 +28,9 @@ func Anthropic(size int, o Options) []byte {
 		InputSchema map[string]any `json:"input_schema"`
 	}
 	var tools []tool
-	for i := range ntools {
-		name := toolNames[i%len(toolNames)]
-		if i >= len(toolNames) {
-			name = fmt.Sprintf("%s_%d", name, i)
-		}
-		tools = append(tools, tool{
-			Name:        name,
-			Description: "Use " + name + " when the user asks for it. Returns JSON.",
-			InputSchema: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"query":  map[string]any{"type": "string", "description": "what to look for"},
-					"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": 100},
-					"filter": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
-				},
-				"required":             []string{"query"},
-				"additionalProperties": false,
-			},
-		})
+	for i := range toolCount(size, o) {
+		name := toolName(i)
+		tools = append(tools, tool{Name: name, Description: toolDescription(name), InputSchema: toolSchema()})
 	}
 	type block struct {
 		Type         string         `json:"type"`
@@ -69,19 +46,8 @@ func Anthropic(size int, o Options) []byte {
 		Role    string  `json:"role"`
 		Content []block `json:"content"`
 	}
-	system := "You are a careful assistant for Acme Corp. Answer concisely.\nAlways cite the documents you used."
-	if size >= 4<<10 {
-		var b strings.Builder
-		b.WriteString(system)
-		for i := range 24 {
-			fmt.Fprintf(&b, "\n%d. Rule: %s", i+1, paragraphs[i%len(paragraphs)])
-		}
-		system = b.String()
-	}
-	nhits, repeat := 2, 2
-	if size >= 4<<10 {
-		nhits, repeat = 4, 9
-	}
+	system := systemPrompt(size)
+	nhits, repeat := turnSizes(size)
 	ephemeral := &cacheControl{Type: "ephemeral"}
 	body := struct {
 		Model       string  `json:"model"`

@@ -42,13 +42,6 @@ func Chat(size int, o Options) []byte {
 	if o.Model == "" {
 		o.Model = "gpt-4o-mini"
 	}
-	ntools := o.Tools
-	if ntools <= 0 {
-		ntools = len(toolNames)
-		if size < 4<<10 {
-			ntools = 1
-		}
-	}
 	type fn struct {
 		Name        string         `json:"name"`
 		Description string         `json:"description"`
@@ -59,25 +52,9 @@ func Chat(size int, o Options) []byte {
 		Function fn     `json:"function"`
 	}
 	var tools []tool
-	for i := range ntools {
-		name := toolNames[i%len(toolNames)]
-		if i >= len(toolNames) {
-			name = fmt.Sprintf("%s_%d", name, i)
-		}
-		tools = append(tools, tool{Type: "function", Function: fn{
-			Name:        name,
-			Description: "Use " + name + " when the user asks for it. Returns JSON.",
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"query":  map[string]any{"type": "string", "description": "what to look for"},
-					"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": 100},
-					"filter": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
-				},
-				"required":             []string{"query"},
-				"additionalProperties": false,
-			},
-		}})
+	for i := range toolCount(size, o) {
+		name := toolName(i)
+		tools = append(tools, tool{Type: "function", Function: fn{Name: name, Description: toolDescription(name), Parameters: toolSchema()}})
 	}
 	type call struct {
 		ID       string `json:"id"`
@@ -93,21 +70,8 @@ func Chat(size int, o Options) []byte {
 		ToolCalls  []call `json:"tool_calls,omitempty"`
 		ToolCallID string `json:"tool_call_id,omitempty"`
 	}
-	system := "You are a careful assistant for Acme Corp. Answer concisely.\nAlways cite the documents you used."
-	if size >= 4<<10 {
-		var b strings.Builder
-		b.WriteString(system)
-		for i := range 24 {
-			fmt.Fprintf(&b, "\n%d. Rule: %s", i+1, paragraphs[i%len(paragraphs)])
-		}
-		system = b.String()
-	}
-	// A small request has short turns; a large one, turns of the size an
-	// agent's are (about 600 bytes a message on average).
-	nhits, repeat := 2, 2
-	if size >= 4<<10 {
-		nhits, repeat = 4, 9
-	}
+	system := systemPrompt(size)
+	nhits, repeat := turnSizes(size)
 	msgs := []msg{{Role: "system", Content: system}}
 	body := struct {
 		Model       string  `json:"model"`
@@ -154,4 +118,68 @@ func Messages(body []byte) int {
 		return 0
 	}
 	return len(v.Messages)
+}
+
+// toolCount is the number of tools of a request of size bytes: o.Tools,
+// else 8, or 1 below 4 KB (a small request has a small tool list).
+func toolCount(size int, o Options) int {
+	switch {
+	case o.Tools > 0:
+		return o.Tools
+	case size < 4<<10:
+		return 1
+	}
+	return len(toolNames)
+}
+
+// toolName is the name of the i-th tool.
+func toolName(i int) string {
+	name := toolNames[i%len(toolNames)]
+	if i >= len(toolNames) {
+		name = fmt.Sprintf("%s_%d", name, i)
+	}
+	return name
+}
+
+func toolDescription(name string) string {
+	return "Use " + name + " when the user asks for it. Returns JSON."
+}
+
+// toolSchema is every tool's JSON schema of its input.
+func toolSchema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"query":  map[string]any{"type": "string", "description": "what to look for"},
+			"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": 100},
+			"filter": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+		},
+		"required":             []string{"query"},
+		"additionalProperties": false,
+	}
+}
+
+// systemPrompt is the system prompt of a request of size bytes: from 4 KB
+// on, about 3 KB of rules, as an agent's is.
+func systemPrompt(size int) string {
+	system := "You are a careful assistant for Acme Corp. Answer concisely.\nAlways cite the documents you used."
+	if size < 4<<10 {
+		return system
+	}
+	var b strings.Builder
+	b.WriteString(system)
+	for i := range 24 {
+		fmt.Fprintf(&b, "\n%d. Rule: %s", i+1, paragraphs[i%len(paragraphs)])
+	}
+	return b.String()
+}
+
+// turnSizes are the search hits of a tool result and the times an answer
+// repeats its paragraph: a small request has short turns; a large one,
+// turns of the size an agent's are (about 600 bytes a message on average).
+func turnSizes(size int) (hits, repeat int) {
+	if size >= 4<<10 {
+		return 4, 9
+	}
+	return 2, 2
 }
