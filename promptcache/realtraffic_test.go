@@ -13,26 +13,9 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/promptcache"
+	"github.com/groundhog-ai/groundhog/realtraffic"
 	"github.com/groundhog-ai/groundhog/wire"
 )
-
-// realTraffic returns the folder of recorded provider traffic named by
-// GROUNDHOG_TEST_REALTRAFFIC, skipping the test when it is unset (failing
-// when GROUNDHOG_TEST_REQUIRE_SERVICES=1 asks for every service).
-func realTraffic(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("GROUNDHOG_TEST_REALTRAFFIC")
-	if dir == "" {
-		if os.Getenv("GROUNDHOG_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("GROUNDHOG_TEST_REALTRAFFIC is unset: set it to the folder of recorded provider traffic")
-		}
-		t.Skip("GROUNDHOG_TEST_REALTRAFFIC is unset: set it to the folder of recorded provider traffic to run this test")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err != nil {
-		t.Fatalf("GROUNDHOG_TEST_REALTRAFFIC=%s: %v", dir, err)
-	}
-	return dir
-}
 
 // recordedTurn is one recorded model call of a conversation.
 type recordedTurn struct {
@@ -134,7 +117,7 @@ func recordedUsage(t *testing.T, shape groundhog.Shape, stream bool, raw json.Ra
 // be named exactly where the provider read less than the reusable prefix,
 // and never where it read all of it. The agreement is logged (run with -v).
 func TestDiagnosisAgreesWithRecordedReads(t *testing.T) {
-	dir := realTraffic(t)
+	dir := realtraffic.Folder(t)
 	convs := conversations(t, dir)
 	if len(convs) == 0 {
 		t.Fatal("no recorded multi-turn conversation")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -159,14 +158,7 @@ func TestReplyByWalkMatchesUnmarshal(t *testing.T) {
 // Every recorded Anthropic Messages and OpenAI Responses answer, body or
 // stream, is read by the walk, as json.Unmarshal reads it.
 func TestReplyByWalkRealTraffic(t *testing.T) {
-	dir := os.Getenv("GROUNDHOG_TEST_REALTRAFFIC")
-	if dir == "" {
-		if os.Getenv("GROUNDHOG_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("GROUNDHOG_TEST_REALTRAFFIC is unset: set it to the folder of recorded provider traffic")
-		}
-		t.Skip("GROUNDHOG_TEST_REALTRAFFIC is unset")
-	}
-	its, err := realtraffic.Load(dir)
+	its, err := realtraffic.Load(realtraffic.Folder(t))
 	if err != nil {
 		t.Fatal(err)
 	}

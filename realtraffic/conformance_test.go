@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,21 +21,6 @@ import (
 	"github.com/groundhog-ai/groundhog/realtraffic"
 	"github.com/groundhog-ai/groundhog/wire"
 )
-
-// folder returns the recorded-traffic folder named by
-// GROUNDHOG_TEST_REALTRAFFIC, skipping the test when it is unset (failing
-// when GROUNDHOG_TEST_REQUIRE_SERVICES=1).
-func folder(t *testing.T) string {
-	dir := os.Getenv("GROUNDHOG_TEST_REALTRAFFIC")
-	if dir == "" {
-		msg := "GROUNDHOG_TEST_REALTRAFFIC is not set: it names the folder of recorded provider traffic the conformance suite replays"
-		if os.Getenv("GROUNDHOG_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
 
 // modelled are the routes the gateway parses, prices and caches; every
 // other route is relayed as passthrough.
@@ -104,7 +88,7 @@ type result struct {
 // is an error or a refusal; a stored stream answers a non-stream call (and
 // the reverse) with the same usage; passthrough routes relay unchanged.
 func TestConformanceRealTraffic(t *testing.T) {
-	dir := folder(t)
+	dir := realtraffic.Folder(t)
 	all, err := realtraffic.Load(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func iterationModels(raw json.RawMessage) []string {
 // fails for each one the built-in price table does not price, except the
 // few it leaves unknown on purpose (unpriceable, each with its reason).
 func TestRecordedModelsPriced(t *testing.T) {
-	all, err := realtraffic.Load(folder(t))
+	all, err := realtraffic.Load(realtraffic.Folder(t))
 	if err != nil {
 		t.Fatal(err)
 	}

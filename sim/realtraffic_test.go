@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/groundhog-ai/groundhog/realtraffic"
 )
 
 // recording is one recorded exchange of the real-traffic corpus: the
@@ -28,22 +30,6 @@ type recording struct {
 // simRoutes are the model-call routes the simulator serves.
 var simRoutes = map[string]bool{
 	"/v1/chat/completions": true, "/v1/responses": true, "/v1/responses/compact": true, "/v1/embeddings": true, "/v1/messages": true,
-}
-
-// realTraffic returns the folder of recorded provider traffic named by
-// GROUNDHOG_TEST_REALTRAFFIC. The test is skipped when it is unset, or fails
-// with GROUNDHOG_TEST_REQUIRE_SERVICES=1.
-func realTraffic(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("GROUNDHOG_TEST_REALTRAFFIC")
-	if dir != "" {
-		return dir
-	}
-	if os.Getenv("GROUNDHOG_TEST_REQUIRE_SERVICES") == "1" {
-		t.Fatal("GROUNDHOG_TEST_REALTRAFFIC is required (GROUNDHOG_TEST_REQUIRE_SERVICES=1) but not set")
-	}
-	t.Skip("GROUNDHOG_TEST_REALTRAFFIC not set: skipping the comparison with recorded provider traffic")
-	return ""
 }
 
 // loadRecordings reads the corpus index and the successful exchanges of
@@ -412,7 +398,7 @@ func chatAnswerKind(frame []string) string {
 // in every object both have (values may differ), and the same event
 // sequence for streams. See compareShapes for what counts as a difference.
 func TestSimMatchesRecordedShapes(t *testing.T) {
-	dir := realTraffic(t)
+	dir := realtraffic.Folder(t)
 	recs := loadRecordings(t, dir)
 	if len(recs) == 0 {
 		t.Fatalf("no recordings of the simulator's routes under %s", dir)

@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -142,14 +141,7 @@ func TestStreamEventsMatchUnmarshal(t *testing.T) {
 // chunk), nearly all by the walk, and StreamComplete's verdict on each
 // stream is the one it gives reading every event with json.Unmarshal.
 func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
-	dir := os.Getenv("GROUNDHOG_TEST_REALTRAFFIC")
-	if dir == "" {
-		if os.Getenv("GROUNDHOG_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("GROUNDHOG_TEST_REALTRAFFIC is unset: set it to the folder of recorded provider traffic")
-		}
-		t.Skip("GROUNDHOG_TEST_REALTRAFFIC is unset: set it to the folder of recorded provider traffic to run this test")
-	}
-	its, err := realtraffic.Load(dir)
+	its, err := realtraffic.Load(realtraffic.Folder(t))
 	if err != nil {
 		t.Fatal(err)
 	}
