@@ -123,6 +123,13 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// serveArgs are the arguments of a gateway process on the database db with
+// the simulated provider at sim as its OpenAI and its Anthropic upstream,
+// then extra.
+func serveArgs(db, sim string, extra ...string) []string {
+	return append([]string{"serve", "--db", db, "--upstream", sim + "/v1", "--anthropic-upstream", sim + "/v1"}, extra...)
+}
+
 func (o *Options) start(ctx context.Context, name string, args ...string) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
@@ -384,7 +391,7 @@ func body(api API, spec string, stream bool) ([]byte, BodyInfo, error) {
 		b = bytes.TrimSpace(b)
 		var top map[string]json.RawMessage
 		if err := json.Unmarshal(b, &top); err != nil || len(b) == 0 || b[0] != '{' {
-			return nil, info, fmt.Errorf("--body %s: not a JSON object (a %s request is required)", spec, api.label())
+			return nil, info, fmt.Errorf("--body %s: not a JSON object (a request body of the %s API is required)", spec, api.label())
 		}
 		if _, ok := top[api.uniqueMember()]; ok {
 			return nil, info, fmt.Errorf("--body %s: remove its top-level %q: the miss scenarios set it to make every body new", spec, api.uniqueMember())
@@ -501,7 +508,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer proxy.stop()
-	gw, err := o.start(ctx, "gateway", "serve", "--db", filepath.Join(o.Dir, "on.db"), "--upstream", simSrv.url+"/v1", "--anthropic-upstream", simSrv.url+"/v1")
+	gw, err := o.start(ctx, "gateway", serveArgs(filepath.Join(o.Dir, "on.db"), simSrv.url)...)
 	if err != nil {
 		return nil, err
 	}
@@ -510,7 +517,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := os.WriteFile(noLedger, []byte("ledger:\n  disabled: true\n"), 0o600); err != nil {
 		return nil, err
 	}
-	gwNL, err := o.start(ctx, "gateway-no-ledger", "serve", "--config", noLedger, "--db", filepath.Join(o.Dir, "off.db"), "--upstream", simSrv.url+"/v1", "--anthropic-upstream", simSrv.url+"/v1")
+	gwNL, err := o.start(ctx, "gateway-no-ledger", serveArgs(filepath.Join(o.Dir, "off.db"), simSrv.url, "--config", noLedger)...)
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +539,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// line's cost is the difference between the two hits.
 	var gwWarn *server
 	if o.wanted("gateway-hit-log-warn/") {
-		if gwWarn, err = o.start(ctx, "gateway-log-warn", "serve", "--db", filepath.Join(o.Dir, "warn.db"), "--upstream", simSrv.url+"/v1", "--anthropic-upstream", simSrv.url+"/v1", "--log-level", "warn"); err != nil {
+		if gwWarn, err = o.start(ctx, "gateway-log-warn", serveArgs(filepath.Join(o.Dir, "warn.db"), simSrv.url, "--log-level", "warn")...); err != nil {
 			return nil, err
 		}
 		defer gwWarn.stop()

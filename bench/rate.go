@@ -189,7 +189,7 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 		return nil, err
 	}
 	defer proxy.stop()
-	gw, err := ro.start(ctx, "gateway", "serve", "--db", filepath.Join(ro.Dir, "rate.db"), "--upstream", simSrv.url+"/v1", "--anthropic-upstream", simSrv.url+"/v1")
+	gw, err := ro.start(ctx, "gateway", serveArgs(filepath.Join(ro.Dir, "rate.db"), simSrv.url)...)
 	if err != nil {
 		return nil, err
 	}

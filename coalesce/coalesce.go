@@ -64,11 +64,12 @@ type flight struct {
 // a Subscription to the call's output and whether this caller started it
 // (leader). The caller must Close the subscription when done with it.
 //
-// fn runs in a goroutine of its own (a pooled one) with a context that carries ctx's values but
-// not its cancellation (context.WithoutCancel), and that is cancelled only
-// when every subscription has been closed before fn returned: a leader whose
-// clients all went away keeps running while any follower still waits. Such
-// an abandoned flight also leaves key at once, so a later Do starts afresh
+// fn runs in a goroutine of its own (a pooled one: internal/workers) with a
+// context that carries ctx's values but not its cancellation
+// (context.WithoutCancel), and that is cancelled only when every
+// subscription has been closed before fn returned: a leader whose clients
+// all went away keeps running while any follower still waits. Such an
+// abandoned flight also leaves key at once, so a later Do starts afresh
 // instead of joining a call that is being cancelled.
 //
 // fn publishes the head (status, content type, whether it streams) and then

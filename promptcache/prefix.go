@@ -145,7 +145,11 @@ func init() {
 // quotedMarkerKey returns markerKey(shape) in quotes. The bytes are shared:
 // never write to them.
 func quotedMarkerKey(shape groundhog.Shape) []byte {
-	return quotedMarkers[markerKey(shape)]
+	k := markerKey(shape)
+	if q, ok := quotedMarkers[k]; ok {
+		return q
+	}
+	return []byte(`"` + k + `"`) // a key init did not list
 }
 
 // Parse builds the prefix model of a request body of shape. The body must be
