@@ -6,19 +6,26 @@ import (
 	"testing"
 )
 
-func TestChatIsDeterministicValidAndSized(t *testing.T) {
-	for _, size := range []int{1 << 10, 200 << 10} {
-		b := Chat(size, Options{Model: "sim-small"})
-		if !json.Valid(b) {
-			t.Fatalf("%d: not valid JSON", size)
-		}
-		if len(b) < size || len(b) > size+size/20+2048 {
-			t.Errorf("%d: got %d bytes", size, len(b))
-		}
-		if !bytes.Equal(b, Chat(size, Options{Model: "sim-small"})) {
-			t.Errorf("%d: not deterministic", size)
+// Both generators give valid JSON of about the size asked, the same bytes
+// for the same arguments.
+func TestBodiesAreDeterministicValidAndSized(t *testing.T) {
+	for name, gen := range map[string]func(int, Options) []byte{"chat": Chat, "anthropic": Anthropic} {
+		for _, size := range []int{1 << 10, 200 << 10} {
+			b := gen(size, Options{Model: "sim-small"})
+			if !json.Valid(b) {
+				t.Fatalf("%s %d: not valid JSON", name, size)
+			}
+			if len(b) < size || len(b) > size+size/20+2048 {
+				t.Errorf("%s %d: got %d bytes", name, size, len(b))
+			}
+			if !bytes.Equal(b, gen(size, Options{Model: "sim-small"})) {
+				t.Errorf("%s %d: not deterministic", name, size)
+			}
 		}
 	}
+}
+
+func TestChatShape(t *testing.T) {
 	large := Chat(200<<10, Options{})
 	if n := Messages(large); n < 300 || n > 380 {
 		t.Errorf("200 KB body has %d messages, want about 340", n)
@@ -32,19 +39,8 @@ func TestChatIsDeterministicValidAndSized(t *testing.T) {
 	}
 }
 
-func TestAnthropicIsDeterministicValidAndSized(t *testing.T) {
-	for _, size := range []int{1 << 10, 200 << 10} {
-		b := Anthropic(size, Options{Model: "sim-small"})
-		if !json.Valid(b) {
-			t.Fatalf("%d: not valid JSON", size)
-		}
-		if len(b) < size || len(b) > size+size/20+2048 {
-			t.Errorf("%d: got %d bytes", size, len(b))
-		}
-		if !bytes.Equal(b, Anthropic(size, Options{Model: "sim-small"})) {
-			t.Errorf("%d: not deterministic", size)
-		}
-	}
+// An Anthropic body is a Messages request as coding agents send it.
+func TestAnthropicShape(t *testing.T) {
 	var v struct {
 		Model  string `json:"model"`
 		System []struct {
