@@ -169,7 +169,11 @@ func Default() Table {
 	// the alias (and a stream cut before its first event is priced by the
 	// request's model), the answer names the snapshot.
 	for alias, family := range anthropicAliases {
-		t[alias] = t[family]
+		p, ok := t[family]
+		if !ok {
+			panic("pricing: alias " + alias + " of " + family + ", which has no price") // never a price of 0
+		}
+		t[alias] = p
 	}
 	addBedrock(t) // bedrock.go
 	return t

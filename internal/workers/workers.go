@@ -76,5 +76,5 @@ func worker(fn func()) {
 	}
 }
 
-// Idle returns how many workers are waiting for work.
-func Idle() int { return int(idle.Load()) }
+// idleWorkers returns how many workers are waiting for work.
+func idleWorkers() int { return int(idle.Load()) }

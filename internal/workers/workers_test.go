@@ -45,14 +45,14 @@ func limits(t *testing.T, d time.Duration, most int64) {
 // stack grew for the first.
 func TestSequentialFunctionsShareAGoroutine(t *testing.T) {
 	limits(t, 2*time.Second, MaxIdle)
-	waitFor(t, "workers of earlier tests gone", func() bool { return Idle() == 0 })
-	before := Idle()
+	waitFor(t, "workers of earlier tests gone", func() bool { return idleWorkers() == 0 })
+	before := idleWorkers()
 	ids := map[int64]bool{}
 	for range 100 {
 		done := make(chan int64)
 		Go(func() { done <- goid() })
 		ids[<-done] = true
-		waitFor(t, "the worker waiting again", func() bool { return Idle() > before })
+		waitFor(t, "the worker waiting again", func() bool { return idleWorkers() > before })
 	}
 	if len(ids) != 1 {
 		t.Fatalf("100 functions run one at a time ran on %d goroutines, want 1", len(ids))
@@ -96,7 +96,7 @@ func TestGoNeverBlocksAndRunsEachOnce(t *testing.T) {
 // Idle workers are bounded in number and exit after the idle timeout.
 func TestIdleWorkersAreBoundedAndExit(t *testing.T) {
 	limits(t, 200*time.Millisecond, 4)
-	waitFor(t, "workers of earlier tests gone", func() bool { return Idle() == 0 })
+	waitFor(t, "workers of earlier tests gone", func() bool { return idleWorkers() == 0 })
 	release := make(chan struct{})
 	var ran atomic.Int64
 	for range 20 {
@@ -105,10 +105,10 @@ func TestIdleWorkersAreBoundedAndExit(t *testing.T) {
 	close(release)
 	waitFor(t, "every function done", func() bool { return ran.Load() == 20 })
 	time.Sleep(20 * time.Millisecond)
-	if n := Idle(); n > 4 {
+	if n := idleWorkers(); n > 4 {
 		t.Fatalf("%d idle workers, want at most 4", n)
 	}
-	waitFor(t, "idle workers exiting after the timeout", func() bool { return Idle() == 0 })
+	waitFor(t, "idle workers exiting after the timeout", func() bool { return idleWorkers() == 0 })
 }
 
 // deep uses about n KB of stack.
