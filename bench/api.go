@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/groundhog-ai/groundhog/internal/benchbody"
 )
 
 // An API is the provider API a run's requests use: the route, the body the
@@ -12,8 +14,9 @@ type API string
 
 // The APIs a run can use.
 const (
-	APIChat     API = "chat"     // OpenAI chat completions: POST /v1/chat/completions
-	APIMessages API = "messages" // Anthropic Messages: POST /v1/messages
+	APIChat      API = "chat"      // OpenAI chat completions: POST /v1/chat/completions
+	APIMessages  API = "messages"  // Anthropic Messages: POST /v1/messages
+	APIResponses API = "responses" // OpenAI Responses: POST /v1/responses
 )
 
 // ParseAPI returns the API named s ("" is chat).
@@ -21,23 +24,37 @@ func ParseAPI(s string) (API, error) {
 	switch API(s) {
 	case "", APIChat:
 		return APIChat, nil
-	case APIMessages:
-		return APIMessages, nil
+	case APIMessages, APIResponses:
+		return API(s), nil
 	}
-	return "", fmt.Errorf("unknown API %q: chat or messages", s)
+	return "", fmt.Errorf("unknown API %q: chat, messages or responses", s)
 }
 
 func (a API) path() string {
-	if a == APIMessages {
+	switch a {
+	case APIMessages:
 		return "/v1/messages"
+	case APIResponses:
+		return "/v1/responses"
 	}
 	return "/v1/chat/completions"
 }
 
+// generate is the API's body generator.
+func (a API) generate(size int, o benchbody.Options) []byte {
+	switch a {
+	case APIMessages:
+		return benchbody.Anthropic(size, o)
+	case APIResponses:
+		return benchbody.Responses(size, o)
+	}
+	return benchbody.Chat(size, o)
+}
+
 // uniqueMember is the top-level member a miss's body starts with, numbered
 // so that no body is sent twice: an end-user id the model never sees
-// (chat's "safety_identifier", Messages' "metadata.user_id"), so every
-// body asks the same thing.
+// (chat's and Responses' "safety_identifier", Messages'
+// "metadata.user_id"), so every body asks the same thing.
 func (a API) uniqueMember() string {
 	if a == APIMessages {
 		return "metadata"
@@ -62,8 +79,11 @@ func (a API) setHeaders(h http.Header) {
 
 // label is the API's name in the report's title.
 func (a API) label() string {
-	if a == APIMessages {
+	switch a {
+	case APIMessages:
 		return "Anthropic Messages"
+	case APIResponses:
+		return "OpenAI Responses"
 	}
 	return "chat completions"
 }

@@ -10,7 +10,7 @@ import (
 // A miss's body is the generated body with the API's end-user id first:
 // valid JSON, the id numbered, every other member unchanged.
 func TestUniqueBodyPerAPI(t *testing.T) {
-	for _, api := range []API{APIChat, APIMessages} {
+	for _, api := range []API{APIChat, APIMessages, APIResponses} {
 		for _, spec := range []string{"small", "large"} {
 			b, info, err := body(api, spec, false)
 			if err != nil {
@@ -40,7 +40,7 @@ func TestUniqueBodyPerAPI(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ParseAPI("responses"); err == nil {
+	if _, err := ParseAPI("completions"); err == nil {
 		t.Error("ParseAPI accepted an API the bench does not send")
 	}
 	if a, err := ParseAPI(""); err != nil || a != APIChat {

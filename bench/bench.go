@@ -370,10 +370,7 @@ func fetch(ctx context.Context, url, name string) error {
 // body resolves one Options.Bodies entry.
 func body(api API, spec string, stream bool) ([]byte, BodyInfo, error) {
 	o := benchbody.Options{Model: "sim-small", Stream: stream}
-	gen := benchbody.Chat
-	if api == APIMessages {
-		gen = benchbody.Anthropic
-	}
+	gen := api.generate
 	var b []byte
 	info := BodyInfo{Kind: spec}
 	switch spec {

@@ -30,9 +30,9 @@ func errText(err error) string {
 func checkSame(t *testing.T, tenant string, body []byte) {
 	t.Helper()
 	for i, shape := range diffShapes {
-		p := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: "schema=3", Names: factNames}
+		p := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: "schema=3", Names: factNames, Top: factNames}
 		got, gerr := fingerprint.Compute(p, body)
-		p.Names = nil
+		p.Names, p.Top = nil, nil
 		want, werr := oldCompute(p, body)
 		if errText(gerr) != errText(werr) || got.Hash != want.Hash || got.Model != want.Model || got.Stream != want.Stream {
 			t.Fatalf("Compute(%s, %q)\n new %+v %s\n old %+v %s", shape, body, got, errText(gerr), want, errText(werr))

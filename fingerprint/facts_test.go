@@ -13,7 +13,12 @@ import (
 // factNames are the names the differential tests ask Compute to look out
 // for: names the seeds hold (store, content, role, model), names of the
 // gateway's resource checks, a one-letter name and a long one.
-var factNames = fingerprint.NewNames("store", "content", "role", "model", "file_id", "container", "vector_store_ids", "a", "previous_response_id")
+// They are also the top-level names whose values the tests ask Compute to
+// locate (Params.Top): nine names, so the last is beyond MaxTop.
+var (
+	factNameList = []string{"store", "content", "role", "model", "file_id", "container", "vector_store_ids", "a", "previous_response_id"}
+	factNames    = fingerprint.NewNames(factNameList...)
+)
 
 // wantFacts computes what Compute reports besides the hash, the slow way:
 // the body decoded by encoding/json for the names and the top-level
@@ -74,12 +79,42 @@ func wantFacts(t *testing.T, body []byte) (store fingerprint.Store, names uint64
 }
 
 // checkFacts checks the Store, Names and LetterEscapes of r, Compute's
-// result for body with factNames, against wantFacts.
+// result for body with factNames as Names and Top, against wantFacts, and
+// its Top against the top-level values as encoding/json reads them.
 func checkFacts(t *testing.T, body []byte, r fingerprint.Result) {
 	t.Helper()
 	store, names, esc := wantFacts(t, body)
 	if r.Store != store || r.Names != names || r.LetterEscapes != esc {
 		t.Fatalf("Compute(%q): Store %d, Names %b, LetterEscapes %v; want %d, %b, %v", body, r.Store, r.Names, r.LetterEscapes, store, names, esc)
+	}
+	checkTop(t, body, r)
+}
+
+// checkTop checks r.Top, Compute's result for body with factNames as Top:
+// the i-th span holds exactly the bytes encoding/json reads as the value
+// of the top-level member named factNameList[i], and is zero when there is
+// none or i is beyond MaxTop.
+func checkTop(t *testing.T, body []byte, r fingerprint.Result) {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		t.Fatalf("accepted body does not decode: %v", err)
+	}
+	for i, name := range factNameList {
+		var sp fingerprint.Span
+		if i < fingerprint.MaxTop {
+			sp = r.Top[i]
+		}
+		want, ok := top[name]
+		if !ok || i >= fingerprint.MaxTop {
+			if sp != (fingerprint.Span{}) {
+				t.Fatalf("Compute(%q): %q located at %v, want nothing", body, name, sp)
+			}
+			continue
+		}
+		if sp.Start < 0 || sp.End > len(body) || sp.Start >= sp.End || !bytes.Equal(body[sp.Start:sp.End], want) {
+			t.Fatalf("Compute(%q): %q at %v, want the bytes %s", body, name, sp, want)
+		}
 	}
 }
 
@@ -116,7 +151,7 @@ func TestFacts(t *testing.T) {
 			if long { // the assembly scan and the string index
 				body = append([]byte(`{"pad":"`+string(bytes.Repeat([]byte("p"), 600))+`",`), body[1:]...)
 			}
-			r, err := fingerprint.Compute(fingerprint.Params{Shape: "responses", Tenant: "t", Names: factNames}, body)
+			r, err := fingerprint.Compute(fingerprint.Params{Shape: "responses", Tenant: "t", Names: factNames, Top: factNames}, body)
 			if err != nil {
 				t.Fatalf("%s: %v", body, err)
 			}
@@ -128,12 +163,35 @@ func TestFacts(t *testing.T) {
 				t.Errorf("%s: Store %d, Names %b, LetterEscapes %v; want %d, %b, %v", c.body, r.Store, r.Names, r.LetterEscapes, c.store, names, c.esc)
 			}
 			checkFacts(t, body, r)
-			// Without names to look out for, none are reported, and the
-			// names never change the hash.
+			// Without names to look out for, none are reported or
+			// located, and the names never change the hash.
 			r2, _ := fingerprint.Compute(fingerprint.Params{Shape: "responses", Tenant: "t"}, body)
-			if r2.Names != 0 || r2.Hash != r.Hash {
-				t.Errorf("%s without names: Names %b, hash %s vs %s", c.body, r2.Names, r2.Hash, r.Hash)
+			if r2.Names != 0 || r2.Top != ([fingerprint.MaxTop]fingerprint.Span{}) || r2.Hash != r.Hash {
+				t.Errorf("%s without names: Names %b, Top %v, hash %s vs %s", c.body, r2.Names, r2.Top, r2.Hash, r.Hash)
 			}
+		}
+	}
+}
+
+// Top locates top-level values only, whatever their type and spacing, its
+// keys decoded; a nested member of the same name is not located.
+func TestTopLocatesTopLevelValues(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m","store":false,"content":{"role":"x","store":true},"role" : [1, {"a":2}] ,"a":"\u0041\"b"}`,
+		`{ "st\u006fre" : null , "file_id":-1.5e3,"container":"c","vector_store_ids":[],"previous_response_id":"r"}`,
+		`{"x":{"store":true,"model":"n"},"y":[{"role":"r"}]}`,
+		"{\n\t\"a\"\t:\ttrue\n}",
+	} {
+		for _, long := range []bool{false, true} {
+			b := []byte(body)
+			if long { // the assembly scan and the string index
+				b = append([]byte(`{"pad":"`+strings.Repeat("p", 600)+`",`), bytes.TrimLeft(b, " {")...)
+			}
+			r, err := fingerprint.Compute(fingerprint.Params{Shape: "responses", Tenant: "t", Top: factNames}, b)
+			if err != nil {
+				t.Fatalf("%s: %v", b, err)
+			}
+			checkTop(t, b, r)
 		}
 	}
 }

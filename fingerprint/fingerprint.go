@@ -101,7 +101,20 @@ type Params struct {
 	// Names, when not nil, are member names to look out for on the pass:
 	// Result.Names says which the body holds. They do not join the hash.
 	Names *Names
+	// Top, when not nil, are top-level member names whose values the pass
+	// locates: Result.Top says where they are in the body, so a caller
+	// that needs a few top-level values does not read the body again. At
+	// most MaxTop names; later ones are never located. They do not join
+	// the hash.
+	Top *Names
 }
+
+// MaxTop is the number of names of Params.Top the pass locates.
+const MaxTop = 8
+
+// Span is where a value is in the body: body[Start:End], exactly as sent.
+// The zero Span is no value.
+type Span struct{ Start, End int }
 
 // Result is what one pass over the body learns.
 type Result struct {
@@ -120,6 +133,11 @@ type Result struct {
 	// Params.Names, at any depth, its key decoded (an escaped spelling is
 	// the same name). String values never count.
 	Names uint64
+	// Top[i] is where the value of the top-level member named the i-th of
+	// Params.Top (its key decoded) is in the body; the zero Span when the
+	// body has no such member. The places are the body's: a Memo answers
+	// only for a body equal byte for byte to the one they were found in.
+	Top [MaxTop]Span
 }
 
 // Store is the top-level "store" member of a body as sent: whether the
@@ -178,7 +196,7 @@ func computeQuoted(p Params, body []byte, simd bool, quotes *[]uint64) (Result, 
 	}
 	s := getScanner(body, simd)
 	defer putScanner(s)
-	s.watch = p.Names
+	s.watch, s.top = p.Names, p.Top
 	if err := s.document(root, true); err != nil {
 		return Result{}, clientError("request body", err.(*scanError))
 	}
@@ -206,7 +224,7 @@ func computeQuoted(p Params, body []byte, simd bool, quotes *[]uint64) (Result, 
 	var text [len("sha256:") + 2*sha256.Size]byte
 	copy(text[:], "sha256:")
 	hex.Encode(text[len("sha256:"):], s.h.Sum(s.sum[:0]))
-	return Result{Hash: string(text[:]), Model: s.model, Stream: s.stream, Store: s.store, LetterEscapes: s.letterEsc, Names: s.named}, nil
+	return Result{Hash: string(text[:]), Model: s.model, Stream: s.stream, Store: s.store, LetterEscapes: s.letterEsc, Names: s.named, Top: s.tops}, nil
 }
 
 // Canonicalize returns the canonical form of any JSON value (RFC 8785 with

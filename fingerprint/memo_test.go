@@ -34,6 +34,16 @@ func TestMemoEqualsCompute(t *testing.T) {
 	if s := m.Stats(); s.Hits != 1 || s.Misses != 2 {
 		t.Fatalf("stats after three sights = %+v, want 1 hit (the third) and 2 misses", s)
 	}
+	// The places of top-level values: remembered with the rest, for the
+	// same bytes only (a different one is checked below).
+	top := p
+	top.Top = fingerprint.NewNames("user", "model", "tools", "stream")
+	check("top, first sight", top, body)
+	check("top, second sight", top, body)
+	check("top, third sight", top, body)
+	if r, _ := m.Compute(top, body); r.Top[0] == (fingerprint.Span{}) || r.Top[2].End-r.Top[2].Start < 1024 {
+		t.Fatalf("top-level values not located from memory: %v", r.Top)
+	}
 	for _, q := range []fingerprint.Params{
 		{Shape: groundhog.ShapeChat, Tenant: "t2", Versions: "v=1"},
 		{Shape: groundhog.ShapeChat, Tenant: "t1", Versions: "v=2"},
@@ -50,6 +60,7 @@ func TestMemoEqualsCompute(t *testing.T) {
 	}
 	other[i]++
 	check("one byte changed", p, other)
+	check("one byte changed, top", top, other)
 	// The caller's buffer reused for another body after the call.
 	buf := append([]byte(nil), body...)
 	check("buffer before reuse", p, buf)

@@ -78,9 +78,11 @@ type scanner struct {
 	nextModel int
 	stream    bool
 	store     Store
-	letterEsc bool       // a \u escape spelled a character of U+0040–U+007F (Result.LetterEscapes)
-	watch     *Names     // member names to look out for (Params.Names), or nil
-	named     uint64     // which of them were seen (Result.Names)
+	letterEsc bool   // a \u escape spelled a character of U+0040–U+007F (Result.LetterEscapes)
+	watch     *Names // member names to look out for (Params.Names), or nil
+	named     uint64 // which of them were seen (Result.Names)
+	top       *Names // top-level member names whose values to locate (Params.Top), or nil
+	tops      [MaxTop]Span
 	typeErr   *scanError // "model" or "stream" has the wrong type; reported if the JSON is valid
 	badUTF8   bool       // the input is not valid UTF-8: strings check their spans
 	simd      bool       // use the assembly string scan and UTF-8 check (see useSIMD)
@@ -115,6 +117,7 @@ func (s *scanner) reset(in []byte, simd bool) {
 	s.model, s.stream, s.typeErr, s.topSorted = "", false, nil, false
 	s.store, s.letterEsc = StoreUnset, false
 	s.watch, s.named = nil, 0
+	s.top, s.tops = nil, [MaxTop]Span{}
 }
 
 func (s *scanner) fail(kind int, off int, format string, args ...any) *scanError {
@@ -383,6 +386,13 @@ func (s *scanner) object(n *node, top bool) error {
 		}
 		if top {
 			s.topField(key, valIn, valOut)
+			if t := s.top; t != nil && t.lens>>len(key)&1 != 0 {
+				for m := t.match(key); m != 0; m &= m - 1 {
+					if i := bits.TrailingZeros64(m); i < MaxTop {
+						s.tops[i] = Span{valIn, s.pos}
+					}
+				}
+			}
 		}
 
 		m = &s.members[mi] // the value may have grown s.members

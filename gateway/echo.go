@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
@@ -22,12 +23,50 @@ func echoFor(c *call, resp *groundhog.Response) *groundhog.Response {
 		return resp
 	}
 	out := *resp
-	if resp.Streamed {
+	if vals, ok := echoValues(c); !ok && resp.Streamed {
 		out.Events = wire.NewEchoRewriter(c.shape, c.body).Events(resp.Events)
-	} else {
+	} else if !ok {
 		out.Body = wire.RewriteEcho(c.shape, c.body, resp.Body)
+	} else if resp.Streamed {
+		out.Events = wire.NewEchoRewriterValues(c.shape, vals).Events(resp.Events)
+	} else {
+		out.Body = wire.RewriteEchoValues(c.shape, vals, resp.Body)
 	}
 	return &out
+}
+
+// echoNames are, per shape, the echoed request fields the fingerprint's
+// pass locates (fingerprint.Params.Top), in wire.EchoFields order. A shape
+// without an entry has its request read again when an answer is rewritten.
+var echoNames = func() map[groundhog.Shape]*fingerprint.Names {
+	m := map[groundhog.Shape]*fingerprint.Names{}
+	for _, shape := range []groundhog.Shape{groundhog.ShapeChat, groundhog.ShapeResponses, groundhog.ShapeEmbeddings, groundhog.ShapeMessages, groundhog.ShapeConverse, groundhog.ShapeGemini} {
+		if f := wire.EchoFields(shape); len(f) > fingerprint.MaxTop {
+			panic("gateway: more echoed fields than the fingerprint locates")
+		} else if len(f) > 0 {
+			m[shape] = fingerprint.NewNames(f...)
+		}
+	}
+	return m
+}()
+
+// echoValues returns the values of c's request fields its answer echoes,
+// where the fingerprint's pass found them: the request is not read again
+// (at 200 KB reading it cost more than the rest of the hit). ok is false
+// when the fingerprint was not taken of the body itself, or its body is
+// gone.
+func echoValues(c *call) (vals [][]byte, ok bool) {
+	names := wire.EchoFields(c.shape)
+	if !c.fpIsBody || c.body == nil || echoNames[c.shape] == nil {
+		return nil, false
+	}
+	vals = make([][]byte, len(names))
+	for i := range names {
+		if sp := c.fp.Top[i]; sp.End > sp.Start && sp.End <= len(c.body) {
+			vals[i] = c.body[sp.Start:sp.End]
+		}
+	}
+	return vals, true
 }
 
 // echoRewriter returns the rewriter for the live events a call relays, or
@@ -36,6 +75,9 @@ func echoFor(c *call, resp *groundhog.Response) *groundhog.Response {
 func echoRewriter(c *call, leader bool) *wire.EchoRewriter {
 	if leader && !c.recheckHit.Load() {
 		return nil
+	}
+	if vals, ok := echoValues(c); ok {
+		return wire.NewEchoRewriterValues(c.shape, vals)
 	}
 	return wire.NewEchoRewriter(c.shape, c.body)
 }

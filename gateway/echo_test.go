@@ -50,7 +50,7 @@ func echoOfStream(t *testing.T, b []byte) responseEcho {
 // echo the current caller's user and metadata, never the caller's whose
 // answer was stored; store is part of the key, so a store:true caller never
 // gets the answer of a store:false call.
-func TestIssue10ResponsesHitsEchoTheCurrentCaller(t *testing.T) {
+func TestResponsesHitsEchoTheCurrentCaller(t *testing.T) {
 	h := newHarness(t)
 	use := map[string]string{"Groundhog-Cache": "use"}
 	alice := `{"model":"sim-small","input":"tell me","user":"alice-user-1","metadata":{"owner":"alice-user-1"},"store":false}`
@@ -70,6 +70,20 @@ func TestIssue10ResponsesHitsEchoTheCurrentCaller(t *testing.T) {
 	}
 	if got.User == nil || *got.User != "carol-user-2" || got.Metadata["owner"] != "carol-user-2" {
 		t.Errorf("body hit echoes user %v metadata %v, want carol's", deref(got.User), got.Metadata)
+	}
+	// The same question spelled otherwise — the echoed fields first,
+	// spaced, a key escaped, after a long input — is a hit too, and echoes
+	// this caller's values as it spelled them.
+	long := strings.Repeat("tell me more about it. ", 40)
+	r, _ = h.post("/v1/responses", `{"model":"sim-small","input":"`+long+`","user":"dave-1","store":false}`, use)
+	if r.Header.Get("Groundhog-Cache") != "miss" {
+		t.Fatalf("long input: %q, want a miss", r.Header.Get("Groundhog-Cache"))
+	}
+	dave := `{ "metadata" : { "owner" : "dave-2" } , "us\u0065r":"dave-2", "store":false,"input":"` + long + `", "model":"sim-small" }`
+	r, b = h.post("/v1/responses", dave, use)
+	got = echoOfBody(t, b)
+	if r.Header.Get("Groundhog-Cache") != "hit" || deref(got.User) != "dave-2" || got.Metadata["owner"] != "dave-2" {
+		t.Errorf("spelled otherwise: %q echoes user %v metadata %v, want dave-2's", r.Header.Get("Groundhog-Cache"), deref(got.User), got.Metadata)
 	}
 	stream := strings.Replace(carol, `"input"`, `"stream":true,"input"`, 1)
 	r, b = h.post("/v1/responses", stream, use)
@@ -104,7 +118,7 @@ func deref(s *string) string {
 
 // A follower of another caller's flight gets
 // its own echoed fields, streamed live and as a body.
-func TestIssue10CoalescedAnswersEchoTheCurrentCaller(t *testing.T) {
+func TestCoalescedAnswersEchoTheCurrentCaller(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		g := newGate()
 		h := newHarness(t, withGate(g))

@@ -159,7 +159,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, shape groundhog.S
 			return nil, err
 		}
 	}
-	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header), Names: watchedNames}
+	params := fingerprint.Params{Shape: shape, Tenant: tenant, Versions: versionsFor(s.cfg.Operations[c.op].Versions, shape, r.Header), Names: watchedNames, Top: echoNames[shape]}
 	var notes *atomic.Uint32
 	c.fpIsBody = sameBytes(fpBody, body)
 	quotes := wantQuotes(c) // quotes.go

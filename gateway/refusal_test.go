@@ -55,7 +55,7 @@ func refusingProvider(t *testing.T, calls *atomic.Int64) *httptest.Server {
 
 // Refusals are passed to the client and ledgered, but
 // never stored: the identical second call goes to the provider again.
-func TestIssue10RefusalsAreNeverCached(t *testing.T) {
+func TestRefusalsAreNeverCached(t *testing.T) {
 	var calls atomic.Int64
 	up := refusingProvider(t, &calls)
 	h := newHarness(t, withUpstream(up.URL+"/v1", "sk-test"))

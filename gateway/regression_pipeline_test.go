@@ -45,7 +45,7 @@ func leaveEarly(t *testing.T, h *harness, g *gate, path, body string, hdr map[st
 // The only client of an idempotent call times out; the
 // call still runs to completion, its result is committed under the
 // operation record, and the retry replays it: the provider bills once.
-func TestIssue10RetryAfterClientTimeoutPaysOnce(t *testing.T) {
+func TestRetryAfterClientTimeoutPaysOnce(t *testing.T) {
 	g := newGate()
 	h := newHarness(t, withGate(g))
 	body := `{"model":"sim-small","messages":[{"role":"user","content":"slow answer"}]}`
@@ -68,7 +68,7 @@ func TestIssue10RetryAfterClientTimeoutPaysOnce(t *testing.T) {
 // The leader of a cacheable call is its
 // flight's only subscriber and leaves; the flight completes and fills the
 // cache, so the repeat is a hit.
-func TestIssue10CacheableCallOutlivesItsClient(t *testing.T) {
+func TestCacheableCallOutlivesItsClient(t *testing.T) {
 	g := newGate()
 	h := newHarness(t, withGate(g))
 	body := `{"model":"sim-small","messages":[{"role":"user","content":"slow cacheable"}]}`
@@ -103,7 +103,7 @@ func (h *harness) report() ledger.Row {
 // sim's bill for every call whose usage the gateway received; a call the
 // provider billed but whose usage never arrived (drop after success, reset
 // mid-stream) is unknown and counted in unknown_cost_calls.
-func TestIssue10BilledFailuresAreNotFreeInTheReport(t *testing.T) {
+func TestBilledFailuresAreNotFreeInTheReport(t *testing.T) {
 	h := newHarness(t)
 	chat := func(s string) string {
 		return `{"model":"sim-small","messages":[{"role":"user","content":"` + s + `"}]}`
@@ -143,7 +143,7 @@ func TestIssue10BilledFailuresAreNotFreeInTheReport(t *testing.T) {
 // A call that is neither idempotent nor
 // cacheable may be cancelled when its client leaves, but the attempt that
 // reached the provider is booked as unknown, not $0.
-func TestIssue10CancelledAttemptCostsUnknown(t *testing.T) {
+func TestCancelledAttemptCostsUnknown(t *testing.T) {
 	g := newGate()
 	h := newHarness(t, withGate(g))
 	defer g.open() // the gate's handler does not read the body, so it cannot see the gateway hang up
@@ -160,7 +160,7 @@ func TestIssue10CancelledAttemptCostsUnknown(t *testing.T) {
 
 // A hit, a coalesced answer and a replay of a model the
 // price table does not know say their saving is unknown, as the cost is.
-func TestIssue10UnknownSavingsSayUnknown(t *testing.T) {
+func TestUnknownSavingsSayUnknown(t *testing.T) {
 	g := newGate()
 	h := newHarness(t, withGate(g))
 	body := `{"model":"unpriced-model-x","messages":[{"role":"user","content":"what is it worth"}]}`
@@ -195,7 +195,7 @@ func TestIssue10UnknownSavingsSayUnknown(t *testing.T) {
 // Every provider-route response says what the cache stage
 // did: an idempotent replay says "replayed", an error says what happened
 // (or "off" when the call never reached the cache stage).
-func TestIssue10EveryResponseCarriesGroundhogCache(t *testing.T) {
+func TestEveryResponseCarriesGroundhogCache(t *testing.T) {
 	h := newHarness(t)
 	body := `{"model":"sim-small","messages":[{"role":"user","content":"state"}]}`
 	idem := map[string]string{"Idempotency-Key": "state-1"}

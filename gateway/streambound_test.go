@@ -15,7 +15,7 @@ import (
 // A streamed upstream response is bounded in total
 // (max_upstream_bytes): past the bound the client's stream is broken off
 // with an error event, nothing is cached, and the call is ledgered.
-func TestIssue10UpstreamStreamIsBounded(t *testing.T) {
+func TestUpstreamStreamIsBounded(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		chunk := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"sim-small","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", 100) + `"},"finish_reason":null}]}` + "\n\n"

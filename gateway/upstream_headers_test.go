@@ -11,7 +11,7 @@ import (
 // A live answer, success or error, passes the provider's
 // back-off, rate-limit and request-id headers (never hop-by-hop ones); a
 // cache hit and an idempotent replay never replay them.
-func TestIssue10UpstreamHeadersPassThroughLiveOnly(t *testing.T) {
+func TestUpstreamHeadersPassThroughLiveOnly(t *testing.T) {
 	n := 0
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n++
@@ -73,7 +73,7 @@ func TestIssue10UpstreamHeadersPassThroughLiveOnly(t *testing.T) {
 // When the response's model is not
 // in the price table (a dated snapshot name, say), the request's model
 // prices the call instead of leaving it unknown.
-func TestIssue10PriceFallsBackToTheRequestModel(t *testing.T) {
+func TestPriceFallsBackToTheRequestModel(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"sim-small-unlisted-2099-01-01","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":100,"total_tokens":1100}}`)

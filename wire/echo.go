@@ -48,6 +48,22 @@ var echoed = map[groundhog.Shape][]echoField{
 // that RewriteEcho would rewrite.
 func HasEchoedFields(shape groundhog.Shape) bool { return len(echoed[shape]) > 0 }
 
+// EchoFields returns the names of the request fields the responses of
+// shape echo (nil when none), in the order RewriteEchoValues and
+// NewEchoRewriterValues take their values. The slice is shared: do not
+// modify it.
+func EchoFields(shape groundhog.Shape) []string { return echoNames[shape] }
+
+var echoNames = func() map[groundhog.Shape][]string {
+	m := map[groundhog.Shape][]string{}
+	for shape, fields := range echoed {
+		for _, f := range fields {
+			m[shape] = append(m[shape], f.name)
+		}
+	}
+	return m
+}()
+
 // echoValues returns, for each echoed field of shape, the value the
 // provider would echo for request: the request's own value, or the default.
 func echoValues(shape groundhog.Shape, request []byte) (object, bool) {
@@ -59,9 +75,22 @@ func echoValues(shape groundhog.Shape, request []byte) (object, bool) {
 	if err != nil {
 		return nil, false
 	}
+	raw := make([][]byte, len(fields))
+	for i, f := range fields {
+		raw[i] = req.get(f.name)
+	}
+	return echoValuesOf(shape, raw), true
+}
+
+// echoValuesOf is echoValues from the request's values of the echoed fields
+// (EchoFields order; nil for a field the request does not hold).
+func echoValuesOf(shape groundhog.Shape, raw [][]byte) object {
 	var vals object
-	for _, f := range fields {
-		v := req.get(f.name)
+	for i, f := range echoed[shape] {
+		var v json.RawMessage
+		if i < len(raw) {
+			v = raw[i]
+		}
 		if v == nil {
 			v = f.def
 		}
@@ -69,7 +98,7 @@ func echoValues(shape groundhog.Shape, request []byte) (object, bool) {
 			vals = append(vals, member{f.name, v})
 		}
 	}
-	return vals, true
+	return vals
 }
 
 // spliceEcho returns the JSON object b with the value of each of its
@@ -138,6 +167,21 @@ func RewriteEcho(shape groundhog.Shape, request, body []byte) []byte {
 	return out
 }
 
+// RewriteEchoValues is RewriteEcho given the request's values of the
+// echoed fields instead of the request: values[i] is the raw JSON value of
+// the field EchoFields(shape)[i] in the request, nil when the request does
+// not hold it. A caller that already knows where those values are (the
+// fingerprint's pass finds them: fingerprint.Params.Top) need not have the
+// whole request read again — at 200 KB that read costs more than the rest
+// of a cache hit.
+func RewriteEchoValues(shape groundhog.Shape, values [][]byte, body []byte) []byte {
+	if len(echoed[shape]) == 0 || !jsonwalk.Valid(body) {
+		return body
+	}
+	out, _ := spliceEcho(body, echoValuesOf(shape, values))
+	return out
+}
+
 // EchoRewriter rewrites the echoed request fields in the events of one
 // stream (the "response" object of response.created, response.in_progress,
 // response.completed, …). Build it once per call with NewEchoRewriter.
@@ -154,6 +198,15 @@ func NewEchoRewriter(shape groundhog.Shape, request []byte) *EchoRewriter {
 		return nil
 	}
 	return &EchoRewriter{vals: vals}
+}
+
+// NewEchoRewriterValues is NewEchoRewriter given the request's values of
+// the echoed fields, as RewriteEchoValues takes them.
+func NewEchoRewriterValues(shape groundhog.Shape, values [][]byte) *EchoRewriter {
+	if len(echoed[shape]) == 0 {
+		return nil
+	}
+	return &EchoRewriter{vals: echoValuesOf(shape, values)}
 }
 
 // Event returns ev with the echoed fields of its response object rewritten

@@ -1,37 +1,74 @@
 package wire
 
 import (
+	"encoding/json"
 	"testing"
 
 	groundhog "github.com/groundhog-ai/groundhog"
 )
 
+// valuesOf returns the request's values of shape's echoed fields, as a
+// caller of RewriteEchoValues finds them (here by encoding/json).
+func valuesOf(t *testing.T, shape groundhog.Shape, request string) [][]byte {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(request), &top); err != nil {
+		t.Fatal(err)
+	}
+	var vals [][]byte
+	for _, name := range EchoFields(shape) {
+		vals = append(vals, top[name])
+	}
+	return vals
+}
+
+// rewrite is RewriteEcho, checked to equal RewriteEchoValues given the
+// request's values.
+func rewrite(t *testing.T, shape groundhog.Shape, request, body string) string {
+	t.Helper()
+	got := string(RewriteEcho(shape, []byte(request), []byte(body)))
+	if byValues := string(RewriteEchoValues(shape, valuesOf(t, shape, request), []byte(body))); byValues != got {
+		t.Errorf("RewriteEchoValues %s\nRewriteEcho       %s", byValues, got)
+	}
+	return got
+}
+
+// rewriteEvent is NewEchoRewriter's Event, checked to equal
+// NewEchoRewriterValues' given the request's values.
+func rewriteEvent(t *testing.T, shape groundhog.Shape, request string, ev groundhog.Event) groundhog.Event {
+	t.Helper()
+	got := NewEchoRewriter(shape, []byte(request)).Event(ev)
+	if byValues := NewEchoRewriterValues(shape, valuesOf(t, shape, request)).Event(ev); string(byValues.Data) != string(got.Data) || byValues.Name != got.Name {
+		t.Errorf("NewEchoRewriterValues %s\nNewEchoRewriter       %s", byValues.Data, got.Data)
+	}
+	return got
+}
+
 func TestRewriteEcho(t *testing.T) {
 	stored := `{"id":"resp_1","object":"response","status":"completed","metadata":{"owner":"alice"},"store":false,"user":"alice","output":[]}`
-	got := string(RewriteEcho(groundhog.ShapeResponses, []byte(`{"model":"m","input":"x","user":"carol","store":false}`), []byte(stored)))
+	got := rewrite(t, groundhog.ShapeResponses, `{"model":"m","input":"x","user":"carol","store":false}`, stored)
 	want := `{"id":"resp_1","object":"response","status":"completed","metadata":{},"store":false,"user":"carol","output":[]}`
 	if got != want {
 		t.Errorf("body:\n got %s\nwant %s", got, want)
 	}
 	// Fields the provider did not echo are not added; chat echoes nothing.
-	if got := string(RewriteEcho(groundhog.ShapeResponses, []byte(`{"user":"carol"}`), []byte(`{"id":"r"}`))); got != `{"id":"r"}` {
+	if got := rewrite(t, groundhog.ShapeResponses, `{"user":"carol"}`, `{"id":"r"}`); got != `{"id":"r"}` {
 		t.Errorf("added a field: %s", got)
 	}
 	chat := `{"id":"c","choices":[]}`
-	if got := string(RewriteEcho(groundhog.ShapeChat, []byte(`{"user":"carol"}`), []byte(chat))); got != chat {
+	if got := rewrite(t, groundhog.ShapeChat, `{"user":"carol"}`, chat); got != chat {
 		t.Errorf("chat changed: %s", got)
 	}
-	rw := NewEchoRewriter(groundhog.ShapeResponses, []byte(`{"user":"carol","metadata":{"k":"v"}}`))
 	ev := groundhog.Event{Name: "response.completed", Data: []byte(`{"type":"response.completed","response":{"id":"r","user":"alice","metadata":{"owner":"alice"}}}`)}
 	orig := string(ev.Data)
-	out := rw.Event(ev)
+	out := rewriteEvent(t, groundhog.ShapeResponses, `{"user":"carol","metadata":{"k":"v"}}`, ev)
 	if string(out.Data) != `{"type":"response.completed","response":{"id":"r","user":"carol","metadata":{"k":"v"}}}` || out.Name != ev.Name {
 		t.Errorf("event: %s", out.Data)
 	}
 	if string(ev.Data) != orig {
 		t.Error("the shared event was modified")
 	}
-	if NewEchoRewriter(groundhog.ShapeMessages, []byte(`{}`)) != nil {
+	if NewEchoRewriter(groundhog.ShapeMessages, []byte(`{}`)) != nil || NewEchoRewriterValues(groundhog.ShapeMessages, nil) != nil || EchoFields(groundhog.ShapeMessages) != nil {
 		t.Error("messages echo nothing")
 	}
 }
@@ -47,12 +84,12 @@ func TestRewriteEchoKeepsStoredBytes(t *testing.T) {
 		{"user set", `{"input":"x","user":"carol"}`, "{ \"id\": \"r\", \"prompt_cache_retention\": \"24h\", \"user\": \"carol\", \"metadata\": { } }"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := string(RewriteEcho(groundhog.ShapeResponses, []byte(tt.request), []byte(stored))); got != tt.want {
+			if got := rewrite(t, groundhog.ShapeResponses, tt.request, stored); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 			ev := groundhog.Event{Name: "response.completed", Data: []byte(`{"type":"response.completed","response":` + stored + `}`)}
 			want := `{"type":"response.completed","response":` + tt.want + `}`
-			if got := string(NewEchoRewriter(groundhog.ShapeResponses, []byte(tt.request)).Event(ev).Data); got != want {
+			if got := string(rewriteEvent(t, groundhog.ShapeResponses, tt.request, ev).Data); got != want {
 				t.Errorf("event: got  %s\nwant %s", got, want)
 			}
 		})
@@ -63,7 +100,7 @@ func TestRewriteEchoKeepsStoredBytes(t *testing.T) {
 // organization with zero data retention): a hit keeps the stored value.
 func TestRewriteEchoKeepsStoredStore(t *testing.T) {
 	stored := `{"id":"r","store":false,"user":null}`
-	if got := string(RewriteEcho(groundhog.ShapeResponses, []byte(`{"input":"x"}`), []byte(stored))); got != stored {
+	if got := rewrite(t, groundhog.ShapeResponses, `{"input":"x"}`, stored); got != stored {
 		t.Errorf("got %s, want the stored %s", got, stored)
 	}
 }

@@ -71,7 +71,7 @@ directly at the same rate (measured just before it), for the first --body.`,
 	fs.IntVar(&o.Conns, "conns", 32, "concurrent connections")
 	fs.IntVar(&o.Rounds, "rounds", 3, "slices each scenario's duration is run in, the scenarios taking turns (1 with --profile)")
 	fs.StringSliceVar(&o.Bodies, "body", []string{"small", "large"}, "request bodies: small (1 KB), large (200 KB agent request) or a FILE holding a request of --api; repeatable")
-	fs.StringVar(&api, "api", "chat", "provider API of the requests: chat (OpenAI chat completions) or messages (Anthropic Messages, as coding agents send it)")
+	fs.StringVar(&api, "api", "chat", "provider API of the requests: chat (OpenAI chat completions), messages (Anthropic Messages, as coding agents send it) or responses (OpenAI Responses, as Codex CLI sends it: stateless, reasoning items sent back)")
 	fs.BoolVar(&o.Stream, "stream", false, `send "stream": true (SSE answers; the floor answers the stored events)`)
 	fs.StringVar(&o.Profile, "profile", "", "write CPU and allocation profiles of the gateway process for each scenario to this directory")
 	fs.StringSliceVar(&o.Only, "only", nil, "run only scenarios whose name starts with one of these prefixes (e.g. gateway-hit/,floor/)")

@@ -109,15 +109,17 @@ func Chat(size int, o Options) []byte {
 	}
 }
 
-// Messages returns the number of messages in a body made by Chat.
+// Messages returns the number of messages of a chat or Messages body, or
+// of input items of a Responses body.
 func Messages(body []byte) int {
 	var v struct {
 		Messages []json.RawMessage `json:"messages"`
+		Input    []json.RawMessage `json:"input"`
 	}
 	if json.Unmarshal(body, &v) != nil {
 		return 0
 	}
-	return len(v.Messages)
+	return max(len(v.Messages), len(v.Input))
 }
 
 // toolCount is the number of tools of a request of size bytes: o.Tools,

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// Both generators give valid JSON of about the size asked, the same bytes
+// The generators give valid JSON of about the size asked, the same bytes
 // for the same arguments.
 func TestBodiesAreDeterministicValidAndSized(t *testing.T) {
-	for name, gen := range map[string]func(int, Options) []byte{"chat": Chat, "anthropic": Anthropic} {
+	for name, gen := range map[string]func(int, Options) []byte{"chat": Chat, "anthropic": Anthropic, "responses": Responses} {
 		for _, size := range []int{1 << 10, 200 << 10} {
 			b := gen(size, Options{Model: "sim-small"})
 			if !json.Valid(b) {
@@ -81,5 +81,67 @@ func TestAnthropicShape(t *testing.T) {
 	}
 	if v.Messages[len(v.Messages)-1].Role != "user" {
 		t.Error("the last message is not the user's")
+	}
+}
+
+// A Responses body is a Responses request as a stateless coding agent
+// sends it: every turn's reasoning item sent back, function calls paired
+// with their outputs.
+func TestResponsesShape(t *testing.T) {
+	b := Responses(200<<10, Options{Stream: true})
+	var v struct {
+		Model        string `json:"model"`
+		Instructions string `json:"instructions"`
+		Input        []struct {
+			Type             string `json:"type"`
+			Role             string `json:"role"`
+			EncryptedContent string `json:"encrypted_content"`
+			Arguments        string `json:"arguments"`
+			CallID           string `json:"call_id"`
+			Output           string `json:"output"`
+		} `json:"input"`
+		Tools []struct {
+			Type, Name string
+		} `json:"tools"`
+		Store          *bool  `json:"store"`
+		Stream         bool   `json:"stream"`
+		PromptCacheKey string `json:"prompt_cache_key"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if n := Messages(b); n != len(v.Input) || n < 300 || n > 420 {
+		t.Errorf("200 KB body has %d input items (Messages counts %d), want about 340", len(v.Input), n)
+	}
+	if len(v.Tools) != 8 || v.Tools[0].Type != "function" || v.Tools[0].Name == "" || !v.Stream || v.Model != "gpt-5-codex" ||
+		v.Store == nil || *v.Store || v.PromptCacheKey == "" || len(v.Instructions) < 2<<10 {
+		t.Errorf("200 KB body: %d tools (%+v), stream %v, model %q, store %v, prompt_cache_key %q, %d bytes of instructions",
+			len(v.Tools), v.Tools[0], v.Stream, v.Model, v.Store, v.PromptCacheKey, len(v.Instructions))
+	}
+	calls := map[string]bool{}
+	kinds := map[string]int{}
+	for i, it := range v.Input {
+		kinds[it.Type]++
+		switch it.Type {
+		case "reasoning":
+			if it.EncryptedContent == "" {
+				t.Fatalf("item %d: a reasoning item without its encrypted_content", i)
+			}
+		case "function_call":
+			if !json.Valid([]byte(it.Arguments)) || it.CallID == "" {
+				t.Fatalf("item %d: arguments %q, call_id %q", i, it.Arguments, it.CallID)
+			}
+			calls[it.CallID] = true
+		case "function_call_output":
+			if !calls[it.CallID] || !json.Valid([]byte(it.Output)) {
+				t.Fatalf("item %d: output for %q before its call, or not JSON", i, it.CallID)
+			}
+		}
+	}
+	if last := v.Input[len(v.Input)-1]; last.Type != "message" || last.Role != "user" {
+		t.Errorf("the last item is %s/%s, not the user's message", last.Type, last.Role)
+	}
+	if kinds["reasoning"] == 0 || kinds["reasoning"] != kinds["function_call"] || kinds["function_call"] != kinds["function_call_output"] {
+		t.Errorf("item kinds %v", kinds)
 	}
 }
