@@ -72,7 +72,7 @@ func (s *Server) compression(w http.ResponseWriter, r *http.Request, next http.H
 		return
 	}
 	gw := gzipResponses.Get().(*gzipResponse)
-	*gw = gzipResponse{ResponseWriter: w}
+	*gw = gzipResponse{ResponseWriter: w, memo: s.gzipMemo}
 	defer func() {
 		gw.close()
 		*gw = gzipResponse{} // nothing of this response kept
@@ -145,10 +145,20 @@ func acceptsGzip(values []string) bool {
 
 // gzipResponse compresses the response when its head says it is JSON of a
 // worthwhile size; otherwise it writes through untouched.
+//
+// A head that announces the body's length (every stored answer's does)
+// waits for the body: when it comes in one write of that length, it is
+// compressed in one piece — through the memo, so an answer sent again is
+// not compressed again — and sent with the compressed length. Any other
+// write, a flush or the end of the handler sends the waiting head and
+// compresses the body as it comes, as a head without a length does.
 type gzipResponse struct {
 	http.ResponseWriter
+	memo    *gzipMemo
 	decided bool
 	zw      *gzip.Writer
+	whole   int // the announced length of a body the head waits for; 0 when none waits
+	status  int // the waiting head's status
 }
 
 func (g *gzipResponse) WriteHeader(status int) {
@@ -163,6 +173,10 @@ func (g *gzipResponse) WriteHeader(status int) {
 			h.Del("Content-Length")
 			h.Set("Content-Encoding", "gzip")
 			h.Add("Vary", "Accept-Encoding")
+			if err == nil && g.memo != nil {
+				g.whole, g.status = n, status
+				return
+			}
 			g.zw = gzipWriters.Get().(*gzip.Writer)
 			g.zw.Reset(g.ResponseWriter)
 		}
@@ -170,9 +184,24 @@ func (g *gzipResponse) WriteHeader(status int) {
 	g.ResponseWriter.WriteHeader(status)
 }
 
+// release sends the head that waits for its body, and compresses the body
+// as it comes.
+func (g *gzipResponse) release() {
+	g.whole = 0
+	g.zw = gzipWriters.Get().(*gzip.Writer)
+	g.zw.Reset(g.ResponseWriter)
+	g.ResponseWriter.WriteHeader(g.status)
+}
+
 func (g *gzipResponse) Write(p []byte) (int, error) {
 	if !g.decided {
 		g.WriteHeader(http.StatusOK)
+	}
+	if g.whole > 0 {
+		if len(p) == g.whole {
+			return g.writeWhole(p)
+		}
+		g.release()
 	}
 	if g.zw != nil {
 		return g.zw.Write(p)
@@ -180,8 +209,28 @@ func (g *gzipResponse) Write(p []byte) (int, error) {
 	return g.ResponseWriter.Write(p)
 }
 
+// writeWhole sends the waiting head with the compressed length, and p,
+// the whole body, compressed.
+func (g *gzipResponse) writeWhole(p []byte) (int, error) {
+	g.whole = 0
+	gz, buf := g.memo.compress(p)
+	g.Header().Set("Content-Length", strconv.Itoa(len(gz)))
+	g.ResponseWriter.WriteHeader(g.status)
+	_, err := g.ResponseWriter.Write(gz)
+	if buf != nil {
+		putGzipBuf(buf)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // Flush flushes compressed bytes too, so http.ResponseController works.
 func (g *gzipResponse) Flush() {
+	if g.whole > 0 {
+		g.release()
+	}
 	if g.zw != nil {
 		_ = g.zw.Flush()
 	}
@@ -194,6 +243,9 @@ func (g *gzipResponse) Flush() {
 func (g *gzipResponse) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 
 func (g *gzipResponse) close() {
+	if g.whole > 0 {
+		g.release() // the head still waits: the handler wrote no body
+	}
 	if g.zw != nil {
 		_ = g.zw.Close()
 		g.zw.Reset(io.Discard)

@@ -163,6 +163,7 @@ type Server struct {
 	client *http.Client
 
 	fpMemo   *fingerprint.Memo          // fingerprints of large bodies sent again
+	gzipMemo *gzipMemo                  // gzip forms of answers sent again
 	flights  coalesce.Group             // identical cacheable calls in flight
 	tracker  coalesce.Tracker[flightID] // every call in flight, for the ledger's in-flight flag
 	inflight atomic.Int64               // provider-route handlers running
@@ -238,6 +239,7 @@ func New(o Options) *Server {
 		keyCache: map[string]keyCacheEntry{},
 		stagesOn: wantsStages(o.Ledger),
 		fpMemo:   fingerprint.NewMemo(o.FingerprintMemoBytes, 0),
+		gzipMemo: newGzipMemo(gzipMemoBytes),
 	}
 	_, s.sysClk = o.Clock.(groundhog.SystemClock)
 	s.pc = newPromptCacheStage(o)

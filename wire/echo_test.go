@@ -104,3 +104,57 @@ func TestRewriteEchoKeepsStoredStore(t *testing.T) {
 		t.Errorf("got %s, want the stored %s", got, stored)
 	}
 }
+
+// FuzzRewriteEchoValues: for any body and values, RewriteEchoValues (which
+// trusts the body to be valid, as stored answers are) never panics; for a
+// body that is a valid JSON object, the result is valid JSON whose echoed
+// members hold the wanted values and whose other members are as they were.
+func FuzzRewriteEchoValues(f *testing.F) {
+	f.Add([]byte(`{"id":"r","user":"alice","metadata":{"a":"b"},"store":false,"prompt_cache_key":null}`), []byte(`"carol"`), []byte(`{"k":"v"}`))
+	f.Add([]byte(`{ "user" : null , "output" : [ {"user":"x"} ] }`), []byte(`"bob"`), []byte(``))
+	f.Add([]byte(`{"user":"a\"b\\","metadata":{}}`), []byte(``), []byte(`{}`))
+	f.Add([]byte(`{"`), []byte(`"x"`), []byte(`{}`))
+	f.Add([]byte(`{"user`), []byte(`"x"`), []byte(``))
+	f.Add([]byte(`{"user":`), []byte(`"x"`), []byte(``))
+	f.Add([]byte(`[1,{"user":"a"}]`), []byte(`"x"`), []byte(``))
+	fields := EchoFields(groundhog.ShapeResponses)
+	index := func(name string) int {
+		for i, f := range fields {
+			if f == name {
+				return i
+			}
+		}
+		panic(name)
+	}
+	f.Fuzz(func(t *testing.T, body, user, metadata []byte) {
+		vals := make([][]byte, len(fields))
+		if json.Valid(user) {
+			vals[index("user")] = user
+		}
+		if json.Valid(metadata) {
+			vals[index("metadata")] = metadata
+		}
+		out := RewriteEchoValues(groundhog.ShapeResponses, vals, body)
+		var before map[string]json.RawMessage
+		if json.Unmarshal(body, &before) != nil || before == nil {
+			return
+		}
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("%q became invalid: %q (%v)", body, out, err)
+		}
+		want := echoValuesOf(groundhog.ShapeResponses, vals)
+		for k, v := range before {
+			w := want.get(k)
+			if w == nil {
+				w = v
+			}
+			if !sameJSON(after[k], w) {
+				t.Fatalf("%q: member %q is %s, want %s (result %q)", body, k, after[k], w, out)
+			}
+		}
+		if len(after) != len(before) {
+			t.Fatalf("%q: members %d → %d", body, len(before), len(after))
+		}
+	})
+}
