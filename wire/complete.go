@@ -201,21 +201,57 @@ func IsTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
 }
 
 // eventType reports whether ev's type (its JSON "type", else its SSE event
-// name) is typ. The JSON is parsed only when the bytes could match.
+// name) is typ. The JSON is read only when the bytes could match.
 func eventType(ev groundhog.Event, typ string) bool {
 	if !bytes.Contains(ev.Data, []byte(typ)) {
 		return ev.Name == typ && len(bytes.TrimSpace(ev.Data)) == 0
 	}
+	var w jsonwalk.Walker
+	t, ok := readEventType(&w, ev.Data)
+	if !ok {
+		return false
+	}
+	if len(t) == 0 {
+		return ev.Name == typ
+	}
+	return string(t) == typ
+}
+
+// readEventType reads an event's "type" as json.Unmarshal into
+// struct{ Type string } reads it, ok false when that fails: by one walk
+// over the event when it can (a Responses stream's terminal event holds
+// the whole answer, and every event is tested for it), else by
+// json.Unmarshal.
+func readEventType(w *jsonwalk.Walker, data []byte) (typ []byte, ok bool) {
+	if eventWalk {
+		if t, ok, fast := readEventTypeFast(w, data); fast {
+			return t, ok
+		}
+	}
+	return eventTypeByUnmarshal(data)
+}
+
+func eventTypeByUnmarshal(data []byte) (typ []byte, ok bool) {
 	var e struct {
 		Type string `json:"type"`
 	}
-	if unmarshalObject(ev.Data, &e) != nil {
-		return false
+	if unmarshalObject(data, &e) != nil {
+		return nil, false
 	}
-	if e.Type == "" {
-		return ev.Name == typ
+	return []byte(e.Type), true
+}
+
+func readEventTypeFast(w *jsonwalk.Walker, data []byte) (typ []byte, ok, fast bool) {
+	notObject, ok := jsonwalk.WalkObject(w, data, []string{"type"}, func(int) bool {
+		return jsonwalk.PlainStrTo(w, &typ)
+	})
+	if notObject {
+		return nil, false, true // unmarshalObject: not a JSON object
 	}
-	return e.Type == typ
+	if !ok {
+		return nil, false, false
+	}
+	return typ, true, true
 }
 
 // StreamEndedWithError reports whether the provider itself ended a stream

@@ -44,6 +44,12 @@ func checkMarks(t *testing.T, w *jsonwalk.Walker, data []byte) (mfast, rfast boo
 	if wre, wok := responsesMarkByUnmarshal(data); rfast && !sameResponsesMark(re, rok, wre, wok) {
 		t.Fatalf("responses event %q:\nwalk           %v %+v\njson.Unmarshal %v %+v", data, rok, re, wok, wre)
 	}
+	// An event's type (IsTerminal, StreamEndedWithError): the same
+	// events, the same rule.
+	typ, tok, tfast := readEventTypeFast(w, data)
+	if wtyp, wok := eventTypeByUnmarshal(data); tfast && (tok != wok || tok && string(typ) != string(wtyp)) {
+		t.Fatalf("event type of %q:\nwalk           %v %q\njson.Unmarshal %v %q", data, tok, typ, wok, wtyp)
+	}
 	return mfast, rfast
 }
 
@@ -146,7 +152,7 @@ func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	var w jsonwalk.Walker
-	streams, events, walked := 0, 0, 0
+	streams, events, walked, typeWalked := 0, 0, 0, 0
 	chatStreams, chatEvents, chatWalked := 0, 0, 0
 	for _, it := range its {
 		if !it.Meta.Stream || it.Meta.Status != 200 {
@@ -184,6 +190,9 @@ func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
 			if m, r := checkMarks(t, &w, ev.Data); own == "messages" && m || own == "responses" && r {
 				walked++
 			}
+			if _, _, fast := readEventTypeFast(&w, ev.Data); fast {
+				typeWalked++
+			}
 		}
 		for _, shape := range []string{"messages", "responses"} {
 			var got, want bool
@@ -197,12 +206,12 @@ func TestStreamEventsMatchUnmarshalRealTraffic(t *testing.T) {
 			}
 		}
 	}
-	if streams < 50 || walked < events*99/100 || chatStreams < 20 || chatWalked < chatEvents*99/100 {
-		t.Fatalf("Messages and Responses: %d streams, %d events, %d read by the walk; chat: %d streams, %d chunks, %d read by the walk",
-			streams, events, walked, chatStreams, chatEvents, chatWalked)
+	if streams < 50 || walked < events*99/100 || typeWalked < events*99/100 || chatStreams < 20 || chatWalked < chatEvents*99/100 {
+		t.Fatalf("Messages and Responses: %d streams, %d events, %d read by the walk (their type: %d); chat: %d streams, %d chunks, %d read by the walk",
+			streams, events, walked, typeWalked, chatStreams, chatEvents, chatWalked)
 	}
-	t.Logf("Messages and Responses: %d streams, %d events, %d read by the walk; chat: %d streams, %d chunks, %d read by the walk",
-		streams, events, walked, chatStreams, chatEvents, chatWalked)
+	t.Logf("Messages and Responses: %d streams, %d events, %d read by the walk (their type: %d); chat: %d streams, %d chunks, %d read by the walk",
+		streams, events, walked, typeWalked, chatStreams, chatEvents, chatWalked)
 }
 
 // messagesCompleteByUnmarshal and responsesCompleteByUnmarshal are
