@@ -195,7 +195,8 @@ func RewriteEchoValues(shape groundhog.Shape, values [][]byte, body []byte) []by
 // stream (the "response" object of response.created, response.in_progress,
 // response.completed, …). Build it once per call with NewEchoRewriter.
 type EchoRewriter struct {
-	vals object
+	vals    object
+	trusted bool // events are not validated first (NewEchoRewriterValues)
 }
 
 // NewEchoRewriter returns a rewriter for the events of shape answering
@@ -210,19 +211,23 @@ func NewEchoRewriter(shape groundhog.Shape, request []byte) *EchoRewriter {
 }
 
 // NewEchoRewriterValues is NewEchoRewriter given the request's values of
-// the echoed fields, as RewriteEchoValues takes them.
+// the echoed fields, as RewriteEchoValues takes them; like it, it does not
+// validate what it rewrites. The events of a stored stream were each read
+// as JSON when the stream was judged complete; a live event that is not
+// JSON stays not JSON, rewritten or not, and never makes the rewriter
+// panic.
 func NewEchoRewriterValues(shape groundhog.Shape, values [][]byte) *EchoRewriter {
 	if len(echoed[shape]) == 0 {
 		return nil
 	}
-	return &EchoRewriter{vals: echoValuesOf(shape, values)}
+	return &EchoRewriter{vals: echoValuesOf(shape, values), trusted: true}
 }
 
 // Event returns ev with the echoed fields of its response object rewritten
 // as RewriteEcho rewrites a body: an event that needs no change is returned
 // as it is. ev.Data is never modified: a changed event gets a new Data.
 func (e *EchoRewriter) Event(ev groundhog.Event) groundhog.Event {
-	if e == nil || !bytes.Contains(ev.Data, []byte(`"response"`)) || !jsonwalk.Valid(ev.Data) {
+	if e == nil || !bytes.Contains(ev.Data, []byte(`"response"`)) || !e.trusted && !jsonwalk.Valid(ev.Data) {
 		return ev
 	}
 	b := ev.Data
@@ -239,17 +244,17 @@ func (e *EchoRewriter) Event(ev groundhog.Event) groundhog.Event {
 		key := b[i+1 : ke-1]
 		i = SkipSpace(b, ke)
 		i = SkipSpace(b, i+1) // ':'
-		ve := ValueEnd(b, i)
 		if string(key) == "response" {
-			r, changed := spliceEcho(b[i:ve], e.vals)
+			// The rest of the event from the response object on: the
+			// splice stops at the object's end and keeps what follows.
+			r, changed := spliceEcho(b[i:], e.vals)
 			if changed {
-				data := make([]byte, 0, len(b)-(ve-i)+len(r))
-				data = append(append(append(data, b[:i]...), r...), b[ve:]...)
-				ev.Data = data
+				data := make([]byte, 0, i+len(r))
+				ev.Data = append(append(data, b[:i]...), r...)
 			}
 			return ev
 		}
-		i = SkipSpace(b, ve)
+		i = SkipSpace(b, ValueEnd(b, i))
 		if i < len(b) && b[i] == ',' {
 			i = SkipSpace(b, i+1)
 		}

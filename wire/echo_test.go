@@ -135,9 +135,16 @@ func FuzzRewriteEchoValues(f *testing.F) {
 			vals[index("metadata")] = metadata
 		}
 		out := RewriteEchoValues(groundhog.ShapeResponses, vals, body)
+		// The same body as the response object of a stream's event, with
+		// members after it: rewritten the same, the rest kept.
+		ev := groundhog.Event{Name: "response.completed", Data: []byte(`{"type":"response.completed","response":` + string(body) + `,"sequence_number":9}`)}
+		evOut := NewEchoRewriterValues(groundhog.ShapeResponses, vals).Event(ev)
 		var before map[string]json.RawMessage
 		if json.Unmarshal(body, &before) != nil || before == nil {
 			return
+		}
+		if want := `{"type":"response.completed","response":` + string(out) + `,"sequence_number":9}`; string(evOut.Data) != want {
+			t.Fatalf("event of %q:\n got %q\nwant %q", body, evOut.Data, want)
 		}
 		var after map[string]json.RawMessage
 		if err := json.Unmarshal(out, &after); err != nil {
