@@ -189,6 +189,9 @@ func IsTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
 	case groundhog.ShapeChat:
 		return bytes.Equal(bytes.TrimSpace(ev.Data), doneData)
 	case groundhog.ShapeResponses:
+		if !mayEndResponses(ev.Data) && len(bytes.TrimSpace(ev.Data)) != 0 {
+			return false // eventType would find none of the three in the bytes
+		}
 		return eventType(ev, "response.completed") || eventType(ev, "response.incomplete") || eventType(ev, "response.failed")
 	case groundhog.ShapeMessages:
 		return eventType(ev, "message_stop") || eventType(ev, "error")
@@ -198,6 +201,25 @@ func IsTerminal(shape groundhog.Shape, ev groundhog.Event) bool {
 		return gemini.IsTerminal(ev)
 	}
 	return false
+}
+
+// mayEndResponses reports whether data holds ".completed", ".incomplete" or
+// ".failed": what each of the terminal Responses types holds, so without
+// any of them eventType finds none of the three in data. One search for
+// '.', rarer in an event than the 'r' each type starts with (every
+// Responses event says "response" several times), instead of three.
+func mayEndResponses(data []byte) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(data[i:], '.')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		rest := data[i:]
+		if bytes.HasPrefix(rest, []byte("completed")) || bytes.HasPrefix(rest, []byte("incomplete")) || bytes.HasPrefix(rest, []byte("failed")) {
+			return true
+		}
+	}
 }
 
 // eventType reports whether ev's type (its JSON "type", else its SSE event

@@ -44,6 +44,15 @@ func checkMarks(t *testing.T, w *jsonwalk.Walker, data []byte) (mfast, rfast boo
 	if wre, wok := responsesMarkByUnmarshal(data); rfast && !sameResponsesMark(re, rok, wre, wok) {
 		t.Fatalf("responses event %q:\nwalk           %v %+v\njson.Unmarshal %v %+v", data, rok, re, wok, wre)
 	}
+	// IsTerminal's search for what a terminal type holds only ever skips
+	// the events the three eventType tests refuse.
+	for _, name := range []string{"", "response.completed", "response.output_text.delta"} {
+		ev := groundhog.Event{Name: name, Data: data}
+		want := eventType(ev, "response.completed") || eventType(ev, "response.incomplete") || eventType(ev, "response.failed")
+		if got := IsTerminal(groundhog.ShapeResponses, ev); got != want {
+			t.Fatalf("IsTerminal(responses, %q %q) = %v, eventType says %v", name, data, got, want)
+		}
+	}
 	// An event's type (IsTerminal, StreamEndedWithError): the same
 	// events, the same rule.
 	typ, tok, tfast := readEventTypeFast(w, data)
