@@ -23,14 +23,16 @@ func echoFor(c *call, resp *groundhog.Response) *groundhog.Response {
 		return resp
 	}
 	out := *resp
-	if vals, ok := echoValues(c); !ok && resp.Streamed {
-		out.Events = wire.NewEchoRewriter(c.shape, c.body).Events(resp.Events)
-	} else if !ok {
-		out.Body = wire.RewriteEcho(c.shape, c.body, resp.Body)
-	} else if resp.Streamed {
+	vals, ok := echoValues(c)
+	switch {
+	case ok && resp.Streamed:
 		out.Events = wire.NewEchoRewriterValues(c.shape, vals).Events(resp.Events)
-	} else {
+	case ok:
 		out.Body = wire.RewriteEchoValues(c.shape, vals, resp.Body)
+	case resp.Streamed:
+		out.Events = wire.NewEchoRewriter(c.shape, c.body).Events(resp.Events)
+	default:
+		out.Body = wire.RewriteEcho(c.shape, c.body, resp.Body)
 	}
 	return &out
 }
