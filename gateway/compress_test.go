@@ -9,24 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/groundhog-ai/groundhog/gateway"
 )
 
 // rawClient does not add Accept-Encoding or decode gzip by itself, so the
 // test sees the bytes on the wire.
 var rawClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
-
-func gunzip(t *testing.T, b []byte) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("not gzip: %v", err)
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // A JSON response is gzip-compressed for a client that accepts it and
 // decodes to the same bytes the identity response carries; a gzip request
@@ -74,7 +63,7 @@ func TestCompressionBothWays(t *testing.T) {
 	if res2.Header.Get("Groundhog-Cache") != "hit" || res2.Header.Get("Groundhog-Request-Hash") != res1.Header.Get("Groundhog-Request-Hash") {
 		t.Fatalf("the gzip request did not hash like the plain one: %v vs %v", res2.Header, res1.Header)
 	}
-	if got := gunzip(t, zipped); !bytes.Equal(got, plain) {
+	if got := gateway.Gunzip(t, zipped); !bytes.Equal(got, plain) {
 		t.Fatalf("gzip body decodes to other bytes:\n%s\nvs\n%s", got, plain)
 	}
 	if len(zipped) >= len(plain) {

@@ -13,7 +13,9 @@ import (
 	"testing"
 )
 
-func gunzipped(t *testing.T, b []byte) []byte {
+// Gunzip returns what the gzip stream b decodes to, failing t when it is
+// not one (the external tests use it too).
+func Gunzip(t testing.TB, b []byte) []byte {
 	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
@@ -41,7 +43,7 @@ func TestGzipMemoAnswersOnlyItsOwnBytes(t *testing.T) {
 	var forms [][]byte
 	for i := range 4 {
 		gz, buf := m.compress(a)
-		if got := gunzipped(t, gz); !bytes.Equal(got, a) {
+		if got := Gunzip(t, gz); !bytes.Equal(got, a) {
 			t.Fatalf("sight %d of a: decodes to other bytes", i+1)
 		}
 		if remembered := buf == nil; remembered != (i >= 1) {
@@ -59,7 +61,7 @@ func TestGzipMemoAnswersOnlyItsOwnBytes(t *testing.T) {
 	}
 	for _, p := range [][]byte{b, b, a, b} {
 		gz, buf := m.compress(p)
-		if got := gunzipped(t, gz); !bytes.Equal(got, p) {
+		if got := Gunzip(t, gz); !bytes.Equal(got, p) {
 			t.Fatalf("under a colliding key, %.12s… decodes to %.12s…", p, got)
 		}
 		if buf != nil {
@@ -107,7 +109,7 @@ func TestGzipResponseWholeAndInPieces(t *testing.T) {
 			if cl := res.Header.Get("Content-Length"); tc.length && cl != strconv.Itoa(len(got)) || !tc.length && cl != "" {
 				t.Fatalf("%s: Content-Length %q for %d compressed bytes", name, cl, len(got))
 			}
-			if plain := gunzipped(t, got); !bytes.Equal(plain, tc.want) {
+			if plain := Gunzip(t, got); !bytes.Equal(plain, tc.want) {
 				t.Fatalf("%s: decodes to %d bytes, want %d", name, len(plain), len(tc.want))
 			}
 		}
