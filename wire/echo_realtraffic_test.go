@@ -22,7 +22,7 @@ func TestEchoValuesRealTraffic(t *testing.T) {
 	names := fingerprint.NewNames(EchoFields(groundhog.ShapeResponses)...)
 	other := map[string]json.RawMessage{
 		"user": json.RawMessage(`"carol"`), "safety_identifier": json.RawMessage(`"carol-2"`),
-		"metadata": json.RawMessage(`{"team":"b"}`), "prompt_cache_key": json.RawMessage(`"session-c"`),
+		"metadata": json.RawMessage(`{"team":"b"}`), "prompt_cache_key": json.RawMessage(`"conversation-c"`),
 	}
 	bodies, streams, changed := 0, 0, 0
 	for _, it := range its {

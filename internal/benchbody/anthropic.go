@@ -63,16 +63,12 @@ func Anthropic(size int, o Options) []byte {
 	for i := 0; ; i++ {
 		p := paragraphs[i%len(paragraphs)]
 		id := fmt.Sprintf("toolu_%06d", i)
-		var hits []map[string]any
-		for h := range nhits {
-			hits = append(hits, map[string]any{"id": i + h, "score": 0.87 - 0.1*float64(h), "text": paragraphs[(i+h)%len(paragraphs)]})
-		}
-		result, _ := json.Marshal(map[string]any{"hits": hits})
+		result := toolResult(i, nhits)
 		msgs = append(msgs,
 			msg{Role: "user", Content: []block{{Type: "text", Text: fmt.Sprintf("Step %d. %s\nPlease continue.", i, p)}}},
 			msg{Role: "assistant", Content: []block{{Type: "tool_use", ID: id, Name: toolNames[0],
-				Input: map[string]any{"query": p[:min(len(p), 60)], "limit": 10, "filter": map[string]string{"lang": "en"}}}}},
-			msg{Role: "user", Content: []block{{Type: "tool_result", ToolUseID: id, Content: string(result)}}},
+				Input: toolInput(p)}}},
+			msg{Role: "user", Content: []block{{Type: "tool_result", ToolUseID: id, Content: result}}},
 			msg{Role: "assistant", Content: []block{{Type: "text", Text: strings.Repeat(p+" ", repeat)}}})
 		// The agent's next turn, marked for the prompt cache as coding
 		// agents mark their last message.

@@ -88,15 +88,11 @@ func Chat(size int, o Options) []byte {
 		msgs = append(msgs, msg{Role: "user", Content: fmt.Sprintf("Step %d. %s\nPlease continue.", i, p)})
 		c := call{ID: fmt.Sprintf("call_%06d", i), Type: "function"}
 		c.Function.Name = toolNames[0]
-		args, _ := json.Marshal(map[string]any{"query": p[:min(len(p), 60)], "limit": 10, "filter": map[string]string{"lang": "en"}})
+		args, _ := json.Marshal(toolInput(p))
 		c.Function.Arguments = string(args)
 		msgs = append(msgs, msg{Role: "assistant", Content: nil, ToolCalls: []call{c}})
-		var hits []map[string]any
-		for h := range nhits {
-			hits = append(hits, map[string]any{"id": i + h, "score": 0.87 - 0.1*float64(h), "text": paragraphs[(i+h)%len(paragraphs)]})
-		}
-		result, _ := json.Marshal(map[string]any{"hits": hits})
-		msgs = append(msgs, msg{Role: "tool", ToolCallID: c.ID, Content: string(result)})
+		result := toolResult(i, nhits)
+		msgs = append(msgs, msg{Role: "tool", ToolCallID: c.ID, Content: result})
 		msgs = append(msgs, msg{Role: "assistant", Content: strings.Repeat(p+" ", repeat)})
 		body.Messages = msgs
 		b, err := json.Marshal(body)
@@ -174,6 +170,22 @@ func systemPrompt(size int) string {
 		fmt.Fprintf(&b, "\n%d. Rule: %s", i+1, paragraphs[i%len(paragraphs)])
 	}
 	return b.String()
+}
+
+// toolInput is the input of the tool call of the turn about paragraph p.
+func toolInput(p string) map[string]any {
+	return map[string]any{"query": p[:min(len(p), 60)], "limit": 10, "filter": map[string]string{"lang": "en"}}
+}
+
+// toolResult is the JSON output of the i-th turn's tool call: nhits
+// search hits.
+func toolResult(i, nhits int) string {
+	var hits []map[string]any
+	for h := range nhits {
+		hits = append(hits, map[string]any{"id": i + h, "score": 0.87 - 0.1*float64(h), "text": paragraphs[(i+h)%len(paragraphs)]})
+	}
+	result, _ := json.Marshal(map[string]any{"hits": hits})
+	return string(result)
 }
 
 // turnSizes are the search hits of a tool result and the times an answer

@@ -16,7 +16,7 @@ import (
 // as a stateless agent with "store": false must), the function_call (its
 // arguments JSON inside a string), the function_call_output, the
 // assistant's output_text message — then the next user message. A
-// prompt_cache_key names the session, as those agents send one. A 200 KB
+// prompt_cache_key names the conversation, as those agents send one. A 200 KB
 // body holds about as many items as Chat's has messages. The same
 // arguments always give the same bytes.
 func Responses(size int, o Options) []byte {
@@ -69,22 +69,18 @@ func Responses(size int, o Options) []byte {
 		PromptCacheKey    string            `json:"prompt_cache_key"`
 	}{Model: o.Model, Instructions: systemPrompt(size), Tools: tools, ToolChoice: "auto",
 		Reasoning: map[string]string{"effort": "medium", "summary": "auto"}, Stream: o.Stream,
-		Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: "0199a3c4-5be1-7f21-9d0e-bench00session"}
+		Include: []string{"reasoning.encrypted_content"}, PromptCacheKey: "0199a3c4-5be1-7f21-9d0e-bench0000conv"}
 	var items []item
 	for i := 0; ; i++ {
 		p := paragraphs[i%len(paragraphs)]
 		id := fmt.Sprintf("call_%06d", i)
-		args, _ := json.Marshal(map[string]any{"query": p[:min(len(p), 60)], "limit": 10, "filter": map[string]string{"lang": "en"}})
-		var hits []map[string]any
-		for h := range nhits {
-			hits = append(hits, map[string]any{"id": i + h, "score": 0.87 - 0.1*float64(h), "text": paragraphs[(i+h)%len(paragraphs)]})
-		}
-		result, _ := json.Marshal(map[string]any{"hits": hits})
+		args, _ := json.Marshal(toolInput(p))
+		result := toolResult(i, nhits)
 		items = append(items,
 			item{Type: "message", Role: "user", Content: []part{{Type: "input_text", Text: fmt.Sprintf("Step %d. %s\nPlease continue.", i, p)}}},
 			item{Type: "reasoning", Summary: &[]summary{}, EncryptedContent: encrypted(i, size)},
 			item{Type: "function_call", Name: toolNames[0], Arguments: string(args), CallID: id},
-			item{Type: "function_call_output", CallID: id, Output: string(result)},
+			item{Type: "function_call_output", CallID: id, Output: result},
 			item{Type: "message", Role: "assistant", Content: []part{{Type: "output_text", Text: strings.Repeat(p+" ", repeat)}}})
 		body.Input = append(items[:len(items):len(items)], item{Type: "message", Role: "user", Content: []part{{Type: "input_text", Text: "Go on."}}})
 		b, err := json.Marshal(body)
