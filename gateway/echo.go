@@ -1,6 +1,10 @@
 package gateway
 
 import (
+	"weak"
+
+	"github.com/maypok86/otter/v2"
+
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/fingerprint"
 	"github.com/groundhog-ai/groundhog/wire"
@@ -18,23 +22,65 @@ func sharedAnswer(state string) bool {
 // Responses API's user, metadata, store, …; see wire.RewriteEcho) set from
 // c's own request, so that a hit, a coalesced answer or a replay never
 // shows another caller's values. resp itself is shared and never modified.
-func echoFor(c *call, resp *groundhog.Response) *groundhog.Response {
+func (s *Server) echoFor(c *call, resp *groundhog.Response) *groundhog.Response {
 	if !wire.HasEchoedFields(c.shape) || !resp.OK() {
 		return resp
 	}
-	out := *resp
 	vals, ok := echoValues(c)
-	switch {
-	case ok && resp.Streamed:
-		out.Events = wire.NewEchoRewriterValues(c.shape, vals).Events(resp.Events)
-	case ok:
-		out.Body = wire.RewriteEchoValues(c.shape, vals, resp.Body)
-	case resp.Streamed:
+	if ok {
+		return s.echoIndexes.of(c.shape, resp).Rewrite(c.shape, vals, resp)
+	}
+	out := *resp
+	if resp.Streamed {
 		out.Events = wire.NewEchoRewriter(c.shape, c.body).Events(resp.Events)
-	default:
+	} else {
 		out.Body = wire.RewriteEcho(c.shape, c.body, resp.Body)
 	}
 	return &out
+}
+
+// echoIndexes remembers where the answers shared recently hold their
+// echoed fields (wire.EchoIndex), so that an answer given to many calls —
+// a stored answer at each hit, a flight's answer to each follower — is
+// walked once, not once per call: a coding agent's Responses answer
+// echoes 20–30 KB of instructions and tools, three times in a stream.
+//
+// An answer is known by a weak pointer to it: the table never keeps an
+// answer alive, and a weak pointer equals only one made from the same
+// answer, never one made from another answer allocated later at the same
+// address. Shared answers are never modified (echoFor), and an index is
+// used only for an answer of its shape, kind and size (wire.EchoIndex.For).
+type echoIndexes struct {
+	cache *otter.Cache[weak.Pointer[groundhog.Response], *wire.EchoIndex]
+}
+
+// echoIndexBytes bounds the memory of the remembered places.
+const echoIndexBytes = 4 << 20
+
+func newEchoIndexes(maxBytes int) *echoIndexes {
+	return &echoIndexes{cache: otter.Must(&otter.Options[weak.Pointer[groundhog.Response], *wire.EchoIndex]{
+		MaximumWeight: uint64(maxBytes),
+		Weigher: func(_ weak.Pointer[groundhog.Response], x *wire.EchoIndex) uint32 {
+			return uint32(min(x.Size(), 1<<31))
+		},
+		// Maintenance on the goroutine that found the buffers full, as
+		// fingerprint.Memo does (no goroutine per drain).
+		Executor: func(fn func()) { fn() },
+	})}
+}
+
+// of returns the index of resp, an answer of shape, built now unless
+// remembered.
+func (t *echoIndexes) of(shape groundhog.Shape, resp *groundhog.Response) *wire.EchoIndex {
+	k := weak.Make(resp)
+	if x, ok := t.cache.GetIfPresent(k); ok && x.For(shape, resp) {
+		return x
+	}
+	x := wire.IndexEcho(shape, resp)
+	if x != nil {
+		t.cache.Set(k, x)
+	}
+	return x
 }
 
 // echoNames are, per shape, the echoed request fields the fingerprint's

@@ -71,6 +71,16 @@ func TestResponsesHitsEchoTheCurrentCaller(t *testing.T) {
 	if got.User == nil || *got.User != "carol-user-2" || got.Metadata["owner"] != "carol-user-2" {
 		t.Errorf("body hit echoes user %v metadata %v, want carol's", deref(got.User), got.Metadata)
 	}
+	// Where the stored answer holds these fields is remembered from the
+	// first hit: every later caller still gets its own values, alice hers
+	// back, carol hers again.
+	for _, again := range []struct{ body, user string }{{alice, "alice-user-1"}, {carol, "carol-user-2"}, {alice, "alice-user-1"}} {
+		r, b = h.post("/v1/responses", again.body, use)
+		got = echoOfBody(t, b)
+		if r.Header.Get("Groundhog-Cache") != "hit" || got.ID != first.ID || deref(got.User) != again.user || got.Metadata["owner"] != again.user {
+			t.Errorf("a later hit %q (id %s) echoes user %v metadata %v, want %s's", r.Header.Get("Groundhog-Cache"), got.ID, deref(got.User), got.Metadata, again.user)
+		}
+	}
 	// The same question spelled otherwise — the echoed fields first,
 	// spaced, a key escaped, after a long input — is a hit too, and echoes
 	// this caller's values as it spelled them.

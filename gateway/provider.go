@@ -535,7 +535,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 		state = "replayed"
 	}
 	if sharedAnswer(state) {
-		resp = echoFor(c, resp)
+		resp = s.echoFor(c, resp)
 	}
 	if !resp.OK() {
 		// Upstream errors pass through with their status and body.

@@ -162,13 +162,14 @@ type Server struct {
 	mux    *http.ServeMux
 	client *http.Client
 
-	fpMemo   *fingerprint.Memo          // fingerprints of large bodies sent again
-	gzipMemo *gzipMemo                  // gzip forms of answers sent again
-	flights  coalesce.Group             // identical cacheable calls in flight
-	tracker  coalesce.Tracker[flightID] // every call in flight, for the ledger's in-flight flag
-	inflight atomic.Int64               // provider-route handlers running
-	working  atomic.Int64               // upstream flights running (they may outlive their handlers)
-	pending  pendingRecords             // records of objects model calls made, being written (stored.go)
+	fpMemo      *fingerprint.Memo          // fingerprints of large bodies sent again
+	gzipMemo    *gzipMemo                  // gzip forms of answers sent again
+	echoIndexes *echoIndexes               // where shared answers hold their echoed fields
+	flights     coalesce.Group             // identical cacheable calls in flight
+	tracker     coalesce.Tracker[flightID] // every call in flight, for the ledger's in-flight flag
+	inflight    atomic.Int64               // provider-route handlers running
+	working     atomic.Int64               // upstream flights running (they may outlive their handlers)
+	pending     pendingRecords             // records of objects model calls made, being written (stored.go)
 
 	pc       *promptcache.Stage     // provider prompt-cache stage (gateway/promptcache.go)
 	explicit *explicitcache.Manager // managed Gemini explicit caches (gateway/explicitcache.go)
@@ -236,10 +237,11 @@ func New(o Options) *Server {
 			// provider key to wherever the redirect points.
 			return http.ErrUseLastResponse
 		}},
-		keyCache: map[string]keyCacheEntry{},
-		stagesOn: wantsStages(o.Ledger),
-		fpMemo:   fingerprint.NewMemo(o.FingerprintMemoBytes, 0),
-		gzipMemo: newGzipMemo(gzipMemoBytes),
+		keyCache:    map[string]keyCacheEntry{},
+		stagesOn:    wantsStages(o.Ledger),
+		fpMemo:      fingerprint.NewMemo(o.FingerprintMemoBytes, 0),
+		gzipMemo:    newGzipMemo(gzipMemoBytes),
+		echoIndexes: newEchoIndexes(echoIndexBytes),
 	}
 	_, s.sysClk = o.Clock.(groundhog.SystemClock)
 	s.pc = newPromptCacheStage(o)

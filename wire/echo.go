@@ -111,32 +111,16 @@ func echoValuesOf(shape groundhog.Shape, raw [][]byte) object {
 // anything that does not start as an object is returned unchanged. Fields
 // the provider did not echo are not added.
 func spliceEcho(b []byte, vals object) ([]byte, bool) {
-	i := SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return b, false
-	}
 	var out []byte
 	last := 0 // b[last:] is not yet copied to out
-	i = SkipSpace(b, i+1)
-	for i < len(b) && b[i] == '"' {
-		ke := StringEnd(b, i)
-		if ke < i+2 { // an unterminated key: not JSON
-			return b, false
+	ok := topMembers(b, 0, func(key []byte, start, end int) bool {
+		if want := vals.get(string(key)); want != nil && !sameJSON(b[start:end], want) {
+			out = append(append(out, b[last:start]...), want...)
+			last = end
 		}
-		key := b[i+1 : ke-1]
-		i = SkipSpace(b, ke)
-		i = SkipSpace(b, i+1) // ':'
-		ve := ValueEnd(b, i)
-		if want := vals.get(string(key)); want != nil && !sameJSON(b[i:ve], want) {
-			out = append(append(out, b[last:i]...), want...)
-			last = ve
-		}
-		i = SkipSpace(b, ve)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-		}
-	}
-	if out == nil {
+		return true
+	})
+	if !ok || out == nil {
 		return b, false
 	}
 	return append(out, b[last:]...), true
@@ -231,33 +215,15 @@ func (e *EchoRewriter) Event(ev groundhog.Event) groundhog.Event {
 		return ev
 	}
 	b := ev.Data
-	i := SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	i, ok := responseObject(b)
+	if !ok {
 		return ev
 	}
-	i = SkipSpace(b, i+1)
-	for i < len(b) && b[i] == '"' {
-		ke := StringEnd(b, i)
-		if ke < i+2 {
-			return ev
-		}
-		key := b[i+1 : ke-1]
-		i = SkipSpace(b, ke)
-		i = SkipSpace(b, i+1) // ':'
-		if string(key) == "response" {
-			// The rest of the event from the response object on: the
-			// splice stops at the object's end and keeps what follows.
-			r, changed := spliceEcho(b[i:], e.vals)
-			if changed {
-				data := make([]byte, 0, i+len(r))
-				ev.Data = append(append(data, b[:i]...), r...)
-			}
-			return ev
-		}
-		i = SkipSpace(b, ValueEnd(b, i))
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-		}
+	// The rest of the event from the response object on: the splice stops
+	// at the object's end and keeps what follows.
+	if r, changed := spliceEcho(b[i:], e.vals); changed {
+		data := make([]byte, 0, i+len(r))
+		ev.Data = append(append(data, b[:i]...), r...)
 	}
 	return ev
 }

@@ -58,9 +58,14 @@ func TestEchoValuesRealTraffic(t *testing.T) {
 			evs, _ := readAll(NewSSEReader(bytes.NewReader(it.Response)))
 			want := NewEchoRewriter(groundhog.ShapeResponses, req).Events(evs)
 			got := NewEchoRewriterValues(groundhog.ShapeResponses, vals).Events(evs)
+			stored := &groundhog.Response{Status: 200, Streamed: true, Events: evs}
+			indexed := IndexEcho(groundhog.ShapeResponses, stored).Rewrite(groundhog.ShapeResponses, vals, stored).Events
 			for i := range evs {
 				if !bytes.Equal(got[i].Data, want[i].Data) {
 					t.Fatalf("%s event %d:\n from the places %s\n parsing        %s", it.ID, i, got[i].Data, want[i].Data)
+				}
+				if !bytes.Equal(indexed[i].Data, want[i].Data) {
+					t.Fatalf("%s event %d:\n through the index %s\n parsing          %s", it.ID, i, indexed[i].Data, want[i].Data)
 				}
 				if !bytes.Equal(got[i].Data, evs[i].Data) {
 					changed++
@@ -73,6 +78,10 @@ func TestEchoValuesRealTraffic(t *testing.T) {
 		got := RewriteEchoValues(groundhog.ShapeResponses, vals, it.Response)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("%s:\n from the places %s\n parsing        %s", it.ID, got, want)
+		}
+		stored := &groundhog.Response{Status: 200, Body: it.Response}
+		if indexed := IndexEcho(groundhog.ShapeResponses, stored).Rewrite(groundhog.ShapeResponses, vals, stored).Body; !bytes.Equal(indexed, want) {
+			t.Fatalf("%s:\n through the index %s\n parsing          %s", it.ID, indexed, want)
 		}
 		if !bytes.Equal(got, it.Response) {
 			changed++

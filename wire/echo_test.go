@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -135,6 +136,11 @@ func FuzzRewriteEchoValues(f *testing.F) {
 			vals[index("metadata")] = metadata
 		}
 		out := RewriteEchoValues(groundhog.ShapeResponses, vals, body)
+		// Through the answer's index: the same bytes, whatever the body.
+		stored := &groundhog.Response{Status: 200, Body: body}
+		if got := IndexEcho(groundhog.ShapeResponses, stored).Rewrite(groundhog.ShapeResponses, vals, stored).Body; !bytes.Equal(got, out) {
+			t.Fatalf("%q: through the index %q, walked %q", body, got, out)
+		}
 		// The same body as the response object of a stream's event, with
 		// members after it: rewritten the same, the rest kept.
 		ev := groundhog.Event{Name: "response.completed", Data: []byte(`{"type":"response.completed","response":` + string(body) + `,"sequence_number":9}`)}
