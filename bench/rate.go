@@ -50,8 +50,12 @@ func (s schedule) latency(i int, done time.Time) time.Duration { return done.Sub
 // Percentiles are a scenario's latency quantiles.
 type Percentiles struct {
 	P50, P99 time.Duration
-	N        int // requests answered 200
-	Errors   int
+	// Late50 and Late99 are how late the sender started the requests,
+	// from their scheduled starts: the load generator's own part of
+	// P50 and P99.
+	Late50, Late99 time.Duration
+	N              int // requests answered 200
+	Errors         int
 }
 
 // quantiles returns p50 and p99 of ds (sorted in place), nearest rank.
@@ -100,19 +104,21 @@ func openLoop(ctx context.Context, client *http.Client, url string, req request,
 	n := int(d.Seconds() * float64(rate))
 	sch := newSchedule(time.Now().Add(10*time.Millisecond), rate)
 	lat := make([]time.Duration, n)
+	late := make([]time.Duration, n)
 	ok := make([]bool, n)
 	var wg sync.WaitGroup
 	var seq atomic.Int64
+	pace := newPacer()
+	defer pace.stop()
 	for i := range n {
-		if w := time.Until(sch.due(i)); w > 0 {
-			time.Sleep(w)
-		}
+		pace.until(sch.due(i))
 		if ctx.Err() != nil {
 			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			late[i] = sch.latency(i, time.Now())
 			res, err := req.do(ctx, client, url, seq.Add(1))
 			if err == nil {
 				_, _ = io.Copy(io.Discard, res.Body)
@@ -124,16 +130,17 @@ func openLoop(ctx context.Context, client *http.Client, url string, req request,
 	}
 	wg.Wait()
 	var p Percentiles
-	good := lat[:0]
+	good, sent := lat[:0], late[:0]
 	for i, l := range lat {
 		if ok[i] {
-			good = append(good, l)
+			good, sent = append(good, l), append(sent, late[i])
 		} else {
 			p.Errors++
 		}
 	}
 	p.N = len(good)
 	p.P50, p.P99 = quantiles(good)
+	p.Late50, p.Late99 = quantiles(sent)
 	return p
 }
 
@@ -307,15 +314,15 @@ func parseGCStats(b []byte) (GCStats, error) {
 // upstream alone, and the gateway's collections and allocation during it.
 func (r *RateReport) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "Open loop: %d requests/s for %s per scenario, %s body of %s (%d bytes); latency from each request's scheduled start.\n\n", r.Rate, r.Duration, r.Body.Label, r.API.label(), r.Body.Bytes)
-	fmt.Fprintf(w, "| scenario | p50 | p99 | upstream alone p50 | p99 | added p50 | added p99 | errors | gateway GCs | KB allocated per request |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| scenario | p50 | p99 | upstream alone p50 | p99 | added p50 | added p99 | sent late p99 | errors | gateway GCs | KB allocated per request |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Results {
 		gcs, kb := "–", "–"
 		if n := x.Latency.N + x.Latency.Errors; x.GC.Bytes > 0 && n > 0 {
 			gcs, kb = strconv.Itoa(x.GC.Cycles), fmt.Sprintf("%.1f", x.GC.Bytes/float64(n)/1024)
 		}
 		a50, a99 := x.added()
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", x.Name, ms(x.Latency.P50), ms(x.Latency.P99), ms(x.Baseline.P50), ms(x.Baseline.P99),
-			ms(a50), ms(a99), x.Latency.Errors, gcs, kb)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", x.Name, ms(x.Latency.P50), ms(x.Latency.P99), ms(x.Baseline.P50), ms(x.Baseline.P99),
+			ms(a50), ms(a99), ms(x.Latency.Late99), x.Latency.Errors, gcs, kb)
 	}
 	px, mx := r.result("proxy-miss"), r.result("miss")
 	if px != nil && mx != nil {
@@ -325,6 +332,23 @@ func (r *RateReport) WriteMarkdown(w io.Writer) {
 			"A miss through groundhog adds %s at p50 and %s at p99 over the upstream alone; the bare proxy adds %s and %s.\n",
 			ms(m50), ms(m99), ms(p50), ms(p99))
 	}
+	if l50, l99, ok := r.lateness(); ok {
+		fmt.Fprintf(w, "\nThe load generator started its requests %s (p50) and %s (p99) after their scheduled starts, at worst over the scenarios and their upstream-alone runs: "+
+			"that much of every latency above is its own.\n", ms(l50), ms(l99))
+	}
+}
+
+// lateness returns the highest p50 and p99 of the sender's lateness over
+// every run of the report; ok is false when it has none.
+func (r *RateReport) lateness() (p50, p99 time.Duration, ok bool) {
+	for _, x := range r.Results {
+		for _, p := range []Percentiles{x.Latency, x.Baseline} {
+			if p.N > 0 {
+				p50, p99, ok = max(p50, p.Late50), max(p99, p.Late99), true
+			}
+		}
+	}
+	return p50, p99, ok
 }
 
 // result returns the scenario named name, nil when the run has none.

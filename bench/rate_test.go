@@ -95,3 +95,20 @@ func TestRateReportComparesMissWithBareProxy(t *testing.T) {
 		t.Fatalf("comparison printed without a proxy-miss result:\n%s", b.String())
 	}
 }
+
+// The report says how late the load generator itself started requests: the
+// worst p50 and p99 over every scenario and every upstream-alone run.
+func TestRateReportShowsSenderLateness(t *testing.T) {
+	r := &RateReport{Rate: 1000, Duration: time.Second, Body: BodyInfo{Label: "1KB", Bytes: 1775}, Results: []RateResult{
+		{Name: "miss", Latency: Percentiles{N: 10, Late50: 40 * time.Microsecond, Late99: 150 * time.Microsecond},
+			Baseline: Percentiles{N: 10, Late50: 60 * time.Microsecond, Late99: 120 * time.Microsecond}},
+		{Name: "hit", Latency: Percentiles{N: 10, Late50: 50 * time.Microsecond, Late99: 900 * time.Microsecond},
+			Baseline: Percentiles{Errors: 10, Late50: time.Second, Late99: time.Second}}, // nothing answered: no figure
+	}}
+	var b strings.Builder
+	r.WriteMarkdown(&b)
+	want := "The load generator started its requests 0.060 ms (p50) and 0.900 ms (p99) after their scheduled starts"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("report lacks %q:\n%s", want, b.String())
+	}
+}
