@@ -17,6 +17,18 @@ import (
 func randomEchoAnswer(r *rand.Rand) []byte {
 	names := []string{"id", "user", "safety_identifier", "metadata", "store", "prompt_cache_key", "prompt_cache_retention", "output", "instructions", `us\u0065r`, "response"}
 	sp := func() string { return [...]string{"", " ", "\n  ", "\t"}[r.IntN(4)] }
+	// join is up to three elements between open and close, spaced at random.
+	join := func(open, close string, elem func() string) string {
+		var b strings.Builder
+		b.WriteString(open + sp())
+		for i, k := 0, r.IntN(4); i < k; i++ {
+			if i > 0 {
+				b.WriteString("," + sp())
+			}
+			b.WriteString(elem())
+		}
+		return b.String() + sp() + close
+	}
 	var value func(depth int) string
 	value = func(depth int) string {
 		switch n := r.IntN(9); {
@@ -29,25 +41,11 @@ func randomEchoAnswer(r *rand.Rand) []byte {
 		case n == 3:
 			return `"a\"b\\c\u00e9` + strings.Repeat("x", r.IntN(40)) + `"`
 		case n <= 5 && depth < 3:
-			var b strings.Builder
-			b.WriteString("{" + sp())
-			for i, k := 0, r.IntN(4); i < k; i++ {
-				if i > 0 {
-					b.WriteString("," + sp())
-				}
-				b.WriteString(`"` + names[r.IntN(len(names))] + `"` + sp() + ":" + sp() + value(depth+1))
-			}
-			return b.String() + sp() + "}"
+			return join("{", "}", func() string {
+				return `"` + names[r.IntN(len(names))] + `"` + sp() + ":" + sp() + value(depth+1)
+			})
 		case n <= 7 && depth < 3:
-			var b strings.Builder
-			b.WriteString("[" + sp())
-			for i, k := 0, r.IntN(4); i < k; i++ {
-				if i > 0 {
-					b.WriteString("," + sp())
-				}
-				b.WriteString(value(depth + 1))
-			}
-			return b.String() + sp() + "]"
+			return join("[", "]", func() string { return value(depth + 1) })
 		default:
 			return `"` + strings.Repeat("v", r.IntN(8)) + `"`
 		}
