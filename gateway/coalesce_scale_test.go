@@ -71,8 +71,13 @@ func BenchmarkCoalesceStreamsAtScale(b *testing.B) {
 
 		g := newGate()
 		h := newHarness(b, withGate(g))
+		b.Cleanup(g.open) // a failed wait must not leave the held calls holding the harness's shutdown
 		gw := streamMany(b, n, h.GW, body, func() {
-			<-g.arrived // the leader is at the provider
+			select {
+			case <-g.arrived: // the leader is at the provider
+			case <-time.After(60 * time.Second):
+				b.Fatal("no call reached the provider in 60s")
+			}
 			waitForB(b, func() bool { return h.GW.Followers("local", hashOf(b, "chat", body)) == n-1 })
 		}, g.open, prof)
 		if calls := h.bill().Calls; calls != 1 {
