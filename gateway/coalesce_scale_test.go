@@ -121,7 +121,10 @@ func streamMany(b *testing.B, n int, handler http.Handler, body string, waiting,
 	defer srv.Close()
 	var clientProtos http.Protocols
 	clientProtos.SetUnencryptedHTTP2(true)
-	tr := &http.Transport{Protocols: &clientProtos, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n + 10}}
+	// At most a few connections: started all at once, the calls would
+	// otherwise each dial one before the first connection is up, and
+	// 10,000 of them run the process out of descriptors.
+	tr := &http.Transport{Protocols: &clientProtos, MaxConnsPerHost: 4, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n + 10}}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
