@@ -14,8 +14,8 @@ import (
 // thread and sleeps in nanosleep(2) with the thread's timer slack at 1 ns
 // (p50 ≈ 45 µs, p99 ≈ 0.2 ms on the same machine).
 type pacer struct {
-	slack  int  // the thread's timer slack before, restored by stop
-	locked bool // the thread is held and its slack was changed
+	slack    int  // the thread's timer slack before, restored by stop
+	slackSet bool // the thread's slack was changed
 }
 
 // newPacer returns a pacer for the calling goroutine, which it holds on its
@@ -25,27 +25,22 @@ func newPacer() *pacer {
 	p := &pacer{}
 	if old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil {
 		if unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) == nil {
-			p.slack, p.locked = old, true
+			p.slack, p.slackSet = old, true
 		}
 	}
 	return p
 }
 
-// until returns at t or later, never before.
-func (p *pacer) until(t time.Time) {
-	for {
-		w := time.Until(t)
-		if w <= 0 {
-			return
-		}
-		ts := unix.NsecToTimespec(int64(w))
-		_ = unix.Nanosleep(&ts, nil) // interrupted: the loop sleeps the rest
-	}
+// sleep sleeps for d in nanosleep(2); interrupted, it returns early and
+// until sleeps the rest.
+func (*pacer) sleep(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	_ = unix.Nanosleep(&ts, nil)
 }
 
 // stop gives the thread its timer slack back and releases it.
 func (p *pacer) stop() {
-	if p.locked {
+	if p.slackSet {
 		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(p.slack), 0, 0, 0)
 	}
 	runtime.UnlockOSThread()

@@ -10,15 +10,6 @@ type pacer struct{}
 
 func newPacer() *pacer { return &pacer{} }
 
-// until returns at t or later, never before.
-func (*pacer) until(t time.Time) {
-	for {
-		w := time.Until(t)
-		if w <= 0 {
-			return
-		}
-		time.Sleep(w)
-	}
-}
+func (*pacer) sleep(d time.Duration) { time.Sleep(d) }
 
 func (*pacer) stop() {}
