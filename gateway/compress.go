@@ -43,42 +43,74 @@ func ownsBody(path string) bool {
 
 // compression wraps next with request decompression and response
 // compression for the routes the gateway owns.
+//
+// This frame stays under a call for as long as it runs, a follower's wait
+// included (see deliver): the work before and after next is done in
+// functions of its own.
 func (s *Server) compression(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if !ownsBody(r.URL.Path) {
 		next.ServeHTTP(w, r)
 		return
 	}
-	if enc := strings.TrimSpace(strings.ToLower(hget(r.Header, "Content-Encoding"))); enc != "" && enc != "identity" {
-		if enc != "gzip" {
-			s.encodingError(w, r, groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Encoding %q is not supported (use gzip or none)", enc))
+	if enc := hget(r.Header, "Content-Encoding"); enc != "" {
+		zr, ok := s.decompressRequest(w, r, enc)
+		if !ok {
 			return
 		}
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			s.encodingError(w, r, groundhog.Errorf(groundhog.EINVALID, "request body is not valid gzip"))
-			return
+		if zr != nil {
+			defer zr.Close()
 		}
-		defer zr.Close()
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{zr, r.Body}
-		r.ContentLength = -1
-		r.Header.Del("Content-Encoding")
-		r.Header.Del("Content-Length")
 	}
 	if !acceptsGzip(hvalues(r.Header, "Accept-Encoding")) {
 		next.ServeHTTP(w, r)
 		return
 	}
+	gw := s.newGzipResponse(w)
+	defer gw.recycle()
+	next.ServeHTTP(gw, r)
+}
+
+// decompressRequest makes r's body read through gzip when its
+// Content-Encoding (enc) says so, returning the reader to close after the
+// handler (nil for identity). Any other encoding, or a body that is not
+// gzip, is answered with an error and false.
+func (s *Server) decompressRequest(w http.ResponseWriter, r *http.Request, enc string) (*gzip.Reader, bool) {
+	enc = strings.TrimSpace(strings.ToLower(enc))
+	if enc == "" || enc == "identity" {
+		return nil, true
+	}
+	if enc != "gzip" {
+		s.encodingError(w, r, groundhog.Errorf(groundhog.EMEDIATYPE, "Content-Encoding %q is not supported (use gzip or none)", enc))
+		return nil, false
+	}
+	zr, err := gzip.NewReader(r.Body)
+	if err != nil {
+		s.encodingError(w, r, groundhog.Errorf(groundhog.EINVALID, "request body is not valid gzip"))
+		return nil, false
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{zr, r.Body}
+	r.ContentLength = -1
+	r.Header.Del("Content-Encoding")
+	r.Header.Del("Content-Length")
+	return zr, true
+}
+
+// newGzipResponse wraps w in a pooled gzipResponse; recycle returns it.
+func (s *Server) newGzipResponse(w http.ResponseWriter) *gzipResponse {
 	gw := gzipResponses.Get().(*gzipResponse)
 	*gw = gzipResponse{ResponseWriter: w, memo: s.gzipMemo}
-	defer func() {
-		gw.close()
-		*gw = gzipResponse{} // nothing of this response kept
-		gzipResponses.Put(gw)
-	}()
-	next.ServeHTTP(gw, r)
+	return gw
+}
+
+// recycle finishes the response and puts the wrapper back in the pool,
+// holding nothing of it.
+func (g *gzipResponse) recycle() {
+	g.close()
+	*g = gzipResponse{}
+	gzipResponses.Put(g)
 }
 
 // gzipResponses are the wrappers of the responses that may be compressed:

@@ -79,7 +79,10 @@ func (s *Server) directRoutes() {
 }
 
 // route returns the handler of r: the provider handler for an exact
-// provider path, else the mux.
+// provider path, else the mux. Not inlined: ServeHTTP's frame stays under
+// a call for as long as it runs (see deliver).
+//
+//go:noinline
 func (s *Server) route(r *http.Request) http.Handler {
 	if r.URL.RawPath == "" {
 		for i, p := range providerPaths {

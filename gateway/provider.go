@@ -93,22 +93,19 @@ type call struct {
 
 // provider returns the handler of one provider route.
 func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
+	// This frame stays under a call for as long as it runs, a follower's
+	// wait included (see deliver): what is not needed then is done in
+	// functions of its own.
 	return func(w http.ResponseWriter, r *http.Request) {
 		if shape == groundhog.ShapeChat && r.Method == http.MethodGet {
-			// The list of stored chat completions: the tenant's own
-			// (stored.go), or the provider's when its account is not
-			// shared.
-			if !s.ownedResources(w, r) {
-				s.passthrough(w, r)
-			}
+			s.listChatCompletions(w, r)
 			return
 		}
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		c, err := s.admit(w, r, shape)
 		if err != nil {
-			w.Header().Set(hdrCache, "off") // refused before the cache stage
-			s.writeError(w, r, shape, err)
+			s.refuse(w, r, shape, err)
 			return
 		}
 		id := flightID{c.tenant, c.fp.Hash} // no string built: a hit needs none
@@ -116,6 +113,21 @@ func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 		defer s.tracker.Done(id)
 		s.serveCall(w, r, c)
 	}
+}
+
+// listChatCompletions answers the list of stored chat completions: the
+// tenant's own (stored.go), or the provider's when its account is not
+// shared.
+func (s *Server) listChatCompletions(w http.ResponseWriter, r *http.Request) {
+	if !s.ownedResources(w, r) {
+		s.passthrough(w, r)
+	}
+}
+
+// refuse answers a call admit refused, before the cache stage.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, shape groundhog.Shape, err error) {
+	w.Header().Set(hdrCache, "off")
+	s.writeError(w, r, shape, err)
 }
 
 // admit runs authentication, parsing, validation and the fingerprint. Every
@@ -352,13 +364,16 @@ func checkJSONContentType(ct string) error {
 }
 
 // serveCall runs the stages after admission: idempotency, then cache,
-// coalescing and upstream.
+// coalescing and upstream (serveCached's, without its frame under a
+// follower's wait).
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *call) {
-	if c.idemKey != "" && s.opts.Idem != nil {
+	switch {
+	case c.idemKey != "" && s.opts.Idem != nil:
 		s.serveIdempotent(w, r, c)
-		return
+	case c.policy == policyUse && s.serveFromCache(w, r, c):
+	default:
+		s.serveFlight(w, r, c)
 	}
-	s.serveCached(w, r, c)
 }
 
 // flightID is a call's tenant and fingerprint: the key of the calls in
@@ -371,34 +386,69 @@ func flightKey(c *call) string { return c.tenant + "\x00" + c.fp.Hash }
 
 // serveCached runs the cache, coalescing and upstream stages.
 func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call) {
-	ctx := r.Context()
-	if c.policy == policyUse {
-		t0 := s.stageStart()
-		e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)
-		s.stage(c, "groundhog.cache", t0)
-		if err == nil {
-			s.serveHit(w, r, c, e)
-			c.releaseBody() // the hit is written: nothing reads the body any more (body.go)
-			return
-		}
-		if !groundhog.IsNotFound(err) {
-			s.log.Warn("cache read failed; serving as a miss", append(logAttrs(c), "err", err)...)
-		}
+	if c.policy == policyUse && s.serveFromCache(w, r, c) {
+		return
 	}
+	s.serveFlight(w, r, c)
+}
+
+// serveFromCache answers c from the cache and reports whether it did.
+func (s *Server) serveFromCache(w http.ResponseWriter, r *http.Request, c *call) bool {
+	t0 := s.stageStart()
+	e, err := s.opts.Cache.Get(r.Context(), c.tenant, c.fp.Hash)
+	s.stage(c, "groundhog.cache", t0)
+	if err == nil {
+		s.serveHit(w, r, c, e)
+		c.releaseBody() // the hit is written: nothing reads the body any more (body.go)
+		return true
+	}
+	if !groundhog.IsNotFound(err) {
+		s.log.Warn("cache read failed; serving as a miss", append(logAttrs(c), "err", err)...)
+	}
+	return false
+}
+
+// serveFlight leads or follows c's flight to the upstream (a private one
+// when c is not shared) and answers from it. A follower waits under this
+// frame as long as the flight runs (see deliver): joining is done in a
+// function of its own.
+func (s *Server) serveFlight(w http.ResponseWriter, r *http.Request, c *call) {
+	var seat flightSeat
+	defer seat.leave()
+	s.joinFlight(r.Context(), c, &seat)
+	s.deliver(w, r, c, seat.sub, seat.leader, seat.state)
+}
+
+// flightSeat is a handler's place in a flight.
+type flightSeat struct {
+	sub   *coalesce.Subscription
+	held  *bodyRefs // the handler's reference to the pooled body, nil once let go
+	state string    // Groundhog-Cache: miss, refresh, bypass, off, or coalesced for a follower
+	// keep: the flight goes on when this handler leaves it (decided on
+	// joining: settling the claim clears c.claim before the handler leaves).
+	leader, keep bool
+}
+
+// leave leaves the flight, then lets go of the pooled body unless a
+// follower did so early.
+func (seat *flightSeat) leave() {
+	if seat.sub != nil {
+		leaveFlight(seat.sub, seat.keep)
+	}
+	if seat.held != nil {
+		seat.held.release()
+	}
+}
+
+// joinFlight leads or follows c's flight, taking seat.
+func (s *Server) joinFlight(ctx context.Context, c *call, seat *flightSeat) {
 	key := flightKey(c)
-	// Decided now: settling the claim clears c.claim before the defer runs.
-	keep := outlivesClient(c)
+	seat.keep = outlivesClient(c)
 	refs := c.missBodyRefs() // missbody.go: the pooled body goes back when its last reader lets go
 	if refs != nil {
 		refs.acquire() // the flight's, taken before it can start
 	}
-	held := refs // the handler's reference
-	defer func() {
-		if held != nil {
-			held.release() // unless a follower let go of it early
-		}
-	}()
-	var sub *coalesce.Subscription
+	seat.held = refs // the handler's reference
 	leader := true
 	fn := func(ctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
 		if refs != nil {
@@ -407,37 +457,37 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call) {
 		return s.upstreamCall(ctx, c, pub)
 	}
 	if c.shared {
-		sub, leader = s.flights.Do(ctx, key, fn)
+		seat.sub, leader = s.flights.Do(ctx, key, fn)
 	} else {
 		var solo coalesce.Group // a private flight: same delivery code, no sharing
-		sub, _ = solo.Do(ctx, key, fn)
+		seat.sub, _ = solo.Do(ctx, key, fn)
 	}
+	seat.leader = leader
 	if !leader {
-		c.follows = sub
+		c.follows = seat.sub
 		if refs != nil {
 			refs.release() // fn never runs: the flight's reference is not needed
 		}
 		// A follower waits as long as the flight runs, perhaps minutes:
 		// it keeps only what it still reads of its body (body.go).
 		c.body = followerBody(c)
-		if held != nil {
-			held.release() // nothing reads the pooled buffer now
-			held = nil
+		if seat.held != nil {
+			seat.held.release() // nothing reads the pooled buffer now
+			seat.held = nil
 		}
 	}
-	defer leaveFlight(sub, keep)
-	state := "off"
 	switch {
 	case !leader:
-		state = "coalesced"
+		seat.state = "coalesced"
 	case c.policy == policyUse:
-		state = "miss"
+		seat.state = "miss"
 	case c.policy == policyRefresh:
-		state = "refresh"
+		seat.state = "refresh"
 	case c.policy == policyBypass:
-		state = "bypass"
+		seat.state = "bypass"
+	default:
+		seat.state = "off"
 	}
-	s.deliver(w, r, c, sub, leader, state)
 }
 
 // serveHit replays a cache entry.
@@ -598,14 +648,7 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coalesce.Subscription, leader bool, state, ct string) {
 	ctx := r.Context()
 	h := w.Header()
-	s.setHeaders(h, c, state)
-	h.Set("Content-Type", firstNonEmpty(ct, "text/event-stream"))
-	if c.bedrockFramed() {
-		h.Set("Content-Type", bedrock.ContentType)
-	}
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Trailer", hdrCost+", "+hdrSaved+", "+hdrPromptCache+", "+hdrPromptCacheBreak) // prompt-cache hook: its headers are trailers on streams
-	w.WriteHeader(http.StatusOK)
+	s.writeRelayHead(w, h, c, state, ct)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	var buf []byte // grows to the largest event: a follower that waits holds none
@@ -651,6 +694,19 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 		}
 		unflushed = true
 	}
+}
+
+// writeRelayHead writes the head of a relayed stream. A function of its
+// own: a follower waits for each event under relay's frame.
+func (s *Server) writeRelayHead(w http.ResponseWriter, h http.Header, c *call, state, ct string) {
+	s.setHeaders(h, c, state)
+	h.Set("Content-Type", firstNonEmpty(ct, "text/event-stream"))
+	if c.bedrockFramed() {
+		h.Set("Content-Type", bedrock.ContentType)
+	}
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Trailer", hdrCost+", "+hdrSaved+", "+hdrPromptCache+", "+hdrPromptCacheBreak) // prompt-cache hook: its headers are trailers on streams
+	w.WriteHeader(http.StatusOK)
 }
 
 // finishRelay records a relayed call's row and settles its claim from the

@@ -51,38 +51,60 @@ func (o Options) withDefaults() Options {
 func Handler(h http.Handler, o Options) http.Handler {
 	o = o.withDefaults()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// This frame stays under every request for as long as it runs, a
+		// waiting stream's included: what it takes to set the guard up is
+		// done in start, whose frame is gone by then.
 		g := &guard{} // one allocation a request
-		rc := &g.rc
-		rc.resolve(w)
-		if r.Body != nil && r.Body != http.NoBody {
-			b := &g.body
-			g.w.base = clock() // the request's one full clock reading (see writer.now)
-			*b = rateBody{r: r.Body, rc: rc, start: g.w.base, o: o, length: r.ContentLength,
-				serverClears: r.ProtoMajor == 1 && reflect.TypeOf(r.Body) == serverBodyType}
-			b.extend()
-			r.Body = b
-			// The next request on the connection sets its own deadlines;
-			// clearing ours here only matters for a handler that returns
-			// without reading the body.
-			defer b.clear()
-			defer b.restore(r) // runs before clear: see restore
-		}
-		// A write deadline already on the stream (HTTP/2 starts a stream
-		// with Server.WriteTimeout's, and resets the stream when it
-		// passes, written to or not) must not cut this request while it
-		// waits for its upstream. An HTTP/1 connection needs no clearing:
-		// net/http clears its write deadline after every response, sets
-		// one at a request's start only for Server.WriteTimeout, and that
-		// one only bounds a write, which the guard's writer always
-		// precedes with a deadline of its own. The server's final flush
-		// after the handler gets a fresh one (finalDeadline).
-		if r.ProtoMajor != 1 {
-			_ = rc.SetWriteDeadline(time.Time{})
-		}
-		defer g.w.finalDeadline()
-		g.w = writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle, base: g.w.base}
+		defer g.finish(r, g.start(w, r, &o))
 		h.ServeHTTP(&g.w, r)
 	})
+}
+
+// finish gives the server's final flush its deadline and, for a request
+// with a body, puts the server's body back (see restore) and clears the
+// read deadline: the next request on the connection sets its own, so
+// clearing ours only matters for a handler that returned without reading
+// the body.
+//
+//go:noinline
+func (g *guard) finish(r *http.Request, hasBody bool) {
+	g.w.finalDeadline()
+	if hasBody {
+		g.body.restore(r)
+		g.body.clear()
+	}
+}
+
+// start sets the guard up for the request and puts its body reader in
+// place, reporting whether the request has a body to guard.
+//
+//go:noinline
+func (g *guard) start(w http.ResponseWriter, r *http.Request, o *Options) bool {
+	rc := &g.rc
+	rc.resolve(w)
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	if hasBody {
+		b := &g.body
+		g.w.base = clock() // the request's one full clock reading (see writer.now)
+		*b = rateBody{r: r.Body, rc: rc, start: g.w.base, o: *o, length: r.ContentLength,
+			serverClears: r.ProtoMajor == 1 && reflect.TypeOf(r.Body) == serverBodyType}
+		b.extend()
+		r.Body = b
+	}
+	// A write deadline already on the stream (HTTP/2 starts a stream
+	// with Server.WriteTimeout's, and resets the stream when it
+	// passes, written to or not) must not cut this request while it
+	// waits for its upstream. An HTTP/1 connection needs no clearing:
+	// net/http clears its write deadline after every response, sets
+	// one at a request's start only for Server.WriteTimeout, and that
+	// one only bounds a write, which the guard's writer always
+	// precedes with a deadline of its own. The server's final flush
+	// after the handler gets a fresh one (finalDeadline).
+	if r.ProtoMajor != 1 {
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
+	g.w = writer{ResponseWriter: w, rc: rc, idle: o.WriteIdle, base: g.w.base}
+	return hasBody
 }
 
 // guard holds a request's controller, body and writer together.
