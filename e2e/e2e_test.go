@@ -40,6 +40,31 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// sourcesStated: start stats the module's files once per test binary.
+var sourcesStated sync.Once
+
+// statSources stats every file of the module under root. The tests run a
+// binary built from sources this test binary does not import (the gateway,
+// the command): `go test` caches a result by the test binary and by the
+// files the tests opened or stat'ed (from m.Run on, not in TestMain), so
+// without this a changed gateway would be answered "(cached)" from a run of
+// the old one.
+func statSources(root string) {
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		_, _ = os.Stat(path)
+		return nil
+	})
+}
+
 // proc is a running groundhog process.
 type proc struct {
 	t    testing.TB
@@ -71,6 +96,7 @@ func freeAddr(t testing.TB) string {
 // waits until it answers /healthz.
 func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
+	sourcesStated.Do(func() { statSources("..") })
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, append(args, "--addr", addr)...)
 	cmd.Env = append(os.Environ(), env...)

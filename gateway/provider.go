@@ -108,12 +108,15 @@ func (s *Server) provider(shape groundhog.Shape) http.HandlerFunc {
 			s.refuse(w, r, shape, err)
 			return
 		}
-		id := flightID{c.tenant, c.fp.Hash} // no string built: a hit needs none
-		c.inFlight = s.tracker.Add(id)
-		defer s.tracker.Done(id)
+		c.inFlight = s.tracker.Add(flightID{c.tenant, c.fp.Hash}) // no string built: a hit needs none
+		defer s.untrack(c)
 		s.serveCall(w, r, c)
 	}
 }
+
+// untrack ends c's count among the calls in flight (a call's tenant and
+// fingerprint do not change once admitted).
+func (s *Server) untrack(c *call) { s.tracker.Done(flightID{c.tenant, c.fp.Hash}) }
 
 // listChatCompletions answers the list of stored chat completions: the
 // tenant's own (stored.go), or the provider's when its account is not
@@ -523,7 +526,8 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *c
 	}
 	setUpstreamHeaders(w.Header(), c, leader)
 	if c.fp.Stream && streamed && status/100 == 2 {
-		s.relay(w, r, c, sub, leader, state, ct)
+		s.writeRelayHead(w, c, state, ct)
+		s.relay(w, r, c, sub, leader)
 		return
 	}
 	resp, err := sub.Wait(ctx)
@@ -645,10 +649,9 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 // relay streams a flight's events to the client as they arrive. The ledger
 // row is recorded before the terminal event is written, so a client that
 // received a complete stream always has its row.
-func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coalesce.Subscription, leader bool, state, ct string) {
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coalesce.Subscription, leader bool) {
 	ctx := r.Context()
 	h := w.Header()
-	s.writeRelayHead(w, h, c, state, ct)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	var buf []byte // grows to the largest event: a follower that waits holds none
@@ -698,7 +701,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coa
 
 // writeRelayHead writes the head of a relayed stream. A function of its
 // own: a follower waits for each event under relay's frame.
-func (s *Server) writeRelayHead(w http.ResponseWriter, h http.Header, c *call, state, ct string) {
+func (s *Server) writeRelayHead(w http.ResponseWriter, c *call, state, ct string) {
+	h := w.Header()
 	s.setHeaders(h, c, state)
 	h.Set("Content-Type", firstNonEmpty(ct, "text/event-stream"))
 	if c.bedrockFramed() {

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A call that follows an identical call's flight waits as long as the
+// flight runs: for the answer to begin, then, relaying a stream, for each
+// next event. Thousands may wait at once, and what each holds is mostly
+// its goroutine's stack. The runtime halves a parked goroutine's stack at
+// a collection only while less than a quarter of it is in use, counting a
+// guard of stackNosplit bytes below the frames: a follower that waits
+// 4 KB deep or more keeps a 16 KB stack for the whole wait, one that waits
+// less is halved to 8 KB. This test stops a real `groundhog serve` with
+// waiting followers (SIGQUIT with GOTRACEBACK=system, which prints every
+// frame's stack pointer), and checks how deep each one waits.
+func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
+	if runtime.GOARCH != "amd64" || runtime.GOOS != "linux" {
+		t.Skip("the depths below are linux/amd64's: the traceback's frame layout and the runtime's guard differ elsewhere")
+	}
+	const (
+		// stackNosplit is the runtime's guard (abi.StackNosplitBase,
+		// 800 bytes on linux/amd64 without the race detector: the
+		// served binary is built without it).
+		stackNosplit = 800
+		// aboveGoexit: the top of a goroutine's stack lies this far
+		// above the frame pointer the traceback prints for goexit.
+		aboveGoexit = 24
+		half        = 16 << 10 / 4 // in use below this, a 16 KB stack is halved
+	)
+	for _, tc := range []struct {
+		name, waitsIn string
+		sim           []string
+	}{
+		// The flight is held before its first token: followers wait for
+		// the answer to begin.
+		{"for the answer to begin", "coalesce.(*Subscription).Head", []string{"--first-token", "10m"}},
+		// The first events come, then none for minutes: followers relay
+		// what came and wait for the next event.
+		{"for the next event of a stream", "coalesce.(*Subscription).Next", []string{"--first-token", "100ms", "--per-output-token", "10m"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim := start(t, nil, append([]string{"sim"}, tc.sim...)...)
+			dir := t.TempDir()
+			gw := start(t, []string{"GOTRACEBACK=system"}, "serve", "--db", dir+"/g.db", "--upstream", sim.URL+"/v1")
+
+			const calls = 6
+			body := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"one answer for all of them"}]}`
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			firstEvent := make(chan error, calls)
+			for i := 0; i < calls; i++ {
+				go func() {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/v1/chat/completions", strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Groundhog-Cache", "use")
+					res, err := http.DefaultClient.Do(req)
+					if err != nil {
+						firstEvent <- err
+						return
+					}
+					defer res.Body.Close()
+					line, err := bufio.NewReader(res.Body).ReadString('\n')
+					if err == nil && !strings.HasPrefix(line, "data: ") {
+						err = fmt.Errorf("first line %q", line)
+					}
+					firstEvent <- err
+					_, _ = io.Copy(io.Discard, res.Body) // until the process is stopped
+				}()
+			}
+			// Every call is in a handler (one leads the flight, the others
+			// follow it: the simulated provider is called once, below).
+			waitMetric(t, gw.URL, "groundhog_in_flight_calls", calls)
+			if tc.waitsIn == "coalesce.(*Subscription).Next" {
+				for i := 0; i < calls; i++ {
+					select {
+					case err := <-firstEvent:
+						if err != nil {
+							t.Fatalf("a stream's first event: %v", err)
+						}
+					case <-time.After(30 * time.Second):
+						t.Fatal("not every stream received its first event in 30s")
+					}
+				}
+			}
+			time.Sleep(300 * time.Millisecond) // the last to join has parked
+
+			if err := gw.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+				t.Fatal(err)
+			}
+			waitExit(t, gw)
+			out := gw.output()
+			if n := strings.Count(out, "gateway.(*Server).upstreamCall("); n != 1 {
+				t.Fatalf("%d goroutines calling the provider for %d identical calls, want 1 (the others follow its flight)", n, calls)
+			}
+			ws := waitingCalls(out, tc.waitsIn)
+			if len(ws) < calls-1 {
+				t.Fatalf("%d goroutines waiting in %s in the traceback, want at least %d (the followers):\n%.4000s", len(ws), tc.waitsIn, calls-1, out)
+			}
+			if used := ws[0].depth + aboveGoexit + stackNosplit; used >= half {
+				t.Errorf("a call waits %d bytes deep in %s: with the runtime's guard %d bytes in use, not under a quarter of a 16 KB stack, which then stays 16 KB for the whole wait instead of 8 KB. Its frames (bytes, function):%s",
+					ws[0].depth, tc.waitsIn, used, ws[0].frames)
+			}
+			t.Logf("%d calls waiting in %s, %d bytes deep (an 8 KB stack needs under %d)", len(ws), tc.waitsIn, ws[0].depth, half-aboveGoexit-stackNosplit)
+		})
+	}
+}
+
+// waitMetric polls the gateway's /metrics until the unlabelled series
+// name reaches at least want.
+func waitMetric(t *testing.T, base, name string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if v, ok := metricValue(base, name); ok && v >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not reach %v in 30s", name, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// metricValue is the sum of the series of name on base's /metrics.
+func metricValue(base, name string) (float64, bool) {
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, false
+	}
+	sum, found := 0.0, false
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			sum, found = sum+v, true
+		}
+	}
+	return sum, found
+}
+
+// frameRE is a frame's location line in a GOTRACEBACK=system traceback:
+// its frame pointer and stack pointer.
+var frameRE = regexp.MustCompile(`fp=0x([0-9a-f]+) sp=0x([0-9a-f]+)`)
+
+// waiting is one goroutine of a traceback that waits in a given function.
+type waiting struct {
+	depth  int    // how far below its first frame (goexit) its last one (runtime.gopark) lies
+	frames string // each frame's size and function, last first
+}
+
+// waitingCalls returns the goroutines of the traceback whose wait (the frame
+// under runtime.selectgo) is in fn, deepest first.
+func waitingCalls(traceback, fn string) []waiting {
+	var ws []waiting
+	for _, g := range strings.Split(traceback, "\ngoroutine ")[1:] {
+		lines := strings.Split(g, "\n")
+		var funcs []string
+		var fps, sps []uint64
+		for i := 1; i+1 < len(lines); i++ {
+			m := frameRE.FindStringSubmatch(lines[i+1])
+			if m == nil || strings.HasPrefix(lines[i], "\t") {
+				continue
+			}
+			fp, _ := strconv.ParseUint(m[1], 16, 64)
+			sp, _ := strconv.ParseUint(m[2], 16, 64)
+			funcs, fps, sps = append(funcs, lines[i]), append(fps, fp), append(sps, sp)
+		}
+		if len(funcs) < 3 || !strings.HasPrefix(funcs[0], "runtime.gopark(") ||
+			!strings.HasPrefix(funcs[1], "runtime.selectgo(") || !strings.Contains(funcs[2], fn+"(") ||
+			!strings.HasPrefix(funcs[len(funcs)-1], "runtime.goexit(") {
+			continue
+		}
+		var b strings.Builder
+		for i, f := range funcs {
+			fmt.Fprintf(&b, "\n%6d  %s", fps[i]-sps[i], f[:strings.LastIndexByte(f, '(')])
+		}
+		ws = append(ws, waiting{depth: int(fps[len(fps)-1] - sps[0]), frames: b.String()})
+	}
+	slices.SortFunc(ws, func(a, b waiting) int { return b.depth - a.depth })
+	return ws
+}
