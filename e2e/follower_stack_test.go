@@ -40,16 +40,16 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 		aboveGoexit = 24
 		half        = 16 << 10 / 4 // in use below this, a 16 KB stack is halved
 	)
+	held := []string{"--first-token", "10m"}                                // held before its first token
+	slow := []string{"--first-token", "100ms", "--per-output-token", "10m"} // the first events, then none for minutes
 	for _, tc := range []struct {
 		name, waitsIn string
 		sim           []string
+		idempotent    bool // each call with an Idempotency-Key of its own
 	}{
-		// The flight is held before its first token: followers wait for
-		// the answer to begin.
-		{"for the answer to begin", "coalesce.(*Subscription).Head", []string{"--first-token", "10m"}},
-		// The first events come, then none for minutes: followers relay
-		// what came and wait for the next event.
-		{"for the next event of a stream", "coalesce.(*Subscription).Next", []string{"--first-token", "100ms", "--per-output-token", "10m"}},
+		{"for the answer to begin", "coalesce.(*Subscription).Head", held, false},
+		{"for the next event of a stream", "coalesce.(*Subscription).Next", slow, false},
+		{"for the next event, under an idempotency claim", "coalesce.(*Subscription).Next", slow, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := start(t, nil, append([]string{"sim"}, tc.sim...)...)
@@ -66,6 +66,9 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/v1/chat/completions", strings.NewReader(body))
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Groundhog-Cache", "use")
+					if tc.idempotent {
+						req.Header.Set("Idempotency-Key", fmt.Sprintf("%s-call-%d", t.Name(), i))
+					}
 					res, err := http.DefaultClient.Do(req)
 					if err != nil {
 						firstEvent <- err

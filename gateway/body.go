@@ -20,8 +20,8 @@ import (
 //
 // The buffer comes from a pool of power-of-two size classes. It goes back to
 // the pool only where its lifetime is proven to have ended: after a cache hit
-// or an idempotent replay (or refusal) has been written (serveCached,
-// serveIdempotent), when nothing but the handler's own frame held the body —
+// or an idempotent replay (or refusal) has been written (serveFromCache,
+// beginIdempotent), when nothing but the handler's own frame held the body —
 // the fingerprint copies what it keeps (hash, model), the ledger row holds
 // strings, the echo rewrite and the response writer copy what they write;
 // and on the miss path (idempotent or not), when the last of its readers

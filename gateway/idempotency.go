@@ -12,15 +12,16 @@ import (
 	"github.com/groundhog-ai/groundhog/idempotency"
 )
 
-// serveIdempotent runs the idempotency stage for a call that carries an
+// beginIdempotent runs the idempotency stage for a call that carries an
 // Idempotency-Key (docs/idempotency.md, state by state): replay a terminal record,
 // refuse a mismatched payload (422), answer a running one with 409 or wait
-// for it (Prefer: wait), or claim the record and run the rest of the
-// pipeline under its lease. The claim is settled — completed, failed or
+// for it (Prefer: wait), or claim the record, and report whether it did:
+// the caller then runs the rest of the pipeline under the claim's lease,
+// outside this frame (a call waits for its flight under the frames that
+// call it: design record 0021). The claim is settled — completed, failed or
 // released, fenced by its token — before the client's response completes.
-func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call) {
+func (s *Server) beginIdempotent(w http.ResponseWriter, r *http.Request, c *call) (claimed bool) {
 	ctx := r.Context()
-	claimed := false
 	defer func() {
 		if !claimed {
 			// Replayed or refused: the answer is written and nothing reads
@@ -37,7 +38,7 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call
 		s.stage(c, "groundhog.idempotency", t0)
 		if err != nil {
 			s.reject(w, r, c, groundhog.OutcomeError, err)
-			return
+			return false
 		}
 		switch {
 		case claim != nil:
@@ -46,15 +47,14 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call
 			if !op.LostAttemptStart.IsZero() {
 				s.recordLostAttempt(c, op)
 			}
-			s.serveCached(w, r, c)
-			return
+			return true
 		case outcome == groundhog.BeginMismatch:
 			s.reject(w, r, c, groundhog.OutcomeRejected, groundhog.Errorf(groundhog.EMISMATCH,
 				"Idempotency-Key %q was already used with a different request; use a new key for a new request", c.idemKey))
-			return
+			return false
 		case outcome == groundhog.BeginDone:
 			s.replay(w, r, c, op)
-			return
+			return false
 		}
 		// In progress under a live lease.
 		left := deadline.Sub(s.clock.Now())
@@ -63,16 +63,16 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, c *call
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
 			s.reject(w, r, c, groundhog.OutcomeRejected, groundhog.Errorf(groundhog.ECONFLICT,
 				"the operation with Idempotency-Key %q is still running; retry after %ds or send \"Prefer: wait=<seconds>\"", c.idemKey, secs))
-			return
+			return false
 		}
 		op, err = s.opts.Idem.Wait(ctx, c.tenant, c.idemKey, left)
 		if err != nil {
 			s.reject(w, r, c, groundhog.OutcomeError, err)
-			return
+			return false
 		}
 		if op != nil && op.Status.Terminal() && op.RequestHash == c.fp.Hash {
 			s.replay(w, r, c, op)
-			return
+			return false
 		}
 		// Released, lease expired, or still running: Begin again decides.
 	}

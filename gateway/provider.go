@@ -372,7 +372,9 @@ func checkJSONContentType(ct string) error {
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *call) {
 	switch {
 	case c.idemKey != "" && s.opts.Idem != nil:
-		s.serveIdempotent(w, r, c)
+		if s.beginIdempotent(w, r, c) {
+			s.serveCached(w, r, c) // under the claim
+		}
 	case c.policy == policyUse && s.serveFromCache(w, r, c):
 	default:
 		s.serveFlight(w, r, c)
