@@ -18,14 +18,16 @@ import (
 
 // A call that follows an identical call's flight waits as long as the
 // flight runs: for the answer to begin, then, relaying a stream, for each
-// next event. Thousands may wait at once, and what each holds is mostly
-// its goroutine's stack. The runtime halves a parked goroutine's stack at
-// a collection only while less than a quarter of it is in use, counting a
-// guard of stackNosplit bytes below the frames: a follower that waits
-// 4 KB deep or more keeps a 16 KB stack for the whole wait, one that waits
-// less is halved to 8 KB. This test stops a real `groundhog serve` with
-// waiting followers (SIGQUIT with GOTRACEBACK=system, which prints every
-// frame's stack pointer), and checks how deep each one waits.
+// next event; and the flight itself, reading the provider's stream, waits
+// for each event the provider sends. Thousands may wait at once, and what
+// each holds is mostly its goroutines' stacks. The runtime halves a parked
+// goroutine's stack at a collection only while less than a quarter of it is
+// in use, counting a guard of stackNosplit bytes below the frames: a
+// goroutine that waits with 4 KB or more in use keeps a 16 KB stack for the
+// whole wait, one that waits with less is halved to 8 KB. This test stops a
+// real `groundhog serve` while calls wait (SIGQUIT with GOTRACEBACK=system,
+// which prints every frame's stack pointer), and checks how deep each
+// waits.
 func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 	if runtime.GOARCH != "amd64" || runtime.GOOS != "linux" {
 		t.Skip("the depths below are linux/amd64's: the traceback's frame layout and the runtime's guard differ elsewhere")
@@ -39,24 +41,31 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 		// above the frame pointer the traceback prints for goexit.
 		aboveGoexit = 24
 		half        = 16 << 10 / 4 // in use below this, a 16 KB stack is halved
+		calls       = 6            // identical streaming calls: one flight
 	)
 	held := []string{"--first-token", "10m"}                                // held before its first token
 	slow := []string{"--first-token", "100ms", "--per-output-token", "10m"} // the first events, then none for minutes
+	// The waits: the calls' own (the flight's leader and its followers
+	// answer from the same subscription), and the flight's read of the
+	// provider's stream. A flight waiting for the provider's head waits in
+	// net/http's client, deeper than the threshold by itself: not checked.
+	answering := wait{"the calls", "coalesce.(*Subscription).Next", calls - 1}
+	flight := wait{"the flight reading the provider's stream", "gateway.(*exchange).readStream", 1}
 	for _, tc := range []struct {
-		name, waitsIn string
-		sim           []string
-		idempotent    bool // each call with an Idempotency-Key of its own
+		name       string
+		sim        []string
+		idempotent bool // each call with an Idempotency-Key of its own
+		waits      []wait
 	}{
-		{"for the answer to begin", "coalesce.(*Subscription).Head", held, false},
-		{"for the next event of a stream", "coalesce.(*Subscription).Next", slow, false},
-		{"for the next event, under an idempotency claim", "coalesce.(*Subscription).Next", slow, true},
+		{"for the answer to begin", held, false, []wait{{"the calls", "coalesce.(*Subscription).Head", calls - 1}}},
+		{"for the next event of a stream", slow, false, []wait{answering, flight}},
+		{"for the next event, under an idempotency claim", slow, true, []wait{answering, flight}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := start(t, nil, append([]string{"sim"}, tc.sim...)...)
 			dir := t.TempDir()
 			gw := start(t, []string{"GOTRACEBACK=system"}, "serve", "--db", dir+"/g.db", "--upstream", sim.URL+"/v1")
 
-			const calls = 6
 			body := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"one answer for all of them"}]}`
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -86,7 +95,7 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 			// Every call is in a handler (one leads the flight, the others
 			// follow it: the simulated provider is called once, below).
 			waitMetric(t, gw.URL, "groundhog_in_flight_calls", calls)
-			if tc.waitsIn == "coalesce.(*Subscription).Next" {
+			if !slices.Equal(tc.sim, held) {
 				for i := 0; i < calls; i++ {
 					select {
 					case err := <-firstEvent:
@@ -108,15 +117,17 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 			if n := strings.Count(out, "gateway.(*Server).upstreamCall("); n != 1 {
 				t.Fatalf("%d goroutines calling the provider for %d identical calls, want 1 (the others follow its flight)", n, calls)
 			}
-			ws := waitingCalls(out, tc.waitsIn)
-			if len(ws) < calls-1 {
-				t.Fatalf("%d goroutines waiting in %s in the traceback, want at least %d (the followers):\n%.4000s", len(ws), tc.waitsIn, calls-1, out)
+			for _, wt := range tc.waits {
+				ws := waitingIn(out, wt.in)
+				if len(ws) < wt.min {
+					t.Fatalf("%d goroutines waiting in %s in the traceback, want at least %d (%s):\n%.4000s", len(ws), wt.in, wt.min, wt.who, out)
+				}
+				if used := ws[0].depth + aboveGoexit + stackNosplit; used >= half {
+					t.Errorf("%s: one waits %d bytes deep in %s: with the runtime's guard %d bytes in use, not under a quarter of a 16 KB stack, which then stays 16 KB for the whole wait instead of 8 KB. Its frames (bytes, function):%s",
+						wt.who, ws[0].depth, wt.in, used, ws[0].frames)
+				}
+				t.Logf("%s: %d waiting in %s, %d bytes deep (an 8 KB stack needs under %d)", wt.who, len(ws), wt.in, ws[0].depth, half-aboveGoexit-stackNosplit)
 			}
-			if used := ws[0].depth + aboveGoexit + stackNosplit; used >= half {
-				t.Errorf("a call waits %d bytes deep in %s: with the runtime's guard %d bytes in use, not under a quarter of a 16 KB stack, which then stays 16 KB for the whole wait instead of 8 KB. Its frames (bytes, function):%s",
-					ws[0].depth, tc.waitsIn, used, ws[0].frames)
-			}
-			t.Logf("%d calls waiting in %s, %d bytes deep (an 8 KB stack needs under %d)", len(ws), tc.waitsIn, ws[0].depth, half-aboveGoexit-stackNosplit)
 		})
 	}
 }
@@ -164,15 +175,22 @@ func metricValue(base, name string) (float64, bool) {
 // its frame pointer and stack pointer.
 var frameRE = regexp.MustCompile(`fp=0x([0-9a-f]+) sp=0x([0-9a-f]+)`)
 
+// wait is where some goroutines of the gateway wait: at least min of them
+// (who) under the function in.
+type wait struct {
+	who, in string
+	min     int
+}
+
 // waiting is one goroutine of a traceback that waits in a given function.
 type waiting struct {
 	depth  int    // how far below its first frame (goexit) its last one (runtime.gopark) lies
 	frames string // each frame's size and function, last first
 }
 
-// waitingCalls returns the goroutines of the traceback whose wait (the frame
-// under runtime.selectgo) is in fn, deepest first.
-func waitingCalls(traceback, fn string) []waiting {
+// waitingIn returns the goroutines of the traceback that are parked
+// (runtime.gopark) with fn among their frames, deepest first.
+func waitingIn(traceback, fn string) []waiting {
 	var ws []waiting
 	for _, g := range strings.Split(traceback, "\ngoroutine ")[1:] {
 		lines := strings.Split(g, "\n")
@@ -187,9 +205,9 @@ func waitingCalls(traceback, fn string) []waiting {
 			sp, _ := strconv.ParseUint(m[2], 16, 64)
 			funcs, fps, sps = append(funcs, lines[i]), append(fps, fp), append(sps, sp)
 		}
-		if len(funcs) < 3 || !strings.HasPrefix(funcs[0], "runtime.gopark(") ||
-			!strings.HasPrefix(funcs[1], "runtime.selectgo(") || !strings.Contains(funcs[2], fn+"(") ||
-			!strings.HasPrefix(funcs[len(funcs)-1], "runtime.goexit(") {
+		if len(funcs) < 2 || !strings.HasPrefix(funcs[0], "runtime.gopark(") ||
+			!strings.HasPrefix(funcs[len(funcs)-1], "runtime.goexit(") ||
+			!slices.ContainsFunc(funcs, func(f string) bool { return strings.Contains(f, fn+"(") }) {
 			continue
 		}
 		var b strings.Builder

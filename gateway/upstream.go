@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/coalesce"
@@ -104,33 +106,159 @@ func (s *Server) upstreamCall(ctx context.Context, c *call, pub *coalesce.Publis
 	return resp, err
 }
 
-// callUpstream does upstreamCall's work.
+// callUpstream does upstreamCall's work. A stream's flight waits for each
+// event under this frame and readStream's for as long as the stream lasts:
+// both are kept small (design record 0021), and the rest of the call is done
+// by functions that return before the wait, their state in an exchange.
 func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, error) {
-	// A flight that just ended may have filled the cache between this call's
-	// lookup and its becoming leader: look once more before paying.
 	if c.policy == policyUse {
-		if e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash); err == nil {
-			c.recheckHit.Store(true)
-			resp := e.Response
-			pub.Head(resp.Status, resp.ContentType, resp.Streamed)
-			for _, ev := range resp.Events {
-				pub.Event(ev)
-			}
-			return &resp, nil
+		if resp := s.recheckCache(ctx, c, pub); resp != nil {
+			return resp, nil
 		}
 	}
-	shared, lead, err := s.leadAcross(ctx, c, pub) // other replicas (flights.go)
-	if shared != nil || err != nil {
+	x := exchanges.Get().(*exchange) // zero: release cleared it
+	x.s, x.c, x.pub = s, c, pub
+	defer x.release()
+	if shared, err := x.leadAcross(ctx); shared != nil || err != nil {
 		return shared, err
 	}
-	// A return without a result ends the cross-replica flight as failed
-	// (the first End counts).
-	defer lead.End(nil)
 	body := s.pcBefore(ctx, c) // prompt-cache hook: rewrites, diagnosis, fan-out hold (before the upstream deadline starts)
-	defer c.pc.pending.Done()
+	x.pcHeld = true
+	if err := x.send(ctx, body); err != nil {
+		return nil, err
+	}
+	var (
+		resp *groundhog.Response
+		err  error
+	)
+	switch x.answerKind() {
+	case answerError:
+		return x.errorAnswer()
+	case answerStream:
+		resp, err = x.readStream()
+	default:
+		resp, err = x.readBody()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return x.settle(resp), nil
+}
+
+// The kinds of a provider's answer.
+const (
+	answerError  = iota // an error status: its body as sent
+	answerStream        // a stream of events
+	answerBody          // one JSON body
+)
+
+// answerKind reads the kind of the answer's head.
+func (x *exchange) answerKind() int {
+	switch {
+	case x.res.StatusCode/100 != 2:
+		return answerError
+	case isEventStream(x.ct) || x.c.bedrockFramed() && isAWSEventStream(x.ct):
+		return answerStream
+	}
+	return answerBody
+}
+
+// recheckCache answers a flight from the cache when a flight that just
+// ended filled it between this call's lookup and its becoming leader: look
+// once more before paying. It returns nil when the cache has no entry.
+func (s *Server) recheckCache(ctx context.Context, c *call, pub *coalesce.Publisher) *groundhog.Response {
+	e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)
+	if err != nil {
+		return nil
+	}
+	c.recheckHit.Store(true)
+	resp := e.Response
+	pub.Head(resp.Status, resp.ContentType, resp.Streamed)
+	for _, ev := range resp.Events {
+		pub.Event(ev)
+	}
+	return &resp
+}
+
+// exchange is one provider call of a flight, from the request sent to the
+// answer settled: what callUpstream's steps share.
+type exchange struct {
+	s   *Server
+	c   *call
+	pub *coalesce.Publisher
+
+	lead    coalesce.Sink   // the flight across replicas this replica leads, nil when none
+	pcHeld  bool            // the prompt-cache hook's pending fan-out is released at the end
+	ctx     context.Context // the call's, bounded by the upstream timeout once sent
+	cancel  context.CancelFunc
+	res     *http.Response // the answer's head; its body closed at the end
+	ct      string         // its Content-Type
+	sent    time.Time      // when the request went out
+	sending bool           // it went out: the end ends the upstream wait
+	waited  bool           // the upstream wait was measured (waitEnd)
+
+	rec            *streamRecorder       // the objects a streamed answer makes (stored.go)
+	bodyRec        *pendingRecord        // the objects a body answer makes, being recorded (stored.go)
+	parts          []groundhog.UsagePart // the iterations of a usage that ran in several
+	providerFailed bool                  // a stream the provider ended with its own error
+}
+
+// exchanges keeps callUpstream's frame small without an allocation a call.
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// leadAcross makes this replica the leader of the flight across replicas,
+// or returns another replica's answer (flights.go).
+func (x *exchange) leadAcross(ctx context.Context) (*groundhog.Response, error) {
+	shared, lead, err := x.s.leadAcross(ctx, x.c, x.pub)
+	if shared == nil && err == nil {
+		x.lead = lead
+	}
+	return shared, err
+}
+
+// release ends the exchange in the reverse order its steps began it — the
+// stream's records waited for, the answer's body closed, the upstream wait
+// measured, the deadline's timer stopped, held fan-out requests released,
+// the flight across replicas ended as failed unless settle ended it with
+// the answer (the first End counts) — and puts it back in the pool.
+func (x *exchange) release() {
+	if x.rec != nil {
+		x.rec.wait() // an answer cut short: its object may exist all the same
+	}
+	if x.res != nil {
+		x.res.Body.Close()
+	}
+	if x.sending {
+		x.waitEnd()
+	}
+	if x.cancel != nil {
+		x.cancel()
+	}
+	if x.pcHeld {
+		x.c.pc.pending.Done()
+	}
+	if x.lead != nil {
+		x.lead.End(nil)
+	}
+	*x = exchange{}
+	exchanges.Put(x)
+}
+
+// waitEnd ends the upstream wait, once: it ends with the answer's body
+// (overhead.go).
+func (x *exchange) waitEnd() {
+	if !x.waited {
+		x.waited = true
+		x.s.upstreamWaited(x.c, x.pub, x.sent)
+	}
+}
+
+// send sends the call's request upstream and reads the answer's head.
+func (x *exchange) send(ctx context.Context, body []byte) error {
+	s, c := x.s, x.c
 	up := s.upstreamOf(c)
 	if up.BaseURL == "" && (c.bedrockFramed() || c.shape == groundhog.ShapeGemini) {
-		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "no %s upstream is configured", c.shape.Provider())
+		return groundhog.Errorf(groundhog.EUPSTREAM, "no %s upstream is configured", c.shape.Provider())
 	}
 	// explicit-cache hook: may name a managed Gemini cache instead of the
 	// prefix it holds (explicitcache.go); the client's body stays the key.
@@ -140,8 +268,8 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	if ec != nil {
 		body = ec.Body
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
-	defer cancel()
+	ctx, x.cancel = context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
+	x.ctx = ctx
 	url := strings.TrimSuffix(up.BaseURL, "/") + strings.TrimPrefix(c.route, "/v1")
 	if c.shape == groundhog.ShapeConverse {
 		url = strings.TrimSuffix(up.BaseURL, "/") + bedrock.Path(c.fp.Model, c.fp.Stream) // the model id escaped again
@@ -159,22 +287,14 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 	}
 	req, err := newUpstreamRequest(ctx, url, c, body) // missbody.go
 	if err != nil {
-		return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
+		return groundhog.WrapError(groundhog.EINTERNAL, "", err)
 	}
 	if err := s.prepareUpstream(ctx, req, c, up, body, true); err != nil {
 		c.spent = 0 // nothing was sent
-		return nil, err
+		return err
 	}
-	sent := s.clock.Now()
-	waited := false
-	waitEnd := func() { // the upstream wait ends with its body (overhead.go)
-		if !waited {
-			waited = true
-			s.upstreamWaited(c, pub, sent)
-		}
-	}
-	defer waitEnd()              // the error returns
-	res, err := s.roundTrip(req) // s.client.Do without the client layer (roundtrip.go)
+	x.sent, x.sending = s.clock.Now(), true // from here every return ends the upstream wait (release)
+	res, err := s.roundTrip(req)            // s.client.Do without the client layer (roundtrip.go)
 	if err == nil && ec != nil && cacheRefused(res.StatusCode) {
 		// explicit-cache hook: the managed cache is gone or refused: forget
 		// it and send the client's own body (nothing was billed).
@@ -184,135 +304,164 @@ func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publis
 			s.explicit.Gone(ctx, ec)
 		}
 		s.log.Warn("explicit cache: the provider refused a managed cache; resending the client's body", append(logAttrs(c), "cache", ec.Name, "status", res.StatusCode)...)
-		ec = nil
 		if req, err = newUpstreamRequest(ctx, url, c, clientBody); err != nil {
-			return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
+			return groundhog.WrapError(groundhog.EINTERNAL, "", err)
 		}
 		if err := s.prepareUpstream(ctx, req, c, up, clientBody, true); err != nil {
 			c.spent = 0
-			return nil, err
+			return err
 		}
 		res, err = s.roundTrip(req)
 	}
 	if err != nil {
 		c.spent = spentOnTransportError(err)
-		return nil, upstreamError(ctx, err)
+		return upstreamError(ctx, err)
 	}
 	c.spent = groundhog.CostUnknown // from here the provider may bill: known again only with its usage
-	defer res.Body.Close()
+	x.res, x.ct = res, res.Header.Get("Content-Type")
 	c.upHeader = upstreamHeaders(res.Header) // before the head is published: the leader reads it after
 	// prompt-cache hook: releases held fan-out requests
 	c.pc.pending.Started(res.StatusCode/100 == 2)
-	ct := res.Header.Get("Content-Type")
-	if res.StatusCode/100 != 2 {
-		c.spent = 0 // an error answer: providers do not bill it
-		body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		if err != nil {
-			return nil, upstreamError(ctx, err)
-		}
-		waitEnd()
-		pub.Head(res.StatusCode, ct, false)
-		return &groundhog.Response{Status: res.StatusCode, ContentType: ct, Body: body, Model: c.fp.Model}, nil
+	return nil
+}
+
+// errorAnswer reads the provider's error answer, which it does not bill.
+func (x *exchange) errorAnswer() (*groundhog.Response, error) {
+	res, ct := x.res, x.ct
+	x.c.spent = 0 // an error answer: providers do not bill it
+	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return nil, upstreamError(x.ctx, err)
 	}
-	resp := &groundhog.Response{Status: res.StatusCode, ContentType: ct}
-	var (
-		parts          []groundhog.UsagePart // the iterations of a usage that ran in several
-		providerFailed bool                  // a stream the provider ended with its own error
-		bodyRec        *pendingRecord        // the objects a body answer makes, being recorded (stored.go)
-	)
-	if isEventStream(ct) || c.bedrockFramed() && isAWSEventStream(ct) {
-		pub.Head(res.StatusCode, ct, true)
-		var rec *streamRecorder // the objects the answer makes (stored.go)
-		if c.stored != 0 {
-			rec = &streamRecorder{s: s, c: c}
-			defer rec.wait() // an answer cut short: its object may exist all the same
+	x.waitEnd()
+	x.pub.Head(res.StatusCode, ct, false)
+	return &groundhog.Response{Status: res.StatusCode, ContentType: ct, Body: body, Model: x.c.fp.Model}, nil
+}
+
+// readStream publishes the answer's head and each event of its stream as
+// it arrives, and returns the answer. The flight waits here for each event.
+func (x *exchange) readStream() (*groundhog.Response, error) {
+	rd := x.startStream()
+	resp := &groundhog.Response{Status: x.res.StatusCode, ContentType: x.ct}
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			break
 		}
-		limit := s.maxUpstreamBytes()
-		var rd eventReader
-		switch {
-		case c.invoke:
-			rd = bedrock.NewChunkReader(&boundedReader{r: res.Body, left: limit})
-		case c.shape == groundhog.ShapeConverse:
-			rd = bedrock.NewReader(&boundedReader{r: res.Body, left: limit})
-		case c.shape == groundhog.ShapeGemini:
-			rd = wire.NewDataSSEReader(&boundedReader{r: res.Body, left: limit}) // data lines only
-		default:
-			rd = wire.NewSSEReader(&boundedReader{r: res.Body, left: limit})
-		}
-		for {
-			ev, err := rd.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				c.spent = s.spentOnBrokenStream(c, resp.Events)
-				if errors.Is(err, errUpstreamTooLarge) {
-					return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream is over the limit of %d bytes (max_upstream_bytes)", limit)
-				}
-				return nil, upstreamError(ctx, err)
-			}
-			resp.Events = append(resp.Events, ev)
-			if rec != nil {
-				rec.event(ev) // before the event: a terminal event waits for the records
-			}
-			pub.Event(ev)
-			if wire.IsTerminal(c.shape, ev) {
-				break // done: do not wait for a server that keeps the stream open
-			}
-		}
-		if !wire.StreamComplete(c.shape, resp.Events) {
-			if !wire.StreamEndedWithError(c.shape, resp.Events) {
-				c.spent = s.spentOnBrokenStream(c, resp.Events)
-				return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream ended before completion")
-			}
-			// The provider ended the stream with its own error: the client
-			// gets it as sent, the call is booked as an error, and it is
-			// never cached.
-			providerFailed = true
-		}
-		waitEnd()
-		resp.Streamed = true
-		resp.Model, resp.Usage, parts, _ = wire.UsagePartsFromEvents(c.shape, resp.Events)
-	} else {
-		limit := s.maxUpstreamBytes()
-		body, err := readUpstreamBody(res, limit)
 		if err != nil {
-			return nil, upstreamError(ctx, err)
+			return nil, x.streamBroken(resp, err)
 		}
-		waitEnd()
-		if int64(len(body)) > limit {
-			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response is over the limit of %d bytes (max_upstream_bytes)", limit)
+		resp.Events = append(resp.Events, ev)
+		if x.rec != nil {
+			x.rec.event(ev) // before the event: a terminal event waits for the records
 		}
-		if !jsonwalk.Valid(body) {
-			// A connection closed early can look like a clean end: a
-			// success must be whole JSON to be served, cached or committed.
-			return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response body is incomplete or not JSON")
+		x.pub.Event(ev)
+		if wire.IsTerminal(x.c.shape, ev) {
+			break // done: do not wait for a server that keeps the stream open
 		}
-		resp.Body = body
-		if c.stored != 0 {
-			// Written while the answer is priced and cached, durable
-			// before the flight returns it (stored.go).
-			bodyRec = s.recordBody(c, body)
-		}
-		resp.Model, resp.Usage, parts, _ = wire.UsagePartsFromValidBody(c.shape, body) // json.Valid above
-		pub.Head(res.StatusCode, ct, false)
 	}
+	return resp, x.streamEnded(resp)
+}
+
+// startStream publishes the answer's head and returns the reader of its
+// events, with the recorder of the objects they make when it makes any.
+func (x *exchange) startStream() eventReader {
+	c := x.c
+	x.pub.Head(x.res.StatusCode, x.ct, true)
+	if c.stored != 0 {
+		x.rec = &streamRecorder{s: x.s, c: c}
+	}
+	body := &boundedReader{r: x.res.Body, left: x.s.maxUpstreamBytes()}
+	switch {
+	case c.invoke:
+		return bedrock.NewChunkReader(body)
+	case c.shape == groundhog.ShapeConverse:
+		return bedrock.NewReader(body)
+	case c.shape == groundhog.ShapeGemini:
+		return wire.NewDataSSEReader(body) // data lines only
+	}
+	return wire.NewSSEReader(body)
+}
+
+// streamBroken books what a stream cut by err may have cost and returns the
+// call's error.
+func (x *exchange) streamBroken(resp *groundhog.Response, err error) error {
+	x.c.spent = x.s.spentOnBrokenStream(x.c, resp.Events)
+	if errors.Is(err, errUpstreamTooLarge) {
+		return groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream is over the limit of %d bytes (max_upstream_bytes)", x.s.maxUpstreamBytes())
+	}
+	return upstreamError(x.ctx, err)
+}
+
+// streamEnded checks that the stream read into resp is complete and reads
+// its usage; a stream the provider ended with its own error is served as
+// sent and booked as an error (providerFailed).
+func (x *exchange) streamEnded(resp *groundhog.Response) error {
+	c := x.c
+	if !wire.StreamComplete(c.shape, resp.Events) {
+		if !wire.StreamEndedWithError(c.shape, resp.Events) {
+			c.spent = x.s.spentOnBrokenStream(c, resp.Events)
+			return groundhog.Errorf(groundhog.EUPSTREAM, "upstream stream ended before completion")
+		}
+		// The provider ended the stream with its own error: the client
+		// gets it as sent, the call is booked as an error, and it is
+		// never cached.
+		x.providerFailed = true
+	}
+	x.waitEnd()
+	resp.Streamed = true
+	resp.Model, resp.Usage, x.parts, _ = wire.UsagePartsFromEvents(c.shape, resp.Events)
+	return nil
+}
+
+// readBody reads a whole (not streamed) answer and publishes its head.
+func (x *exchange) readBody() (*groundhog.Response, error) {
+	c, res, ct := x.c, x.res, x.ct
+	limit := x.s.maxUpstreamBytes()
+	body, err := readUpstreamBody(res, limit)
+	if err != nil {
+		return nil, upstreamError(x.ctx, err)
+	}
+	x.waitEnd()
+	if int64(len(body)) > limit {
+		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response is over the limit of %d bytes (max_upstream_bytes)", limit)
+	}
+	if !jsonwalk.Valid(body) {
+		// A connection closed early can look like a clean end: a
+		// success must be whole JSON to be served, cached or committed.
+		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "upstream response body is incomplete or not JSON")
+	}
+	resp := &groundhog.Response{Status: res.StatusCode, ContentType: ct, Body: body}
+	if c.stored != 0 {
+		// Written while the answer is priced and cached, durable
+		// before the flight returns it (stored.go).
+		x.bodyRec = x.s.recordBody(c, body)
+	}
+	resp.Model, resp.Usage, x.parts, _ = wire.UsagePartsFromValidBody(c.shape, body) // json.Valid above
+	x.pub.Head(res.StatusCode, ct, false)
+	return resp, nil
+}
+
+// settle prices a successful answer, stores it, and ends the
+// cross-replica flight with it.
+func (x *exchange) settle(resp *groundhog.Response) *groundhog.Response {
+	s, c := x.s, x.c
 	resp.Model = firstNonEmpty(resp.Model, c.fp.Model)
 	if c.invoke {
 		resp.Model = c.fp.Model // Bedrock bills by the model id of the path, not the body's model name
 	}
-	resp.Cost = s.price(c, resp.Model, resp.Usage, parts)
-	if providerFailed {
+	resp.Cost = s.price(c, resp.Model, resp.Usage, x.parts)
+	if x.providerFailed {
 		resp.Cost = s.spentOnFailedStream(c, resp)
 	}
 	c.spent = resp.Cost
-	s.pcAfter(ctx, c, resp) // prompt-cache hook: break verdict from the usage
-	if c.policy.on() && !c.noStore && !providerFailed && storable(c.shape, resp) {
-		s.store(ctx, c, resp)
+	s.pcAfter(x.ctx, c, resp) // prompt-cache hook: break verdict from the usage
+	if c.policy.on() && !c.noStore && !x.providerFailed && storable(c.shape, resp) {
+		s.store(x.ctx, c, resp)
 	}
-	bodyRec.wait() // before any replica's client reads the answer
-	lead.End(resp) // after the cache write: wakes the other replicas' waiters
-	return resp, nil
+	x.bodyRec.wait() // before any replica's client reads the answer
+	x.lead.End(resp) // after the cache write: wakes the other replicas' waiters
+	return resp
 }
 
 // prepareUpstream completes req, which carries body for c: the client's

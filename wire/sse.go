@@ -120,7 +120,7 @@ func (r *SSEReader) Next() (groundhog.Event, error) {
 				r.data = append(r.data, '\n')
 			}
 			if len(r.data)+len(value) > r.max {
-				r.err = fmt.Errorf("event data: %w", ErrEventTooLarge)
+				r.err = errEventTooLarge()
 				return groundhog.Event{}, r.err
 			}
 			r.data = append(r.data, value...)
@@ -133,11 +133,21 @@ func (r *SSEReader) Next() (groundhog.Event, error) {
 			r.pending = true
 		}
 		if r.dataOnly && string(field) != "data" {
-			r.err = fmt.Errorf("%w: %.64q", ErrNotData, line)
+			r.err = errNotData(line)
 			return groundhog.Event{}, r.err
 		}
 	}
 }
+
+// errEventTooLarge and errNotData are Next's errors, built outside its
+// frame: a stream's reader waits for each event under it (design record
+// 0021).
+//
+//go:noinline
+func errEventTooLarge() error { return fmt.Errorf("event data: %w", ErrEventTooLarge) }
+
+//go:noinline
+func errNotData(line []byte) error { return fmt.Errorf("%w: %.64q", ErrNotData, line) }
 
 // dispatch returns the event being read and resets the per-event state.
 func (r *SSEReader) dispatch() groundhog.Event {
