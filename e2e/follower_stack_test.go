@@ -137,38 +137,12 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 func waitMetric(t *testing.T, base, name string, want float64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if v, ok := metricValue(base, name); ok && v >= want {
-			return
-		}
+	for gwMetrics(t, base)[name] < want {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s did not reach %v in 30s", name, want)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// metricValue is the sum of the series of name on base's /metrics.
-func metricValue(base, name string) (float64, bool) {
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		return 0, false
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return 0, false
-	}
-	sum, found := 0.0, false
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
-			sum, found = sum+v, true
-		}
-	}
-	return sum, found
 }
 
 // frameRE is a frame's location line in a GOTRACEBACK=system traceback:

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkDistinctStreamsHeld: what N streams in flight at once cost one
+// `groundhog serve` — N different streaming calls (GROUNDHOG_BENCH_STREAMS,
+// default 2,000), each its own HTTP/1.1 connection and its own flight to the
+// provider, all held between two events of their streams (the simulated
+// provider sends the first events, then one token a minute), as an agent
+// fleet's calls wait for tokens most of their lives. Once every client has
+// its first event, two collections run (the runtime halves the stacks of
+// goroutines that wait with little of them in use at a collection) and the
+// gateway's own figures are read from /metrics: goroutine stacks, heap in
+// use and goroutines per stream, and its resident memory per stream (over
+// the process's at start).
+//
+//	GROUNDHOG_BENCH_STREAMS=2000 go test ./e2e -run '^$' -bench DistinctStreamsHeld -benchtime 1x
+func BenchmarkDistinctStreamsHeld(b *testing.B) {
+	n := 2_000
+	if v, err := strconv.Atoi(os.Getenv("GROUNDHOG_BENCH_STREAMS")); err == nil && v > 0 {
+		n = v
+	}
+	for i := 0; i < b.N; i++ {
+		sim := start(b, nil, "sim", "--first-token", "100ms", "--per-output-token", "1m")
+		pprof := freeAddr(b)
+		gw := start(b, nil, "serve", "--db", b.TempDir()+"/g.db", "--upstream", sim.URL+"/v1", "--log-level", "warn", "--pprof", pprof)
+		base := gwMetrics(b, gw.URL)
+		rss0, _ := procMem(gw, "VmRSS")
+
+		ctx, cancel := context.WithCancel(context.Background())
+		tr := &http.Transport{MaxIdleConnsPerHost: -1, DialContext: (&net.Dialer{Timeout: time.Minute}).DialContext}
+		client := &http.Client{Transport: tr}
+		first := make(chan error, n)
+		var wg sync.WaitGroup
+		for j := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				body := fmt.Sprintf(`{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"question %d of run %d"}]}`, j, time.Now().UnixNano())
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/v1/chat/completions", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				res, err := client.Do(req)
+				if err != nil {
+					first <- err
+					return
+				}
+				defer res.Body.Close()
+				line, err := bufio.NewReader(res.Body).ReadString('\n')
+				if err == nil && (res.StatusCode != 200 || !strings.HasPrefix(line, "data: ")) {
+					err = fmt.Errorf("status %d, first line %q", res.StatusCode, line)
+				}
+				first <- err
+				_, _ = io.Copy(io.Discard, res.Body) // until the benchmark lets go
+			}()
+		}
+		for range n {
+			select {
+			case err := <-first:
+				if err != nil {
+					b.Fatalf("a stream: %v", err)
+				}
+			case <-time.After(2 * time.Minute):
+				b.Fatal("not every stream received its first event in 2 minutes")
+			}
+		}
+		if calls := simCalls(b, sim.URL); calls != int64(n) {
+			b.Fatalf("%d provider calls for %d different streams, want %d", calls, n, n)
+		}
+		for range 2 {
+			res, err := http.Get("http://" + pprof + "/debug/pprof/heap?gc=1")
+			if err != nil {
+				b.Fatal(err)
+			}
+			res.Body.Close()
+		}
+		held := gwMetrics(b, gw.URL)
+		rss, _ := procMem(gw, "VmRSS")
+		per := func(name string) float64 { return (held[name] - base[name]) / float64(n) }
+		b.ReportMetric(per("go_memstats_stack_inuse_bytes"), "stack-B/stream")
+		b.ReportMetric(per("go_memstats_heap_inuse_bytes"), "heap-B/stream")
+		b.ReportMetric(per("go_goroutines"), "goroutines/stream")
+		b.ReportMetric(float64(rss-rss0)/float64(n), "rss-B/stream")
+		b.ReportMetric(float64(n), "streams")
+		cancel()
+		wg.Wait()
+		tr.CloseIdleConnections()
+	}
+}
+
+// gwMetrics reads the gateway's unlabelled Go runtime series from /metrics.
+func gwMetrics(tb testing.TB, base string) map[string]float64 {
+	tb.Helper()
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			m[name] = f
+		}
+	}
+	return m
+}
