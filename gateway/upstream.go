@@ -378,9 +378,9 @@ func (x *exchange) startStream() eventReader {
 	case c.shape == groundhog.ShapeConverse:
 		return bedrock.NewReader(body)
 	case c.shape == groundhog.ShapeGemini:
-		return wire.NewDataSSEReader(body) // data lines only
+		return wire.NewLiveDataSSEReader(body) // data lines only
 	}
-	return wire.NewSSEReader(body)
+	return wire.NewLiveSSEReader(body) // a small buffer while it waits for tokens
 }
 
 // streamBroken books what a stream cut by err may have cost and returns the

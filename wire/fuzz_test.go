@@ -27,14 +27,21 @@ func readAllLimited(r *SSEReader) ([]groundhog.Event, error) {
 }
 
 // FuzzSSEReader: the reader never panics; how the input is split into
-// reads never changes what it returns; and what it returns, written back
-// with AppendEvent, reads back identically and ends cleanly.
+// reads, and how large the reader's buffer starts (NewLiveSSEReader), never
+// change what it returns; and what it returns, written back with
+// AppendEvent, reads back identically and ends cleanly.
 func FuzzSSEReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		evs, err := readAllLimited(NewSSEReader(bytes.NewReader(data)))
 		evs1, err1 := readAllLimited(NewSSEReader(iotest.OneByteReader(bytes.NewReader(data))))
 		if !eventsEqual(evs, evs1) || !sameErr(err, err1) {
 			t.Fatalf("read in one piece: %q, %v\nread byte by byte: %q, %v", evs, err, evs1, err1)
+		}
+		for name, rd := range map[string]io.Reader{"in one piece": bytes.NewReader(data), "in halves": iotest.HalfReader(bytes.NewReader(data))} {
+			evs2, err2 := readAllLimited(NewLiveSSEReader(rd))
+			if !eventsEqual(evs, evs2) || !sameErr(err, err2) {
+				t.Fatalf("read in one piece: %q, %v\nread live %s: %q, %v", evs, err, name, evs2, err2)
+			}
 		}
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF && !errors.Is(err, ErrEventTooLarge) {
 			t.Fatalf("unexpected error %v", err)

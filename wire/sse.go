@@ -52,13 +52,31 @@ type SSEReader struct {
 	pending  bool   // a field line was seen since the last dispatch
 	lastName string // previous event name, reused to avoid an allocation
 	dataOnly bool   // any field but data is an error (NewDataSSEReader)
+	live     bool   // the buffer starts small and grows with the stream's pace (NewLiveSSEReader)
 }
 
 // NewSSEReader returns a reader of the event stream r. It reads from r in
-// chunks of its own; r need not be buffered.
+// chunks of its own (4 KB, more for a longer line); r need not be buffered.
 func NewSSEReader(r io.Reader) *SSEReader {
-	return &SSEReader{r: r, max: MaxEventSize, buf: make([]byte, 4096), first: true}
+	return &SSEReader{r: r, max: MaxEventSize, buf: make([]byte, sseBulkBuf), first: true}
 }
+
+// NewLiveSSEReader is NewSSEReader for a stream that arrives as it is made,
+// a provider's tokens: it starts with a read buffer of sseLiveBuf, which
+// the reader holds for as long as it waits for the next event (thousands of
+// streams may wait at once) and which a token's event fits in. A read that
+// fills the buffer doubles it, up to the 4 KB chunks of NewSSEReader: a
+// stream that comes faster than it is read (a burst, a long answer sent at
+// once) is read as NewSSEReader reads it, after a few doublings.
+func NewLiveSSEReader(r io.Reader) *SSEReader {
+	return &SSEReader{r: r, max: MaxEventSize, buf: make([]byte, sseLiveBuf), first: true, live: true}
+}
+
+// The read buffer's sizes: NewSSEReader's, and NewLiveSSEReader's at first.
+const (
+	sseBulkBuf = 4096
+	sseLiveBuf = 512
+)
 
 // NewDataSSEReader is NewSSEReader for a provider whose streams carry data
 // lines only (Gemini: its SDKs fail on any other line): a line that is
@@ -66,6 +84,13 @@ func NewSSEReader(r io.Reader) *SSEReader {
 // ErrNotData, not an unknown field to ignore.
 func NewDataSSEReader(r io.Reader) *SSEReader {
 	rd := NewSSEReader(r)
+	rd.dataOnly = true
+	return rd
+}
+
+// NewLiveDataSSEReader is NewDataSSEReader's live form (NewLiveSSEReader).
+func NewLiveDataSSEReader(r io.Reader) *SSEReader {
+	rd := NewLiveSSEReader(r)
 	rd.dataOnly = true
 	return rd
 }
@@ -274,9 +299,7 @@ func (r *SSEReader) fill() error {
 		if size <= len(r.buf) {
 			return fmt.Errorf("line: %w", ErrEventTooLarge)
 		}
-		nb := make([]byte, size)
-		copy(nb, r.buf[:r.end])
-		r.buf = nb
+		r.grow(size)
 	}
 	for range emptyReadLimit {
 		n, err := r.r.Read(r.buf[r.end:])
@@ -289,10 +312,20 @@ func (r *SSEReader) fill() error {
 			return fmt.Errorf("wire: reading event stream: %w", err)
 		}
 		if n > 0 {
+			if r.live && r.end == len(r.buf) && len(r.buf) < sseBulkBuf {
+				r.grow(2 * len(r.buf)) // more may be waiting: read it in larger chunks
+			}
 			return nil
 		}
 	}
 	return fmt.Errorf("wire: reading event stream: %w", io.ErrNoProgress)
+}
+
+// grow replaces the read buffer with one of size bytes holding its input.
+func (r *SSEReader) grow(size int) {
+	nb := make([]byte, size)
+	copy(nb, r.buf[:r.end])
+	r.buf = nb
 }
 
 // WriteEvent writes ev to w in SSE format: "event: <Name>\n" when Name is

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -71,16 +72,62 @@ func TestSSEReader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for rname, mk := range readers {
-			t.Run(tt.name+"/"+rname, func(t *testing.T) {
-				got, err := readAll(NewSSEReader(mk(tt.in)))
-				if !errors.Is(err, tt.err) {
-					t.Fatalf("error = %v, want %v", err, tt.err)
-				}
-				if !eventsEqual(got, tt.want) {
-					t.Fatalf("events = %q, want %q", got, tt.want)
-				}
-			})
+			for kind, newReader := range map[string]func(io.Reader) *SSEReader{"": NewSSEReader, "live/": NewLiveSSEReader} {
+				t.Run(tt.name+"/"+kind+rname, func(t *testing.T) {
+					got, err := readAll(newReader(mk(tt.in)))
+					if !errors.Is(err, tt.err) {
+						t.Fatalf("error = %v, want %v", err, tt.err)
+					}
+					if !eventsEqual(got, tt.want) {
+						t.Fatalf("events = %q, want %q", got, tt.want)
+					}
+				})
+			}
 		}
+	}
+}
+
+// eventReads gives one event per Read, as a provider's tokens arrive.
+type eventReads struct{ events []string }
+
+func (r *eventReads) Read(p []byte) (int, error) {
+	if len(r.events) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.events[0])
+	if r.events[0] = r.events[0][n:]; r.events[0] == "" {
+		r.events = r.events[1:]
+	}
+	return n, nil
+}
+
+// A live reader waits for each token with a small buffer, and reads a
+// stream that comes faster than it is read in 4 KB chunks, as NewSSEReader
+// does; either way its events are NewSSEReader's.
+func TestLiveSSEReaderBuffer(t *testing.T) {
+	var tokens []string
+	for i := range 200 {
+		tokens = append(tokens, fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"token %d\"}}]}\n\n", i))
+	}
+	whole := strings.Join(tokens, "")
+	want, _ := readAll(NewSSEReader(strings.NewReader(whole)))
+
+	trickle := NewLiveSSEReader(&eventReads{events: tokens})
+	got, err := readAll(trickle)
+	if err != io.EOF || !eventsEqual(got, want) {
+		t.Fatalf("events one per read: %d, %v; want %d", len(got), err, len(want))
+	}
+	if len(trickle.buf) != sseLiveBuf {
+		t.Errorf("a stream read one token at a time grew the buffer to %d bytes, want %d", len(trickle.buf), sseLiveBuf)
+	}
+
+	burst := NewLiveSSEReader(strings.NewReader(whole))
+	got, err = readAll(burst)
+	if err != io.EOF || !eventsEqual(got, want) {
+		t.Fatalf("events read at once: %d, %v; want %d", len(got), err, len(want))
+	}
+	if len(burst.buf) != sseBulkBuf {
+		t.Errorf("a stream read as fast as it comes left the buffer at %d bytes, want %d", len(burst.buf), sseBulkBuf)
 	}
 }
 
