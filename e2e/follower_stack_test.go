@@ -46,18 +46,19 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 	held := []string{"--first-token", "10m"}                                // held before its first token
 	slow := []string{"--first-token", "100ms", "--per-output-token", "10m"} // the first events, then none for minutes
 	// The waits: the calls' own (the flight's leader and its followers
-	// answer from the same subscription), and the flight's read of the
-	// provider's stream. A flight waiting for the provider's head waits in
-	// net/http's client, deeper than the threshold by itself: not checked.
+	// answer from the same subscription), and the flight's, for the
+	// provider's answer to begin (as long as the provider takes to answer
+	// a call that is not streamed) and for each event of its stream.
 	answering := wait{"the calls", "coalesce.(*Subscription).Next", calls - 1}
 	flight := wait{"the flight reading the provider's stream", "gateway.(*exchange).readStream", 1}
+	flightHead := wait{"the flight waiting for the provider's answer", "gateway.(*exchange).send", 1}
 	for _, tc := range []struct {
 		name       string
 		sim        []string
 		idempotent bool // each call with an Idempotency-Key of its own
 		waits      []wait
 	}{
-		{"for the answer to begin", held, false, []wait{{"the calls", "coalesce.(*Subscription).Head", calls - 1}}},
+		{"for the answer to begin", held, false, []wait{{"the calls", "coalesce.(*Subscription).Head", calls - 1}, flightHead}},
 		{"for the next event of a stream", slow, false, []wait{answering, flight}},
 		{"for the next event, under an idempotency claim", slow, true, []wait{answering, flight}},
 	} {

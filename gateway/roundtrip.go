@@ -30,6 +30,13 @@ func (s *Server) roundTrip(req *http.Request) (*http.Response, error) {
 		return s.client.Do(req)
 	}
 	res, err := rt.RoundTrip(req)
+	return s.roundTripped(req, rt, res, err)
+}
+
+// roundTripped is roundTrip's outcome of rt's answer: a function of its
+// own, since a flight waits for the provider's head under roundTrip's
+// frame (design record 0021).
+func (s *Server) roundTripped(req *http.Request, rt http.RoundTripper, res *http.Response, err error) (*http.Response, error) {
 	if err != nil {
 		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
 			err = http.ErrSchemeMismatch

@@ -15,6 +15,7 @@ import (
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/config"
+	"github.com/groundhog-ai/groundhog/explicitcache"
 	"github.com/groundhog-ai/groundhog/internal/jsonwalk"
 	"github.com/groundhog-ai/groundhog/wire"
 	"github.com/groundhog-ai/groundhog/wire/bedrock"
@@ -187,15 +188,19 @@ type exchange struct {
 	c   *call
 	pub *coalesce.Publisher
 
-	lead    coalesce.Sink   // the flight across replicas this replica leads, nil when none
-	pcHeld  bool            // the prompt-cache hook's pending fan-out is released at the end
-	ctx     context.Context // the call's, bounded by the upstream timeout once sent
-	cancel  context.CancelFunc
-	res     *http.Response // the answer's head; its body closed at the end
-	ct      string         // its Content-Type
-	sent    time.Time      // when the request went out
-	sending bool           // it went out: the end ends the upstream wait
-	waited  bool           // the upstream wait was measured (waitEnd)
+	lead       coalesce.Sink   // the flight across replicas this replica leads, nil when none
+	pcHeld     bool            // the prompt-cache hook's pending fan-out is released at the end
+	ctx        context.Context // the call's, bounded by the upstream timeout once sent
+	cancel     context.CancelFunc
+	up         *Upstream          // the provider endpoint
+	url        string             // the request's
+	clientBody []byte             // the client's body (as keyed), sent again if a managed cache is refused
+	ec         *explicitcache.Use // the managed cache the request names, nil when none
+	res        *http.Response     // the answer's head; its body closed at the end
+	ct         string             // its Content-Type
+	sent       time.Time          // when the request went out
+	sending    bool               // it went out: the end ends the upstream wait
+	waited     bool               // the upstream wait was measured (waitEnd)
 
 	rec            *streamRecorder       // the objects a streamed answer makes (stored.go)
 	bodyRec        *pendingRecord        // the objects a body answer makes, being recorded (stored.go)
@@ -253,20 +258,48 @@ func (x *exchange) waitEnd() {
 	}
 }
 
-// send sends the call's request upstream and reads the answer's head.
+// send sends the call's request upstream and reads the answer's head. The
+// flight waits here for the head, as long as the provider takes to answer
+// a call that is not streamed: building the request and the answer's
+// bookkeeping are done in functions of their own.
 func (x *exchange) send(ctx context.Context, body []byte) error {
+	req, err := x.request(ctx, body)
+	if err != nil {
+		return err
+	}
+	x.sent, x.sending = x.s.clock.Now(), true // from here every return ends the upstream wait (release)
+	res, err := x.s.roundTrip(req)            // s.client.Do without the client layer (roundtrip.go)
+	if err == nil && x.ec != nil && cacheRefused(res.StatusCode) {
+		if req, err = x.cacheRefused(res); err != nil {
+			return err
+		}
+		res, err = x.s.roundTrip(req)
+	}
+	if err != nil {
+		x.c.spent = spentOnTransportError(err)
+		return upstreamError(x.ctx, err)
+	}
+	x.received(res)
+	return nil
+}
+
+// request builds the call's upstream request: the provider's URL for the
+// call, the body as sent (a managed cache named, include_usage asked), the
+// upstream deadline started.
+func (x *exchange) request(ctx context.Context, body []byte) (*http.Request, error) {
 	s, c := x.s, x.c
 	up := s.upstreamOf(c)
 	if up.BaseURL == "" && (c.bedrockFramed() || c.shape == groundhog.ShapeGemini) {
-		return groundhog.Errorf(groundhog.EUPSTREAM, "no %s upstream is configured", c.shape.Provider())
+		return nil, groundhog.Errorf(groundhog.EUPSTREAM, "no %s upstream is configured", c.shape.Provider())
 	}
+	x.up = up
 	// explicit-cache hook: may name a managed Gemini cache instead of the
 	// prefix it holds (explicitcache.go); the client's body stays the key.
-	clientBody := body
+	x.clientBody = body
 	c.stored = s.storedFor(ctx, c) // what the answer makes that the tenant owns (stored.go): a hit never asks
-	ec := s.explicitBefore(ctx, c, body)
-	if ec != nil {
-		body = ec.Body
+	x.ec = s.explicitBefore(ctx, c, body)
+	if x.ec != nil {
+		body = x.ec.Body
 	}
 	ctx, x.cancel = context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
 	x.ctx = ctx
@@ -279,50 +312,53 @@ func (x *exchange) send(ctx context.Context, body []byte) error {
 	} else if c.shape == groundhog.ShapeGemini {
 		url = strings.TrimSuffix(up.BaseURL, "/") + gemini.Path(gemini.Version(c.route), c.fp.Model, c.fp.Stream) // ?alt=sse for a stream; never the client's ?key=
 	}
+	x.url = url
 	if c.shape == groundhog.ShapeChat && c.fp.Stream && !c.includeUsage {
 		// A chat stream reports usage only when asked: ask, so the call's
 		// cost is known; clients that did not ask never see the chunk.
 		// The client's bytes with the member written in (includeusage.go).
 		body = setIncludeUsage(body, sameBytes(body, c.body) && c.fpIsBody && c.fp.Names&streamOptionsBit == 0)
 	}
-	req, err := newUpstreamRequest(ctx, url, c, body) // missbody.go
+	return x.newRequest(body)
+}
+
+// newRequest is the upstream request of the call carrying body, with its
+// headers and credentials.
+func (x *exchange) newRequest(body []byte) (*http.Request, error) {
+	req, err := newUpstreamRequest(x.ctx, x.url, x.c, body) // missbody.go
 	if err != nil {
-		return groundhog.WrapError(groundhog.EINTERNAL, "", err)
+		return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
 	}
-	if err := s.prepareUpstream(ctx, req, c, up, body, true); err != nil {
-		c.spent = 0 // nothing was sent
-		return err
+	if err := x.s.prepareUpstream(x.ctx, req, x.c, x.up, body, true); err != nil {
+		x.c.spent = 0 // nothing was sent
+		return nil, err
 	}
-	x.sent, x.sending = s.clock.Now(), true // from here every return ends the upstream wait (release)
-	res, err := s.roundTrip(req)            // s.client.Do without the client layer (roundtrip.go)
-	if err == nil && ec != nil && cacheRefused(res.StatusCode) {
-		// explicit-cache hook: the managed cache is gone or refused: forget
-		// it and send the client's own body (nothing was billed).
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
-		res.Body.Close()
-		if res.StatusCode != http.StatusBadRequest {
-			s.explicit.Gone(ctx, ec)
-		}
-		s.log.Warn("explicit cache: the provider refused a managed cache; resending the client's body", append(logAttrs(c), "cache", ec.Name, "status", res.StatusCode)...)
-		if req, err = newUpstreamRequest(ctx, url, c, clientBody); err != nil {
-			return groundhog.WrapError(groundhog.EINTERNAL, "", err)
-		}
-		if err := s.prepareUpstream(ctx, req, c, up, clientBody, true); err != nil {
-			c.spent = 0
-			return err
-		}
-		res, err = s.roundTrip(req)
+	return req, nil
+}
+
+// cacheRefused handles the provider's refusal of a managed cache (gone, or
+// refused: nothing was billed): it forgets the cache and returns the request
+// with the client's own body.
+func (x *exchange) cacheRefused(res *http.Response) (*http.Request, error) {
+	s, ec := x.s, x.ec
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest {
+		s.explicit.Gone(x.ctx, ec)
 	}
-	if err != nil {
-		c.spent = spentOnTransportError(err)
-		return upstreamError(ctx, err)
-	}
-	c.spent = groundhog.CostUnknown // from here the provider may bill: known again only with its usage
+	s.log.Warn("explicit cache: the provider refused a managed cache; resending the client's body", append(logAttrs(x.c), "cache", ec.Name, "status", res.StatusCode)...)
+	x.ec = nil
+	return x.newRequest(x.clientBody)
+}
+
+// received takes the answer's head: from here the provider may bill.
+func (x *exchange) received(res *http.Response) {
+	c := x.c
+	c.spent = groundhog.CostUnknown // known again only with its usage
 	x.res, x.ct = res, res.Header.Get("Content-Type")
 	c.upHeader = upstreamHeaders(res.Header) // before the head is published: the leader reads it after
 	// prompt-cache hook: releases held fan-out requests
 	c.pc.pending.Started(res.StatusCode/100 == 2)
-	return nil
 }
 
 // errorAnswer reads the provider's error answer, which it does not bill.
