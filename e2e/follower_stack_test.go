@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"runtime"
@@ -72,41 +70,17 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 			defer cancel()
 			firstEvent := make(chan error, calls)
 			for i := 0; i < calls; i++ {
-				go func() {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/v1/chat/completions", strings.NewReader(body))
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Groundhog-Cache", "use")
-					if tc.idempotent {
-						req.Header.Set("Idempotency-Key", fmt.Sprintf("%s-call-%d", t.Name(), i))
-					}
-					res, err := http.DefaultClient.Do(req)
-					if err != nil {
-						firstEvent <- err
-						return
-					}
-					defer res.Body.Close()
-					line, err := bufio.NewReader(res.Body).ReadString('\n')
-					if err == nil && !strings.HasPrefix(line, "data: ") {
-						err = fmt.Errorf("first line %q", line)
-					}
-					firstEvent <- err
-					_, _ = io.Copy(io.Discard, res.Body) // until the process is stopped
-				}()
+				hdr := map[string]string{"Groundhog-Cache": "use"}
+				if tc.idempotent {
+					hdr["Idempotency-Key"] = fmt.Sprintf("%s-call-%d", t.Name(), i)
+				}
+				go holdStream(ctx, http.DefaultClient, gw.URL, body, hdr, firstEvent) // until the process is stopped
 			}
 			// Every call is in a handler (one leads the flight, the others
 			// follow it: the simulated provider is called once, below).
 			waitMetric(t, gw.URL, "groundhog_in_flight_calls", calls)
 			if !slices.Equal(tc.sim, held) {
-				for i := 0; i < calls; i++ {
-					select {
-					case err := <-firstEvent:
-						if err != nil {
-							t.Fatalf("a stream's first event: %v", err)
-						}
-					case <-time.After(30 * time.Second):
-						t.Fatal("not every stream received its first event in 30s")
-					}
-				}
+				awaitFirstEvents(t, firstEvent, calls, 30*time.Second)
 			}
 			time.Sleep(300 * time.Millisecond) // the last to join has parked
 

@@ -32,10 +32,7 @@ import (
 //
 //	GROUNDHOG_BENCH_STREAMS=2000 go test ./e2e -run '^$' -bench ReplicasCoalesceStreams -benchtime 1x
 func BenchmarkReplicasCoalesceStreams(b *testing.B) {
-	n := 10_000
-	if v, err := strconv.Atoi(os.Getenv("GROUNDHOG_BENCH_STREAMS")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchStreams(10_000)
 	for i := 0; i < b.N; i++ {
 		// 3 s to the first token, then 5 ms per output token: a flight long
 		// enough for many calls to join it while the others are still

@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,10 +27,7 @@ import (
 //
 //	GROUNDHOG_BENCH_STREAMS=2000 go test ./e2e -run '^$' -bench DistinctStreamsHeld -benchtime 1x
 func BenchmarkDistinctStreamsHeld(b *testing.B) {
-	n := 2_000
-	if v, err := strconv.Atoi(os.Getenv("GROUNDHOG_BENCH_STREAMS")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchStreams(2_000)
 	for i := 0; i < b.N; i++ {
 		sim := start(b, nil, "sim", "--first-token", "100ms", "--per-output-token", "1m")
 		pprof := freeAddr(b)
@@ -50,32 +45,10 @@ func BenchmarkDistinctStreamsHeld(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				body := fmt.Sprintf(`{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"question %d of run %d"}]}`, j, time.Now().UnixNano())
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/v1/chat/completions", strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				res, err := client.Do(req)
-				if err != nil {
-					first <- err
-					return
-				}
-				defer res.Body.Close()
-				line, err := bufio.NewReader(res.Body).ReadString('\n')
-				if err == nil && (res.StatusCode != 200 || !strings.HasPrefix(line, "data: ")) {
-					err = fmt.Errorf("status %d, first line %q", res.StatusCode, line)
-				}
-				first <- err
-				_, _ = io.Copy(io.Discard, res.Body) // until the benchmark lets go
+				holdStream(ctx, client, gw.URL, body, nil, first) // until the benchmark lets go
 			}()
 		}
-		for range n {
-			select {
-			case err := <-first:
-				if err != nil {
-					b.Fatalf("a stream: %v", err)
-				}
-			case <-time.After(2 * time.Minute):
-				b.Fatal("not every stream received its first event in 2 minutes")
-			}
-		}
+		awaitFirstEvents(b, first, n, 2*time.Minute)
 		if calls := simCalls(b, sim.URL); calls != int64(n) {
 			b.Fatalf("%d provider calls for %d different streams, want %d", calls, n, n)
 		}
