@@ -648,9 +648,10 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 	_, _ = w.Write(body)
 }
 
-// relay streams a flight's events to the client as they arrive. The ledger
-// row is recorded before the terminal event is written, so a client that
-// received a complete stream always has its row.
+// relay streams a flight's events to the client as they arrive, after the
+// head writeRelayHead wrote. The ledger row is recorded before the terminal
+// event is written, so a client that received a complete stream always has
+// its row.
 func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coalesce.Subscription, leader bool) {
 	ctx := r.Context()
 	h := w.Header()
