@@ -653,53 +653,106 @@ func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, c *call, re
 // event is written, so a client that received a complete stream always has
 // its row.
 func (s *Server) relay(w http.ResponseWriter, r *http.Request, c *call, sub *coalesce.Subscription, leader bool) {
-	ctx := r.Context()
-	h := w.Header()
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	var buf []byte // grows to the largest event: a follower that waits holds none
-	recorded := false
-	echo := echoRewriter(c, leader)
-	unflushed := false
+	// The call waits for each event under this frame: the relay's state is
+	// in a pooled relaying, each event handled by a function of its own
+	// (design record 0021).
+	rl := relays.Get().(*relaying) // zero: release cleared it
+	rl.s, rl.w, rl.r, rl.c, rl.sub, rl.leader = s, w, r, c, sub, leader
+	defer rl.release()
+	ctx := rl.start()
 	for {
-		if unflushed && !sub.Buffered() { // flush before waiting: events already there go in one write
-			_ = rc.Flush()
-			unflushed = false
+		if rl.unflushed && !sub.Buffered() { // flush before waiting: events already there go in one write
+			rl.flush()
 		}
-		ev, err := sub.Next(ctx)
-		if err == io.EOF {
-			if !recorded {
-				// Complete per the flight, but no terminal event was seen:
-				// record and settle from the result all the same.
-				s.finishRelay(ctx, c, sub, leader, h)
-			}
-			break
-		}
-		if err != nil {
-			s.breakStream(w, r, c, err, leader, buf)
+		rl.ev, rl.err = sub.Next(ctx)
+		if !rl.event() {
 			return
 		}
-		if wire.IsTerminal(c.shape, ev) {
-			// Hold the terminal event until the row is durable.
-			if err := s.finishRelay(ctx, c, sub, leader, h); err != nil {
-				s.breakStream(w, r, c, err, leader, buf)
-				return
-			}
-			recorded = true
-		}
-		if hiddenUsageChunk(c, ev) {
-			continue
-		}
-		ev = echo.Event(ev)
-		buf = appendEvent(c, buf[:0], ev)
-		if _, err := w.Write(buf); err != nil {
-			if !wire.IsTerminal(c.shape, ev) { // the terminal event's row is already recorded
-				s.abandon(c, leader, err)
-			}
-			return // the client went away; the flight goes on for the others
-		}
-		unflushed = true
 	}
+}
+
+// relaying is one relay's state.
+type relaying struct {
+	s      *Server
+	w      http.ResponseWriter
+	r      *http.Request
+	c      *call
+	sub    *coalesce.Subscription
+	leader bool
+
+	ctx       context.Context
+	h         http.Header
+	rc        *http.ResponseController
+	echo      *wire.EchoRewriter
+	buf       []byte // grows to the largest event: a follower that waits holds none
+	recorded  bool   // the terminal event's row is recorded
+	unflushed bool
+	ev        groundhog.Event // the flight's next event, or its end (err)
+	err       error
+}
+
+// relays keeps relay's frame small without an allocation a stream.
+var relays = sync.Pool{New: func() any { return new(relaying) }}
+
+// start flushes the head written by writeRelayHead and returns the call's
+// context.
+func (rl *relaying) start() context.Context {
+	rl.ctx, rl.h = rl.r.Context(), rl.w.Header()
+	rl.rc = http.NewResponseController(rl.w)
+	_ = rl.rc.Flush()
+	rl.echo = echoRewriter(rl.c, rl.leader)
+	return rl.ctx
+}
+
+func (rl *relaying) flush() {
+	_ = rl.rc.Flush()
+	rl.unflushed = false
+}
+
+// event relays the flight's next event (or its end, rl.err), and reports
+// whether the relay goes on.
+func (rl *relaying) event() bool {
+	s, c, ev, err := rl.s, rl.c, rl.ev, rl.err
+	rl.ev, rl.err = groundhog.Event{}, nil // held only while it is relayed
+	if err == io.EOF {
+		if !rl.recorded {
+			// Complete per the flight, but no terminal event was seen:
+			// record and settle from the result all the same.
+			s.finishRelay(rl.ctx, c, rl.sub, rl.leader, rl.h)
+		}
+		return false
+	}
+	if err != nil {
+		s.breakStream(rl.w, rl.r, c, err, rl.leader, rl.buf)
+		return false
+	}
+	if wire.IsTerminal(c.shape, ev) {
+		// Hold the terminal event until the row is durable.
+		if err := s.finishRelay(rl.ctx, c, rl.sub, rl.leader, rl.h); err != nil {
+			s.breakStream(rl.w, rl.r, c, err, rl.leader, rl.buf)
+			return false
+		}
+		rl.recorded = true
+	}
+	if hiddenUsageChunk(c, ev) {
+		return true
+	}
+	ev = rl.echo.Event(ev)
+	rl.buf = appendEvent(c, rl.buf[:0], ev)
+	if _, err := rl.w.Write(rl.buf); err != nil {
+		if !wire.IsTerminal(c.shape, ev) { // the terminal event's row is already recorded
+			s.abandon(c, rl.leader, err)
+		}
+		return false // the client went away; the flight goes on for the others
+	}
+	rl.unflushed = true
+	return true
+}
+
+// release puts the relay's state back in the pool, holding nothing of it.
+func (rl *relaying) release() {
+	*rl = relaying{}
+	relays.Put(rl)
 }
 
 // writeRelayHead writes the head of a relayed stream. A function of its
