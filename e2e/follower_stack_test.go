@@ -50,22 +50,26 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 	answering := wait{"the calls", "coalesce.(*Subscription).Next", calls - 1}
 	flight := wait{"the flight reading the provider's stream", "gateway.(*exchange).readStream", 1}
 	flightHead := wait{"the flight waiting for the provider's answer", "gateway.(*exchange).send", 1}
+	chat := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"one answer for all of them"}]}`
+	// Gemini's route goes through the gateway's mux and its own dispatch.
+	geminiPath := "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+	geminiBody := `{"contents":[{"role":"user","parts":[{"text":"one answer for all of them"}]}]}`
 	for _, tc := range []struct {
 		name       string
 		sim        []string
+		path, body string
 		idempotent bool // each call with an Idempotency-Key of its own
 		waits      []wait
 	}{
-		{"for the answer to begin", held, false, []wait{{"the calls", "coalesce.(*Subscription).Head", calls - 1}, flightHead}},
-		{"for the next event of a stream", slow, false, []wait{answering, flight}},
-		{"for the next event, under an idempotency claim", slow, true, []wait{answering, flight}},
+		{"for the answer to begin", held, chatPath, chat, false, []wait{{"the calls", "coalesce.(*Subscription).Head", calls - 1}, flightHead}},
+		{"for the next event of a stream", slow, chatPath, chat, false, []wait{answering, flight}},
+		{"for the next event, under an idempotency claim", slow, chatPath, chat, true, []wait{answering, flight}},
+		{"for the next event of a Gemini stream", slow, geminiPath, geminiBody, false, []wait{answering, flight}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := start(t, nil, append([]string{"sim"}, tc.sim...)...)
 			dir := t.TempDir()
-			gw := start(t, []string{"GOTRACEBACK=system"}, "serve", "--db", dir+"/g.db", "--upstream", sim.URL+"/v1")
-
-			body := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"one answer for all of them"}]}`
+			gw := start(t, []string{"GOTRACEBACK=system", "GROUNDHOG_GEMINI_UPSTREAM=" + sim.URL}, "serve", "--db", dir+"/g.db", "--upstream", sim.URL+"/v1")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			firstEvent := make(chan error, calls)
@@ -74,7 +78,7 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 				if tc.idempotent {
 					hdr["Idempotency-Key"] = fmt.Sprintf("%s-call-%d", t.Name(), i)
 				}
-				go holdStream(ctx, http.DefaultClient, gw.URL, body, hdr, firstEvent) // until the process is stopped
+				go holdStream(ctx, http.DefaultClient, gw.URL+tc.path, tc.body, hdr, firstEvent) // until the process is stopped
 			}
 			// Every call is in a handler (one leads the flight, the others
 			// follow it: the simulated provider is called once, below).

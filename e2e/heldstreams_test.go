@@ -13,12 +13,15 @@ import (
 	"time"
 )
 
-// holdStream sends a streaming chat call with the given headers, reports on
-// first when its first event arrived (nil) or why it did not, then reads the
-// rest until ctx ends or the stream does: a client that holds its stream
-// open, as one waiting for tokens does.
-func holdStream(ctx context.Context, client *http.Client, base, body string, hdr map[string]string, first chan<- error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+// chatPath is the chat completions route.
+const chatPath = "/v1/chat/completions"
+
+// holdStream sends a streaming call (body to url) with the given headers,
+// reports on first when its first event arrived (nil) or why it did not,
+// then reads the rest until ctx ends or the stream does: a client that holds
+// its stream open, as one waiting for tokens does.
+func holdStream(ctx context.Context, client *http.Client, url, body string, hdr map[string]string, first chan<- error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range hdr {
 		req.Header.Set(k, v)

@@ -45,7 +45,7 @@ func BenchmarkDistinctStreamsHeld(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				body := fmt.Sprintf(`{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"question %d of run %d"}]}`, j, time.Now().UnixNano())
-				holdStream(ctx, client, gw.URL, body, nil, first) // until the benchmark lets go
+				holdStream(ctx, client, gw.URL+chatPath, body, nil, first) // until the benchmark lets go
 			}()
 		}
 		awaitFirstEvents(b, first, n, 2*time.Minute)

@@ -22,31 +22,49 @@ const geminiUploadPrefix = gemini.UploadPrefix
 // cachedContents lifecycle, models, files…) passes through, authenticated
 // and ledgered.
 func (s *Server) gemini(generate http.Handler) http.HandlerFunc {
+	// A generate call waits for its answer under this frame: what the other
+	// routes need is in functions of their own (design record 0021).
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, method, ok := gemini.ParsePath(r.URL.EscapedPath()); ok {
-			if gen, _ := gemini.IsGenerate(method); gen {
-				generate.ServeHTTP(w, r)
-				return
-			}
-		}
-		if s.geminiOwned(w, r) { // geminiowned.go: the tenant's own files, batches and tuned models only
+		if isGeminiGenerate(r) {
+			generate.ServeHTTP(w, r)
 			return
 		}
-		if s.geminiCachedContents(w, r) { // geminicache.go: the tenant's own caches only
-			return
-		}
-		if !gemini.KnownCollection(r.URL.Path) && s.geminiScoped(r.Context()) {
-			// A collection the gateway does not keep per tenant would
-			// reach every tenant's resources on the shared account.
-			if _, err := s.authenticate(r); err != nil {
-				s.writeError(w, r, groundhog.ShapeGemini, err)
-				return
-			}
-			s.writeError(w, r, groundhog.ShapeGemini, errGeminiNotFound(r.URL.Path))
-			return
-		}
-		s.passthrough(w, r)
+		s.geminiResources(w, r)
 	}
+}
+
+// isGeminiGenerate reports whether r calls a model's generateContent or
+// streamGenerateContent.
+//
+//go:noinline
+func isGeminiGenerate(r *http.Request) bool {
+	if _, method, ok := gemini.ParsePath(r.URL.EscapedPath()); ok {
+		gen, _ := gemini.IsGenerate(method)
+		return gen
+	}
+	return false
+}
+
+// geminiResources serves the Gemini routes that are not a model's
+// generation: the tenant's own resources, or the provider's.
+func (s *Server) geminiResources(w http.ResponseWriter, r *http.Request) {
+	if s.geminiOwned(w, r) { // geminiowned.go: the tenant's own files, batches and tuned models only
+		return
+	}
+	if s.geminiCachedContents(w, r) { // geminicache.go: the tenant's own caches only
+		return
+	}
+	if !gemini.KnownCollection(r.URL.Path) && s.geminiScoped(r.Context()) {
+		// A collection the gateway does not keep per tenant would
+		// reach every tenant's resources on the shared account.
+		if _, err := s.authenticate(r); err != nil {
+			s.writeError(w, r, groundhog.ShapeGemini, err)
+			return
+		}
+		s.writeError(w, r, groundhog.ShapeGemini, errGeminiNotFound(r.URL.Path))
+		return
+	}
+	s.passthrough(w, r)
 }
 
 // geminiFingerprintBody is fingerprintBody for the gemini shape: the model
