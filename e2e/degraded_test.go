@@ -73,11 +73,13 @@ func readyz(t *testing.T, base string) (int, string) {
 	return res.StatusCode, v.Status
 }
 
-func metric(t *testing.T, base, name string) string {
-	t.Helper()
+// metric is the value of the unlabelled series name on base's /metrics, ""
+// when it has none.
+func metric(tb testing.TB, base, name string) string {
+	tb.Helper()
 	res, err := http.Get(base + "/metrics")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)

@@ -3,11 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +30,15 @@ func BenchmarkDistinctStreamsHeld(b *testing.B) {
 		sim := start(b, nil, "sim", "--first-token", "100ms", "--per-output-token", "1m")
 		pprof := freeAddr(b)
 		gw := start(b, nil, "serve", "--db", b.TempDir()+"/g.db", "--upstream", sim.URL+"/v1", "--log-level", "warn", "--pprof", pprof)
-		base := gwMetrics(b, gw.URL)
+		series := []string{"go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes", "go_goroutines"}
+		read := func() map[string]float64 {
+			m := map[string]float64{}
+			for _, name := range series {
+				m[name], _ = strconv.ParseFloat(metric(b, gw.URL, name), 64)
+			}
+			return m
+		}
+		base := read()
 		rss0, _ := procMem(gw, "VmRSS")
 
 		ctx, cancel := context.WithCancel(context.Background())
@@ -59,7 +65,7 @@ func BenchmarkDistinctStreamsHeld(b *testing.B) {
 			}
 			res.Body.Close()
 		}
-		held := gwMetrics(b, gw.URL)
+		held := read()
 		rss, _ := procMem(gw, "VmRSS")
 		per := func(name string) float64 { return (held[name] - base[name]) / float64(n) }
 		b.ReportMetric(per("go_memstats_stack_inuse_bytes"), "stack-B/stream")
@@ -71,29 +77,4 @@ func BenchmarkDistinctStreamsHeld(b *testing.B) {
 		wg.Wait()
 		tr.CloseIdleConnections()
 	}
-}
-
-// gwMetrics reads the gateway's unlabelled Go runtime series from /metrics.
-func gwMetrics(tb testing.TB, base string) map[string]float64 {
-	tb.Helper()
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
-			continue
-		}
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			m[name] = f
-		}
-	}
-	return m
 }
