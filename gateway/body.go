@@ -73,9 +73,18 @@ func getBody(n int) *pooledBody {
 // p.b and to every slice of it.
 func putBody(p *pooledBody) {
 	if p != nil {
+		if clearReturnedBodies {
+			clear(p.b)
+		}
 		bodyPools[p.class].Put(p)
 	}
 }
+
+// clearReturnedBodies, set by the package's tests, zeroes each buffer as it
+// goes back to the pool: a read of a body after its buffer was let go then
+// sees NUL bytes, which no JSON body holds, instead of the bytes it expects
+// until the buffer happens to be reused.
+var clearReturnedBodies bool
 
 // releaseBody returns c's body buffer to the pool, when it has one, and
 // forgets the body. Call it only when nothing can read c.body any more (see

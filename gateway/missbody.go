@@ -48,6 +48,21 @@ func (c *call) missBodyRefs() *bodyRefs {
 	return b
 }
 
+// flightLetsGo lets go of the flight's reference to c's body, once. The
+// flight lets go as soon as its answer has begun (exchange.received): no
+// attempt sends the body again from there, and nothing the flight does
+// after reads it — a stream may last minutes, and its body's buffer (a
+// coding agent's request is tens or hundreds of kilobytes) goes back to
+// the pool at its first event instead of at its end. The handler's own
+// reference is let go early too where the handler reads nothing of its
+// body any more (flightSeat.answerBegan).
+func (c *call) flightLetsGo() {
+	if c.flightRef {
+		c.flightRef = false
+		c.refs.release()
+	}
+}
+
 // acquire takes one more reference, unless the buffer is already released.
 func (b *bodyRefs) acquire() bool {
 	for {

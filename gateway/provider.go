@@ -58,6 +58,7 @@ type call struct {
 	body         []byte
 	pooled       *pooledBody // body's pooled buffer, if any (body.go: released after a hit; on a miss it moves to refs)
 	refs         *bodyRefs   // who still reads the pooled body on the miss path (missbody.go)
+	flightRef    bool        // the flight holds a reference to refs (missbody.go): set before it starts, then the flight's own
 	fp           fingerprint.Result
 	fpIsBody     bool      // fp was computed over body itself, so its facts (Store, LetterEscapes) are body's
 	quotes       *[]uint64 // body's quote bitmap from the fingerprint's pass, for the prompt-cache stage (quotes.go)
@@ -421,7 +422,7 @@ func (s *Server) serveFlight(w http.ResponseWriter, r *http.Request, c *call) {
 	var seat flightSeat
 	defer seat.leave()
 	s.joinFlight(r.Context(), c, &seat)
-	s.deliver(w, r, c, seat.sub, seat.leader, seat.state)
+	s.deliver(w, r, c, &seat)
 }
 
 // flightSeat is a handler's place in a flight.
@@ -432,6 +433,23 @@ type flightSeat struct {
 	// keep: the flight goes on when this handler leaves it (decided on
 	// joining: settling the claim clears c.claim before the handler leaves).
 	leader, keep bool
+}
+
+// answerBegan lets go of the leader's reference to its pooled body once
+// the flight's answer has begun, where nothing the handler still does reads
+// the body: the answer is the call's own (not a cache entry the flight
+// found: its echoed fields are rewritten from the body), and it is relayed
+// as a stream or has no echoed fields (a complete answer may yet be
+// replaced by an idempotent winner's, rewritten from the body; echo.go).
+// With the flight's own let go at the same point, a stream's body goes back
+// to the pool at its first event instead of at its end (missbody.go).
+//
+//go:noinline
+func (seat *flightSeat) answerBegan(c *call, relayed bool) {
+	if seat.held != nil && !c.recheckHit.Load() && (relayed || !wire.HasEchoedFields(c.shape)) {
+		seat.held.release()
+		seat.held = nil
+	}
 }
 
 // leave leaves the flight, then lets go of the pooled body unless a
@@ -451,14 +469,12 @@ func (s *Server) joinFlight(ctx context.Context, c *call, seat *flightSeat) {
 	seat.keep = outlivesClient(c)
 	refs := c.missBodyRefs() // missbody.go: the pooled body goes back when its last reader lets go
 	if refs != nil {
-		refs.acquire() // the flight's, taken before it can start
+		c.flightRef = refs.acquire() // the flight's, taken before it can start
 	}
 	seat.held = refs // the handler's reference
 	leader := true
 	fn := func(ctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
-		if refs != nil {
-			defer refs.release()
-		}
+		defer c.flightLetsGo() // unless its answer began (exchange.received)
 		return s.upstreamCall(ctx, c, pub)
 	}
 	if c.shared {
@@ -470,9 +486,7 @@ func (s *Server) joinFlight(ctx context.Context, c *call, seat *flightSeat) {
 	seat.leader = leader
 	if !leader {
 		c.follows = seat.sub
-		if refs != nil {
-			refs.release() // fn never runs: the flight's reference is not needed
-		}
+		c.flightLetsGo() // fn never runs: the flight's reference is not needed
 		// A follower waits as long as the flight runs, perhaps minutes:
 		// it keeps only what it still reads of its body (body.go).
 		c.body = followerBody(c)
@@ -516,18 +530,22 @@ func (s *Server) serveHit(w http.ResponseWriter, r *http.Request, c *call, e *gr
 // functions it calls: the runtime halves a parked goroutine's stack only
 // while less than a quarter of it is in use, and a follower's stack is then
 // 8 KB instead of 16 (a ledger row in this frame was enough to keep it at 16).
-func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, sub *coalesce.Subscription, leader bool, state string) {
-	ctx := r.Context()
+func (s *Server) deliver(w http.ResponseWriter, r *http.Request, c *call, seat *flightSeat) {
+	ctx, sub, leader, state := r.Context(), seat.sub, seat.leader, seat.state
 	status, ct, streamed, err := sub.Head(ctx)
 	if err != nil {
 		s.fail(w, r, c, err, leader, state)
 		return
 	}
-	if leader && c.recheckHit.Load() {
-		state = stateAcross(c)
+	relayed := c.fp.Stream && streamed && status/100 == 2
+	if leader {
+		seat.answerBegan(c, relayed)
+		if c.recheckHit.Load() {
+			state = stateAcross(c)
+		}
 	}
 	setUpstreamHeaders(w.Header(), c, leader)
-	if c.fp.Stream && streamed && status/100 == 2 {
+	if relayed {
 		s.writeRelayHead(w, c, state, ct)
 		s.relay(w, r, c, sub, leader)
 		return

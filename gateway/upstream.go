@@ -359,6 +359,11 @@ func (x *exchange) received(res *http.Response) {
 	c.upHeader = upstreamHeaders(res.Header) // before the head is published: the leader reads it after
 	// prompt-cache hook: releases held fan-out requests
 	c.pc.pending.Started(res.StatusCode/100 == 2)
+	// No attempt sends the body again: the flight lets go of it
+	// (missbody.go), the prompt-cache stage first.
+	c.pc.pending.Sent()
+	x.clientBody = nil
+	c.flightLetsGo()
 }
 
 // errorAnswer reads the provider's error answer, which it does not bill.

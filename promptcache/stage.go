@@ -3,6 +3,7 @@ package promptcache
 import (
 	"context"
 	"strconv"
+	"sync"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/fanout"
@@ -17,7 +18,9 @@ import (
 //     break diagnosis' expectation, and warm-then-fan-out (Before may wait,
 //     at most the Group's MaxHold, for a concurrent request over the same new
 //     prefix to start answering);
-//  2. Pending.Started when the provider's response head arrives;
+//  2. Pending.Started when the provider's response head arrives, and
+//     Pending.Sent once no attempt will send the body again (the stage then
+//     holds nothing of it);
 //  3. After with the provider's usage, on a success only;
 //  4. Pending.Done always (deferred): it releases requests held for this one
 //     if it never started answering.
@@ -42,6 +45,43 @@ type Pending struct {
 
 	call   *Call // nil when the body could not be parsed
 	ticket *fanout.Ticket
+
+	// mu orders a pre-warm's read of the request's bytes (in a goroutine
+	// of its own, which may outlive the hold) before Sent lets go of them.
+	mu   sync.Mutex
+	sent bool
+}
+
+// Sent tells the stage the request went out and its answer has begun: the
+// stage reads nothing of the request's bytes from here (After works from
+// the prompt's hashes and token offsets) and lets go of them, so that the
+// caller may reuse the buffer they are in. A pre-warm reading them is
+// waited for; one that has not started will not read them.
+func (p *Pending) Sent() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.sent, p.Body = true, nil
+	if c := p.call; c != nil {
+		c.Body = nil
+		if c.prefix != nil {
+			c.prefix.body, c.prefix.fields = nil, nil
+		}
+	}
+	p.mu.Unlock()
+}
+
+// prewarmBody is PrewarmBody of the request's bytes, unless Sent let go of
+// them.
+func (p *Pending) prewarmBody(body []byte) ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sent {
+		return nil, false
+	}
+	b, err := PrewarmBody(body) // a copy: nothing of body is kept
+	return b, err == nil
 }
 
 // Started tells the stage the provider's response head arrived; ok is a
@@ -95,8 +135,8 @@ func (s *Stage) Before(ctx context.Context, req *Request, fanOut bool) *Pending 
 		if req.Prewarm != nil && req.Shape == groundhog.ShapeMessages {
 			body, prewarm := p.Body, req.Prewarm
 			o.Prewarm = func(ctx context.Context) bool {
-				b, err := PrewarmBody(body)
-				return err == nil && prewarm(ctx, b)
+				b, ok := p.prewarmBody(body)
+				return ok && prewarm(ctx, b)
 			}
 		}
 		p.ticket = s.FanOut.EnterWith(ctx, key, o)
