@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,11 +22,28 @@ import (
 // goroutines that wait with little of them in use at a collection) and the
 // gateway's own figures are read from /metrics: goroutine stacks, heap in
 // use and goroutines per stream, and its resident memory per stream (over
-// the process's at start).
+// the process's at start). The streams start as a fleet's do, over time:
+// at most streamsStarting calls at once are waiting for their first event.
+// Two request sizes: a one-line question, and a coding agent's turn of
+// 40 KB (its tools, instructions and history).
 //
 //	GROUNDHOG_BENCH_STREAMS=2000 go test ./e2e -run '^$' -bench DistinctStreamsHeld -benchtime 1x
 func BenchmarkDistinctStreamsHeld(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		pad  int
+	}{{"body=small", 0}, {"body=40KB", 40 << 10}} {
+		b.Run(size.name, func(b *testing.B) { benchDistinctStreamsHeld(b, size.pad) })
+	}
+}
+
+// streamsStarting is how many of BenchmarkDistinctStreamsHeld's calls may
+// wait for their first event at once.
+const streamsStarting = 64
+
+func benchDistinctStreamsHeld(b *testing.B, pad int) {
 	n := benchStreams(2_000)
+	history := strings.Repeat("earlier turns of the task. ", pad/27)
 	for i := 0; i < b.N; i++ {
 		sim := start(b, nil, "sim", "--first-token", "100ms", "--per-output-token", "1m")
 		pprof := freeAddr(b)
@@ -45,13 +63,22 @@ func BenchmarkDistinctStreamsHeld(b *testing.B) {
 		tr := &http.Transport{MaxIdleConnsPerHost: -1, DialContext: (&net.Dialer{Timeout: time.Minute}).DialContext}
 		client := &http.Client{Transport: tr}
 		first := make(chan error, n)
+		starting := make(chan struct{}, streamsStarting)
 		var wg sync.WaitGroup
 		for j := range n {
-			wg.Add(1)
+			starting <- struct{}{}
+			wg.Add(2)
+			began := make(chan error, 1)
 			go func() {
 				defer wg.Done()
-				body := fmt.Sprintf(`{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"question %d of run %d"}]}`, j, time.Now().UnixNano())
-				holdStream(ctx, client, gw.URL+chatPath, body, nil, first) // until the benchmark lets go
+				err := <-began
+				<-starting
+				first <- err
+			}()
+			go func() {
+				defer wg.Done()
+				body := fmt.Sprintf(`{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"%squestion %d of run %d"}]}`, history, j, time.Now().UnixNano())
+				holdStream(ctx, client, gw.URL+chatPath, body, nil, began) // until the benchmark lets go
 			}()
 		}
 		awaitFirstEvents(b, first, n, 2*time.Minute)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 )
 
@@ -76,11 +77,15 @@ func (b *bodyRefs) acquire() bool {
 	}
 }
 
-// release lets go of one reference; the last one puts the buffer back.
+// release lets go of one reference; the last one puts the buffer back,
+// and forgets it: a call still held (its stream relayed for minutes) does
+// not keep the buffer from the garbage collector once the pool drops it.
 func (b *bodyRefs) release() {
 	if b.n.Add(-1) == 0 {
 		missBodiesReturned.Add(1)
-		putBody(b.p)
+		p := b.p
+		b.p = nil // every other holder has let go: none reads it
+		putBody(p)
 	}
 }
 
@@ -88,18 +93,81 @@ func (b *bodyRefs) release() {
 var missBodiesReturned atomic.Int64
 
 // refReader is an upstream request body holding a reference until the
-// transport closes it.
+// transport closes it. Closing it forgets the bytes too: the transport
+// keeps the request (and so its body) until the answer has been read, a
+// stream's for as long as it lasts. The transport may close a body on
+// another goroutine than the one reading it (HTTP/2, a cancelled call):
+// the lock makes a read and the close one after the other.
 type refReader struct {
-	bytes.Reader
+	mu     sync.Mutex
+	rd     bytes.Reader
 	refs   *bodyRefs
-	closed atomic.Bool
+	closed bool
+}
+
+func (r *refReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rd.Read(p) // io.EOF once closed: the reader is empty
+}
+
+// WriteTo keeps the write to the connection in one call, as the
+// transport's copy of a *bytes.Reader does.
+func (r *refReader) WriteTo(w io.Writer) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rd.WriteTo(w)
 }
 
 func (r *refReader) Close() error {
-	if r.closed.CompareAndSwap(false, true) {
+	r.mu.Lock()
+	closed := r.closed
+	r.closed = true
+	r.rd.Reset(nil)
+	r.mu.Unlock()
+	if !closed {
 		r.refs.release()
 	}
 	return nil
+}
+
+// upstreamBody is what a request's rewinds (GetBody) read: forgotten once
+// the answer has begun (exchange.received), when the transport asks for
+// none any more.
+type upstreamBody struct {
+	mu   sync.Mutex
+	b    []byte
+	refs *bodyRefs
+}
+
+// rewind returns a new reader of the body, holding a reference; an error
+// once the body is forgotten or its buffer gone back.
+func (u *upstreamBody) rewind() (io.ReadCloser, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.b == nil || !u.refs.acquire() {
+		return nil, errBodyReleased
+	}
+	if len(u.b) <= smallUpstreamBody {
+		return io.NopCloser(bytes.NewReader(u.b)), nil // released by WroteRequest
+	}
+	return newRefReader(u.b, u.refs), nil
+}
+
+// newRefReader reads body holding a reference the caller took.
+func newRefReader(body []byte, refs *bodyRefs) *refReader {
+	r := &refReader{refs: refs}
+	r.rd.Reset(body)
+	return r
+}
+
+// forget drops the body: no rewind reads it from here.
+func (u *upstreamBody) forget() {
+	if u != nil {
+		u.mu.Lock()
+		u.b = nil
+		u.mu.Unlock()
+	}
 }
 
 // smallUpstreamBody is the largest counted body newUpstreamRequest sends
@@ -108,15 +176,6 @@ func (r *refReader) Close() error {
 const smallUpstreamBody = 4 << 10
 
 var errBodyReleased = errors.New("gateway: request body already released")
-
-func (b *bodyRefs) reader(body []byte) (*refReader, error) {
-	if !b.acquire() {
-		return nil, errBodyReleased // cannot happen while the flight runs: it holds a reference
-	}
-	r := &refReader{refs: b}
-	r.Reset(body)
-	return r, nil
-}
 
 // newUpstreamRequest is http.NewRequestWithContext(ctx, POST, url,
 // bytes.NewReader(body)) (newPost: the URL parsed once, upurl.go); when c's
@@ -140,41 +199,37 @@ func (b *bodyRefs) reader(body []byte) (*refReader, error) {
 // failed dial) keeps its reference: the buffer is then left to the GC. Above
 // the transport's 4 KiB write buffer the headers go out alone either way, so
 // larger bodies keep the counted reader, released by its Close.
-func newUpstreamRequest(ctx context.Context, url string, c *call, body []byte) (*http.Request, error) {
+//
+// The transport keeps the request until its answer has been read — a
+// stream's for as long as it lasts — and with it the body and GetBody: the
+// counted reader forgets the bytes when closed, and the rewinds when the
+// answer begins (the returned upstreamBody's forget; nil when the body is
+// not counted).
+func newUpstreamRequest(ctx context.Context, url string, c *call, body []byte) (*http.Request, *upstreamBody, error) {
 	if c.refs == nil || len(body) == 0 {
-		return newPost(ctx, url, bytes.NewReader(body))
+		req, err := newPost(ctx, url, bytes.NewReader(body))
+		return req, nil, err
 	}
 	refs := c.refs
-	if len(body) <= smallUpstreamBody {
-		if !refs.acquire() {
-			return nil, errBodyReleased
-		}
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: refs.wrote})
-		req, err := newPost(ctx, url, bytes.NewReader(body))
-		if err != nil {
-			refs.release()
-			return nil, err
-		}
-		req.GetBody = func() (io.ReadCloser, error) {
-			if !refs.acquire() {
-				return nil, errBodyReleased
-			}
-			return io.NopCloser(bytes.NewReader(body)), nil
-		}
-		return req, nil
+	if !refs.acquire() {
+		return nil, nil, errBodyReleased // cannot happen while the flight runs: it holds a reference
 	}
-	rd, err := refs.reader(body)
-	if err != nil {
-		return nil, err
+	up := &upstreamBody{b: body, refs: refs}
+	var rd io.Reader
+	if len(body) <= smallUpstreamBody {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: refs.wrote})
+		rd = bytes.NewReader(body)
+	} else {
+		rd = newRefReader(body, refs)
 	}
 	req, err := newPost(ctx, url, rd)
 	if err != nil {
-		rd.Close()
-		return nil, err
+		refs.release()
+		return nil, nil, err
 	}
 	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return refs.reader(body) }
-	return req, nil
+	req.GetBody = up.rewind
+	return req, up, nil
 }
 
 // wrote releases the reference of one write attempt's body

@@ -435,21 +435,27 @@ type flightSeat struct {
 	leader, keep bool
 }
 
-// answerBegan lets go of the leader's reference to its pooled body once
-// the flight's answer has begun, where nothing the handler still does reads
-// the body: the answer is the call's own (not a cache entry the flight
-// found: its echoed fields are rewritten from the body), and it is relayed
-// as a stream or has no echoed fields (a complete answer may yet be
-// replaced by an idempotent winner's, rewritten from the body; echo.go).
-// With the flight's own let go at the same point, a stream's body goes back
-// to the pool at its first event instead of at its end (missbody.go).
+// answerBegan lets go of the leader's body once the flight's answer has
+// begun, where nothing the handler still does reads it: the answer is the
+// call's own (not a cache entry the flight found: its echoed fields are
+// rewritten from the body), and it is relayed as a stream or has no echoed
+// fields (a complete answer may yet be replaced by an idempotent winner's,
+// rewritten from the body; echo.go). The flight let go before it published
+// the head (exchange.received), so the body is read by no one: the pooled
+// buffer's reference is released, and the call forgets the body, which a
+// stream would otherwise keep from the garbage collector for as long as it
+// lasts (missbody.go).
 //
 //go:noinline
 func (seat *flightSeat) answerBegan(c *call, relayed bool) {
-	if seat.held != nil && !c.recheckHit.Load() && (relayed || !wire.HasEchoedFields(c.shape)) {
+	if c.recheckHit.Load() || !relayed && wire.HasEchoedFields(c.shape) {
+		return
+	}
+	if seat.held != nil {
 		seat.held.release()
 		seat.held = nil
 	}
+	c.body = nil
 }
 
 // leave leaves the flight, then lets go of the pooled body unless a

@@ -195,6 +195,7 @@ type exchange struct {
 	up         *Upstream          // the provider endpoint
 	url        string             // the request's
 	clientBody []byte             // the client's body (as keyed), sent again if a managed cache is refused
+	upBody     *upstreamBody      // what the request's rewinds read, forgotten once the answer begins (missbody.go)
 	ec         *explicitcache.Use // the managed cache the request names, nil when none
 	res        *http.Response     // the answer's head; its body closed at the end
 	ct         string             // its Content-Type
@@ -325,10 +326,12 @@ func (x *exchange) request(ctx context.Context, body []byte) (*http.Request, err
 // newRequest is the upstream request of the call carrying body, with its
 // headers and credentials.
 func (x *exchange) newRequest(body []byte) (*http.Request, error) {
-	req, err := newUpstreamRequest(x.ctx, x.url, x.c, body) // missbody.go
+	req, up, err := newUpstreamRequest(x.ctx, x.url, x.c, body) // missbody.go
 	if err != nil {
 		return nil, groundhog.WrapError(groundhog.EINTERNAL, "", err)
 	}
+	x.upBody.forget() // a refused managed cache's request: its answer is in
+	x.upBody = up
 	if err := x.s.prepareUpstream(x.ctx, req, x.c, x.up, body, true); err != nil {
 		x.c.spent = 0 // nothing was sent
 		return nil, err
@@ -363,6 +366,7 @@ func (x *exchange) received(res *http.Response) {
 	// (missbody.go), the prompt-cache stage first.
 	c.pc.pending.Sent()
 	x.clientBody = nil
+	x.upBody.forget()
 	c.flightLetsGo()
 }
 

@@ -36,7 +36,7 @@ func TestNewPostMatchesNewRequest(t *testing.T) {
 		case 0:
 			return bytes.NewReader(b)
 		case 1:
-			return &refReader{Reader: *bytes.NewReader(b), refs: &bodyRefs{}}
+			return newRefReader(b, &bodyRefs{})
 		default:
 			return io.NopCloser(bytes.NewReader(b))
 		}

@@ -74,7 +74,7 @@ func TestUpstreamBodyBytesAndWrites(t *testing.T) {
 		refs := c.missBodyRefs()
 		refs.acquire() // the flight
 		before := missBodiesReturned.Load()
-		req, err := newUpstreamRequest(context.Background(), up.URL+"/v1/chat/completions", c, body)
+		req, _, err := newUpstreamRequest(context.Background(), up.URL+"/v1/chat/completions", c, body)
 		if err != nil {
 			t.Fatal(err)
 		}
