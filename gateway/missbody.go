@@ -19,13 +19,14 @@ import (
 // docs/design/0010-miss-path.md), plus the GC cycles it paid for.
 //
 // bodyRefs counts who may still read a pooled body on the miss path of a
-// call: the handler, the call's flight while its work runs, and every
+// call: the handler, the call's flight until its answer begins, and every
 // upstream request body the transport has not closed yet (the transport
 // closes the body when it is done with it, possibly after RoundTrip
 // returned). The buffer goes back to the pool when the last of them lets
-// go. A reference that is never let go (a transport that never closes)
-// only leaves the buffer to the GC, as before: never a reuse while someone
-// reads it.
+// go: for a stream, at its first event where the handler reads nothing of
+// the body any more (flightLetsGo; design record 0022). A reference that is
+// never let go (a transport that never closes) only leaves the buffer to
+// the GC, as before: never a reuse while someone reads it.
 //
 // A call holding an idempotency claim is no different: its claim is
 // settled by the handler (writeStored), or by its flight when its client
