@@ -54,6 +54,9 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 	// Gemini's route goes through the gateway's mux and its own dispatch.
 	geminiPath := "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
 	geminiBody := `{"contents":[{"role":"user","parts":[{"text":"one answer for all of them"}]}]}`
+	// A Bedrock stream's flight reads AWS eventstream messages.
+	bedrockPath := "/model/anthropic.claude-3-5-haiku-20241022-v1:0/converse-stream"
+	bedrockBody := `{"messages":[{"role":"user","content":[{"text":"one answer for all of them"}]}]}`
 	for _, tc := range []struct {
 		name       string
 		sim        []string
@@ -66,11 +69,13 @@ func TestWaitingFollowersFitInHalfTheirStack(t *testing.T) {
 		{"for the next event of a stream", slow, chatPath, chat, true, false, []wait{answering, flight}},
 		{"for the next event, under an idempotency claim", slow, chatPath, chat, true, true, []wait{answering, flight}},
 		{"for the next event of a Gemini stream", slow, geminiPath, geminiBody, true, false, []wait{answering, flight}},
+		{"for the next event of a Bedrock stream", slow, bedrockPath, bedrockBody, true, false, []wait{answering, flight}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := start(t, nil, append([]string{"sim"}, tc.sim...)...)
 			dir := t.TempDir()
-			gw := start(t, []string{"GOTRACEBACK=system", "GROUNDHOG_GEMINI_UPSTREAM=" + sim.URL}, "serve", "--db", dir+"/g.db", "--upstream", sim.URL+"/v1")
+			gw := start(t, []string{"GOTRACEBACK=system", "GROUNDHOG_GEMINI_UPSTREAM=" + sim.URL, "GROUNDHOG_BEDROCK_UPSTREAM=" + sim.URL, "GROUNDHOG_BEDROCK_API_KEY=bedrock-key"},
+				"serve", "--db", dir+"/g.db", "--upstream", sim.URL+"/v1")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			firstEvent := make(chan error, calls)

@@ -32,12 +32,35 @@ func holdStream(ctx context.Context, client *http.Client, url, body string, hdr 
 		return
 	}
 	defer res.Body.Close()
-	line, err := bufio.NewReader(res.Body).ReadString('\n')
-	if err == nil && (res.StatusCode != http.StatusOK || !strings.HasPrefix(line, "data: ")) {
-		err = fmt.Errorf("status %d, first line %q", res.StatusCode, line)
+	br := bufio.NewReader(res.Body)
+	if res.Header.Get("Content-Type") == "application/vnd.amazon.eventstream" {
+		first <- firstEventstreamMessage(res.StatusCode, br)
+	} else {
+		line, err := br.ReadString('\n')
+		if err == nil && (res.StatusCode != http.StatusOK || !strings.HasPrefix(line, "data: ")) {
+			err = fmt.Errorf("status %d, first line %q", res.StatusCode, line)
+		}
+		first <- err
 	}
-	first <- err
-	_, _ = io.Copy(io.Discard, res.Body)
+	_, _ = io.Copy(io.Discard, br)
+}
+
+// firstEventstreamMessage reads the first message of a Bedrock stream (AWS
+// eventstream: a 4-byte big-endian total length, then the rest of it).
+func firstEventstreamMessage(status int, br *bufio.Reader) error {
+	if status != http.StatusOK {
+		return fmt.Errorf("status %d", status)
+	}
+	var prelude [4]byte
+	if _, err := io.ReadFull(br, prelude[:]); err != nil {
+		return err
+	}
+	n := int(prelude[0])<<24 | int(prelude[1])<<16 | int(prelude[2])<<8 | int(prelude[3])
+	if n < 16 {
+		return fmt.Errorf("an eventstream message of %d bytes", n)
+	}
+	_, err := io.CopyN(io.Discard, br, int64(n-4))
+	return err
 }
 
 // awaitFirstEvents waits until n held streams have their first event,

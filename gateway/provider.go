@@ -59,6 +59,7 @@ type call struct {
 	pooled       *pooledBody // body's pooled buffer, if any (body.go: released after a hit; on a miss it moves to refs)
 	refs         *bodyRefs   // who still reads the pooled body on the miss path (missbody.go)
 	flightRef    bool        // the flight holds a reference to refs (missbody.go): set before it starts, then the flight's own
+	flightEnded  bool        // the flight ended with its outcome (upstreamDone): the flight's own
 	fp           fingerprint.Result
 	fpIsBody     bool      // fp was computed over body itself, so its facts (Store, LetterEscapes) are body's
 	quotes       *[]uint64 // body's quote bitmap from the fingerprint's pass, for the prompt-cache stage (quotes.go)
@@ -480,8 +481,7 @@ func (s *Server) joinFlight(ctx context.Context, c *call, seat *flightSeat) {
 	seat.held = refs // the handler's reference
 	leader := true
 	fn := func(ctx context.Context, pub *coalesce.Publisher) (*groundhog.Response, error) {
-		defer c.flightLetsGo() // unless its answer began (exchange.received)
-		return s.upstreamCall(ctx, c, pub)
+		return s.upstreamCall(ctx, c, pub) // the flight lets go of the body when its answer begins, or at its end
 	}
 	if c.shared {
 		seat.sub, leader = s.flights.Do(ctx, key, fn)

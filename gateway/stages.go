@@ -16,6 +16,8 @@ type stageLog struct {
 	mu sync.Mutex
 	s  [maxStages]groundhog.Stage // a call has at most one of each: no allocation
 	n  int
+
+	upstream time.Time // the start of the flight's upstream stage (the flight's own)
 }
 
 // maxStages bounds the stages of one call (admit, idempotency, cache,

@@ -90,21 +90,48 @@ var dropHeaders = map[string]bool{
 // head and, for streams, every event as it arrives, then stores a complete
 // success in the cache (before returning, so a request that arrives after
 // the flight ends finds the entry) and returns the response.
+//
+// The flight waits for the provider under this frame too: what it does
+// before and after is done by functions of its own (design record 0021).
 func (s *Server) upstreamCall(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, error) {
-	s.working.Add(1)
-	defer s.working.Add(-1)
-	ended := false
-	defer func() {
-		if !ended { // a panic: coalesce turns it into every waiter's error
-			s.flightDone(c, nil, groundhog.Errorf(groundhog.EINTERNAL, "upstream call failed"))
-		}
-	}()
-	t0 := s.clock.Now()
+	s.beginUpstream(c)
+	defer s.upstreamEnded(c)
 	resp, err := s.callUpstream(ctx, c, pub)
-	s.stage(c, "groundhog.upstream", t0)
-	ended = true
-	s.flightDone(c, resp, err)
+	s.upstreamDone(c, resp, err)
 	return resp, err
+}
+
+// beginUpstream counts the flight's work and starts its stage.
+//
+//go:noinline
+func (s *Server) beginUpstream(c *call) {
+	s.working.Add(1)
+	if s.stagesOn && c.stages != nil {
+		c.stages.upstream = s.clock.Now()
+	}
+}
+
+// upstreamDone records the flight's stage and ends the flight with its
+// outcome.
+//
+//go:noinline
+func (s *Server) upstreamDone(c *call, resp *groundhog.Response, err error) {
+	if s.stagesOn && c.stages != nil {
+		s.stage(c, "groundhog.upstream", c.stages.upstream)
+	}
+	c.flightEnded = true
+	s.flightDone(c, resp, err)
+}
+
+// upstreamEnded ends the flight's work, deferred: a flight not ended by
+// upstreamDone panicked, which coalesce turns into every waiter's error.
+// The flight lets go of the body here if its answer never began.
+func (s *Server) upstreamEnded(c *call) {
+	if !c.flightEnded {
+		s.flightDone(c, nil, groundhog.Errorf(groundhog.EINTERNAL, "upstream call failed"))
+	}
+	s.working.Add(-1)
+	c.flightLetsGo()
 }
 
 // callUpstream does upstreamCall's work. A stream's flight waits for each
@@ -207,6 +234,7 @@ type exchange struct {
 	bodyRec        *pendingRecord        // the objects a body answer makes, being recorded (stored.go)
 	parts          []groundhog.UsagePart // the iterations of a usage that ran in several
 	providerFailed bool                  // a stream the provider ended with its own error
+	ev             groundhog.Event       // the stream's event just read (readStream, event)
 }
 
 // exchanges keeps callUpstream's frame small without an allocation a call.
@@ -389,23 +417,34 @@ func (x *exchange) readStream() (*groundhog.Response, error) {
 	rd := x.startStream()
 	resp := &groundhog.Response{Status: x.res.StatusCode, ContentType: x.ct}
 	for {
-		ev, err := rd.Next()
-		if err == io.EOF {
+		var err error
+		if x.ev, err = rd.Next(); err == io.EOF {
 			break
-		}
-		if err != nil {
+		} else if err != nil {
 			return nil, x.streamBroken(resp, err)
 		}
-		resp.Events = append(resp.Events, ev)
-		if x.rec != nil {
-			x.rec.event(ev) // before the event: a terminal event waits for the records
-		}
-		x.pub.Event(ev)
-		if wire.IsTerminal(x.c.shape, ev) {
+		if x.event(resp) {
 			break // done: do not wait for a server that keeps the stream open
 		}
 	}
 	return resp, x.streamEnded(resp)
+}
+
+// event adds the event read (x.ev) to the stream's answer and publishes it;
+// it reports whether the event ends the stream. A function of its own, the
+// event kept in the exchange: the flight waits for the next event under
+// readStream's frame.
+//
+//go:noinline
+func (x *exchange) event(resp *groundhog.Response) bool {
+	ev := x.ev
+	x.ev = groundhog.Event{}
+	resp.Events = append(resp.Events, ev)
+	if x.rec != nil {
+		x.rec.event(ev) // before the event: a terminal event waits for the records
+	}
+	x.pub.Event(ev)
+	return wire.IsTerminal(x.c.shape, ev)
 }
 
 // startStream publishes the answer's head and returns the reader of its
