@@ -137,6 +137,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *poo
 		putBody(p) // nothing read from it escapes
 		return nil, nil, httpguard.BodyError(err)
 	}
+	if r.ProtoMajor == 2 {
+		// An HTTP/2 request body keeps its last data chunk (up to 16 KB)
+		// until it is read to its end or closed, and a call may wait for
+		// minutes (measured: 8 KB per waiting follower of a 24 KB
+		// Responses request). All of it is read: close it.
+		_ = r.Body.Close()
+	}
 	return buf, p, nil
 }
 
@@ -144,18 +151,48 @@ func errEmptyBody() error {
 	return groundhog.Errorf(groundhog.EINVALID, "request body is empty; a JSON object is required")
 }
 
-// followerBody returns what a coalesced follower keeps of its request body
-// while it waits for the flight it joined: nothing when the answer echoes
-// no request field (echo.go is the only reader of a follower's body; the
-// fingerprint, the ledger row and the headers hold copies of what they
-// need), else an exact-size copy instead of the pooled buffer it was read
-// into (a 4 KiB class at least). With 10,000 followers of one stream that
-// is 10,000 buffers fewer held for the length of the call.
-func followerBody(c *call) []byte {
+// keepForFollowing leaves c, a coalesced follower, with only what it still
+// reads of its request body while it waits for the flight it joined, which
+// may take minutes: the echo rewrite is the only reader of a follower's
+// body (echo.go; the fingerprint, the ledger row and the headers hold
+// copies of what they need). Nothing when the answer echoes no request
+// field; else the echoed values where the fingerprint's pass found them,
+// copied into one buffer — a Responses request's user, metadata, store…,
+// tens of bytes where its body is tens of kilobytes of instructions and
+// tools — and only without those, an exact-size copy of the body. The
+// pooled buffer it was read into (a 4 KiB class at least) is let go by the
+// caller: with 10,000 followers of one stream that is 10,000 buffers fewer
+// held for the length of the call.
+func keepForFollowing(c *call) {
 	if !wire.HasEchoedFields(c.shape) {
-		return nil
+		c.body = nil
+		return
 	}
-	return bytes.Clone(c.body)
+	if vals, ok := echoValues(c); ok {
+		c.echoVals = cloneValues(vals)
+		c.body = nil
+		return
+	}
+	c.body = bytes.Clone(c.body)
+}
+
+// cloneValues copies vals into one buffer, keeping a missing value (nil)
+// missing.
+func cloneValues(vals [][]byte) [][]byte {
+	n := 0
+	for _, v := range vals {
+		n += len(v)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		if v != nil {
+			start := len(buf)
+			buf = append(buf, v...)
+			out[i] = buf[start:len(buf):len(buf)]
+		}
+	}
+	return out
 }
 
 // maxSizedRead is the largest upstream answer read into one buffer of its

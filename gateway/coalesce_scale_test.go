@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/wire"
 )
 
@@ -42,6 +43,39 @@ import (
 //
 //	go test -run '^$' -bench CoalesceStreamsAtScale -benchtime 1x ./gateway/
 func BenchmarkCoalesceStreamsAtScale(b *testing.B) {
+	coalesceAtScale(b, scaleAPI{
+		shape: groundhog.ShapeChat, path: "/v1/chat/completions",
+		body:  `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"one answer for ten thousand"}]}`,
+		floor: "data: {\"choices\":[{\"delta\":{\"content\":\"one\"}}]}\n\ndata: [DONE]\n\n",
+	})
+}
+
+// BenchmarkCoalesceResponsesAtScale is BenchmarkCoalesceStreamsAtScale on
+// the Responses API as a coding agent calls it: 24 KB of instructions and
+// tools, and request fields the answer echoes (user, metadata), which each
+// follower gets back as its own — so a follower keeps those values while
+// it waits.
+//
+//	go test -run '^$' -bench CoalesceResponsesAtScale -benchtime 1x ./gateway/
+func BenchmarkCoalesceResponsesAtScale(b *testing.B) {
+	instructions := strings.Repeat("Follow the repository's conventions; run the tests before you answer. ", 24<<10/72)
+	coalesceAtScale(b, scaleAPI{
+		shape: groundhog.ShapeResponses, path: "/v1/responses",
+		body: `{"model":"sim-small","stream":true,"user":"agent-7","metadata":{"task":"refactor"},"instructions":"` + instructions +
+			`","input":"one answer for ten thousand"}`,
+		floor: "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"}}\n\n",
+	})
+}
+
+// scaleAPI is the call coalesceAtScale makes N times: its shape, route and
+// body, and the stream the floor answers with.
+type scaleAPI struct {
+	shape      groundhog.Shape
+	path, body string
+	floor      string
+}
+
+func coalesceAtScale(b *testing.B, api scaleAPI) {
 	n := 10_000
 	if v, err := strconv.Atoi(os.Getenv("GROUNDHOG_BENCH_STREAMS")); err == nil && v > 0 {
 		n = v
@@ -49,7 +83,7 @@ func BenchmarkCoalesceStreamsAtScale(b *testing.B) {
 	if os.Getenv("GROUNDHOG_BENCH_HEAPPROFILE") != "" {
 		runtime.MemProfileRate = 512 // fine enough to attribute a few KB per follower
 	}
-	body := `{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"one answer for ten thousand"}]}`
+	body := api.body
 	for i := 0; i < b.N; i++ {
 		// The floor: a handler that holds each request as a follower is
 		// held, then answers a short stream.
@@ -61,24 +95,24 @@ func BenchmarkCoalesceStreamsAtScale(b *testing.B) {
 			held.Done()
 			<-release
 			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"one\"}}]}\n\ndata: [DONE]\n\n")
+			_, _ = io.WriteString(w, api.floor)
 		})
 		prof, floorProf := os.Getenv("GROUNDHOG_BENCH_HEAPPROFILE"), ""
 		if prof != "" {
 			floorProf = prof + ".floor"
 		}
-		fl := streamMany(b, n, floor, body, func() { held.Wait() }, func() { close(release) }, floorProf)
+		fl := streamMany(b, n, floor, api, func() { held.Wait() }, func() { close(release) }, floorProf)
 
 		g := newGate()
 		h := newHarness(b, withGate(g))
 		b.Cleanup(g.open) // a failed wait must not leave the held calls holding the harness's shutdown
-		gw := streamMany(b, n, h.GW, body, func() {
+		gw := streamMany(b, n, h.GW, api, func() {
 			select {
 			case <-g.arrived: // the leader is at the provider
 			case <-time.After(60 * time.Second):
 				b.Fatal("no call reached the provider in 60s")
 			}
-			waitForB(b, func() bool { return h.GW.Followers("local", hashOf(b, "chat", body)) == n-1 })
+			waitForB(b, func() bool { return h.GW.Followers("local", hashOf(b, string(api.shape), body)) == n-1 })
 		}, g.open, prof)
 		if calls := h.bill().Calls; calls != 1 {
 			b.Fatalf("%d upstream calls for %d identical streams, want 1", calls, n)
@@ -103,11 +137,11 @@ type held struct {
 }
 
 // streamMany serves handler over HTTP/2 cleartext, starts n identical
-// streaming calls, calls waiting once they are all held, measures the
+// streaming calls of api, calls waiting once they are all held, measures the
 // process, calls release and checks that every client received the same
 // complete stream. profile, when set, names a heap profile written while
 // the streams are held.
-func streamMany(b *testing.B, n int, handler http.Handler, body string, waiting, release func(), profile string) held {
+func streamMany(b *testing.B, n int, handler http.Handler, api scaleAPI, waiting, release func(), profile string) held {
 	b.Helper()
 	var protos http.Protocols
 	protos.SetHTTP1(true)
@@ -127,7 +161,7 @@ func streamMany(b *testing.B, n int, handler http.Handler, body string, waiting,
 	tr := &http.Transport{Protocols: &clientProtos, MaxConnsPerHost: 4, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n + 10}}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
-	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
+	url := "http://" + ln.Addr().String() + api.path
 
 	runtime.GC() // two cycles: sync.Pool keeps what a previous run left for one
 	runtime.GC()
@@ -142,7 +176,7 @@ func streamMany(b *testing.B, n int, handler http.Handler, body string, waiting,
 		wg.Add(1)
 		go func(j int) {
 			defer wg.Done()
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(api.body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Groundhog-Cache", "use")
 			res, err := client.Do(req)
@@ -162,7 +196,7 @@ func streamMany(b *testing.B, n int, handler http.Handler, body string, waiting,
 					return
 				}
 				events[j]++
-				if string(ev.Data) == "[DONE]" {
+				if wire.IsTerminal(api.shape, ev) {
 					done[j] = time.Now()
 				}
 			}

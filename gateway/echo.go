@@ -100,10 +100,13 @@ var echoNames = func() map[groundhog.Shape]*fingerprint.Names {
 
 // echoValues returns the values of c's request fields its answer echoes,
 // where the fingerprint's pass found them: the request is not read again
-// (at 200 KB reading it cost more than the rest of the hit). ok is false
-// when the fingerprint was not taken of the body itself, or its body is
-// gone.
+// (at 200 KB reading it cost more than the rest of the hit), or those a
+// follower kept instead of its body. ok is false when the fingerprint was
+// not taken of the body itself, or its body is gone.
 func echoValues(c *call) (vals [][]byte, ok bool) {
+	if c.echoVals != nil {
+		return c.echoVals, true // a follower's, kept instead of its body
+	}
 	names := wire.EchoFields(c.shape)
 	if !c.fpIsBody || c.body == nil || echoNames[c.shape] == nil {
 		return nil, false

@@ -58,6 +58,7 @@ type call struct {
 	body         []byte
 	pooled       *pooledBody // body's pooled buffer, if any (body.go: released after a hit; on a miss it moves to refs)
 	refs         *bodyRefs   // who still reads the pooled body on the miss path (missbody.go)
+	echoVals     [][]byte    // a follower's echoed request values, kept instead of its body (keepForFollowing)
 	flightRef    bool        // the flight holds a reference to refs (missbody.go): set before it starts, then the flight's own
 	flightEnded  bool        // the flight ended with its outcome (upstreamDone): the flight's own
 	fp           fingerprint.Result
@@ -495,7 +496,7 @@ func (s *Server) joinFlight(ctx context.Context, c *call, seat *flightSeat) {
 		c.flightLetsGo() // fn never runs: the flight's reference is not needed
 		// A follower waits as long as the flight runs, perhaps minutes:
 		// it keeps only what it still reads of its body (body.go).
-		c.body = followerBody(c)
+		keepForFollowing(c)
 		if seat.held != nil {
 			seat.held.release() // nothing reads the pooled buffer now
 			seat.held = nil

@@ -1,0 +1,65 @@
+package gateway_test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Calls over HTTP/2 (cleartext, as a proxy in front or an h2c client sends
+// them): a miss, its hit, and a stream, each answered in full; the gateway
+// closes an HTTP/2 request body once it has read all of it, so that the
+// stream's buffered last chunk is not held while the call waits.
+func TestHTTP2Calls(t *testing.T) {
+	h := newHarness(t)
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h.GW, Protocols: &protos}
+	go srv.Serve(ln)
+	defer srv.Close()
+	var clientProtos http.Protocols
+	clientProtos.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &clientProtos}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	post := func(body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Groundhog-Cache", "use")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ProtoMajor != 2 || res.StatusCode != http.StatusOK {
+			t.Fatalf("HTTP/%d status %d: %s", res.ProtoMajor, res.StatusCode, b)
+		}
+		return res, string(b)
+	}
+	long := strings.Repeat("earlier turns of the task. ", 24<<10/27) // more than one HTTP/2 data chunk
+	plain := `{"model":"sim-small","messages":[{"role":"user","content":"` + long + `what next?"}]}`
+	res1, miss := post(plain)
+	res2, hit := post(plain)
+	if res1.Header.Get("Groundhog-Cache") != "miss" || res2.Header.Get("Groundhog-Cache") != "hit" || miss != hit {
+		t.Errorf("miss then hit over HTTP/2: %q then %q, same body %v", res1.Header.Get("Groundhog-Cache"), res2.Header.Get("Groundhog-Cache"), miss == hit)
+	}
+	_, stream := post(`{"model":"sim-small","stream":true,"messages":[{"role":"user","content":"` + long + `and now?"}]}`)
+	if !strings.HasSuffix(stream, "data: [DONE]\n\n") {
+		t.Errorf("a stream over HTTP/2 is not complete:\n%.300s", stream)
+	}
+	if rows := len(h.ledgerRows()); rows != 3 {
+		t.Errorf("%d ledger rows, want 3", rows)
+	}
+}
