@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -143,16 +142,8 @@ type held struct {
 // the streams are held.
 func streamMany(b *testing.B, n int, handler http.Handler, api scaleAPI, waiting, release func(), profile string) held {
 	b.Helper()
-	var protos http.Protocols
-	protos.SetHTTP1(true)
-	protos.SetUnencryptedHTTP2(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: handler, Protocols: &protos, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n + 10}}
-	go srv.Serve(ln)
-	defer srv.Close()
+	addr, stop := serveH2C(b, handler, n+10)
+	defer stop()
 	var clientProtos http.Protocols
 	clientProtos.SetUnencryptedHTTP2(true)
 	// At most a few connections: started all at once, the calls would
@@ -161,7 +152,7 @@ func streamMany(b *testing.B, n int, handler http.Handler, api scaleAPI, waiting
 	tr := &http.Transport{Protocols: &clientProtos, MaxConnsPerHost: 4, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n + 10}}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
-	url := "http://" + ln.Addr().String() + api.path
+	url := "http://" + addr + api.path
 
 	runtime.GC() // two cycles: sync.Pool keeps what a previous run left for one
 	runtime.GC()

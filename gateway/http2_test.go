@@ -14,16 +14,8 @@ import (
 // stream's buffered last chunk is not held while the call waits.
 func TestHTTP2Calls(t *testing.T) {
 	h := newHarness(t)
-	var protos http.Protocols
-	protos.SetHTTP1(true)
-	protos.SetUnencryptedHTTP2(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h.GW, Protocols: &protos}
-	go srv.Serve(ln)
-	defer srv.Close()
+	addr, stop := serveH2C(t, h.GW, 0)
+	defer stop()
 	var clientProtos http.Protocols
 	clientProtos.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{Protocols: &clientProtos}
@@ -31,7 +23,7 @@ func TestHTTP2Calls(t *testing.T) {
 	client := &http.Client{Transport: tr}
 	post := func(body string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions", strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Groundhog-Cache", "use")
 		res, err := client.Do(req)
@@ -62,4 +54,21 @@ func TestHTTP2Calls(t *testing.T) {
 	if rows := len(h.ledgerRows()); rows != 3 {
 		t.Errorf("%d ledger rows, want 3", rows)
 	}
+}
+
+// serveH2C serves handler over HTTP/1.1 and HTTP/2 cleartext on loopback,
+// at most maxStreams concurrent streams per connection (0: net/http's
+// default), until stop.
+func serveH2C(tb testing.TB, handler http.Handler, maxStreams int) (addr string, stop func()) {
+	tb.Helper()
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler, Protocols: &protos, HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreams}}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() { srv.Close() }
 }
