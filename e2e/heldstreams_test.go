@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/groundhog-ai/groundhog/wire/bedrock"
 )
 
 // chatPath is the chat completions route.
@@ -33,8 +35,12 @@ func holdStream(ctx context.Context, client *http.Client, url, body string, hdr 
 	}
 	defer res.Body.Close()
 	br := bufio.NewReader(res.Body)
-	if res.Header.Get("Content-Type") == "application/vnd.amazon.eventstream" {
-		first <- firstEventstreamMessage(res.StatusCode, br)
+	if res.Header.Get("Content-Type") == bedrock.ContentType {
+		_, err := bedrock.NewReader(br).Next() // a Bedrock stream's first message
+		if err == nil && res.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d", res.StatusCode)
+		}
+		first <- err
 	} else {
 		line, err := br.ReadString('\n')
 		if err == nil && (res.StatusCode != http.StatusOK || !strings.HasPrefix(line, "data: ")) {
@@ -43,24 +49,6 @@ func holdStream(ctx context.Context, client *http.Client, url, body string, hdr 
 		first <- err
 	}
 	_, _ = io.Copy(io.Discard, br)
-}
-
-// firstEventstreamMessage reads the first message of a Bedrock stream (AWS
-// eventstream: a 4-byte big-endian total length, then the rest of it).
-func firstEventstreamMessage(status int, br *bufio.Reader) error {
-	if status != http.StatusOK {
-		return fmt.Errorf("status %d", status)
-	}
-	var prelude [4]byte
-	if _, err := io.ReadFull(br, prelude[:]); err != nil {
-		return err
-	}
-	n := int(prelude[0])<<24 | int(prelude[1])<<16 | int(prelude[2])<<8 | int(prelude[3])
-	if n < 16 {
-		return fmt.Errorf("an eventstream message of %d bytes", n)
-	}
-	_, err := io.CopyN(io.Discard, br, int64(n-4))
-	return err
 }
 
 // awaitFirstEvents waits until n held streams have their first event,
