@@ -23,7 +23,7 @@ import (
 )
 
 // BenchmarkMissHandler measures one miss (cache off, as `groundhog bench`'s
-// gateway-miss sends it: a body never seen before) in process: the handler
+// gateway-miss sends it, and cache on: a body never seen before) in process: the handler
 // stack `groundhog serve` runs, called directly, in front of an upstream on
 // loopback that reads the body and answers a stored chat completion (no
 // simulation: what is left is the gateway's work plus one loopback round
@@ -38,17 +38,21 @@ func BenchmarkMissHandler(b *testing.B) {
 	}))
 	b.Cleanup(up.Close)
 	for _, c := range []struct {
-		name  string
-		size  int
-		keyed bool
+		name   string
+		size   int
+		keyed  bool
+		cached bool
 	}{
-		{"1KB", 1 << 10, false},
-		{"200KB", 200 << 10, false},
+		{"1KB", 1 << 10, false, false},
+		{"200KB", 200 << 10, false, false},
 		// With gateway keys and one provider account shared by the
 		// tenants, as a gateway on a non-loopback address runs: the body
 		// is searched for the resources it may name.
-		{"1KB,keys", 1 << 10, true},
-		{"200KB,keys", 200 << 10, true},
+		{"1KB,keys", 1 << 10, true, false},
+		{"200KB,keys", 200 << 10, true, false},
+		// With the cache on: every miss looks the call up in the cache
+		// (the memory tier, then the database) and stores its answer.
+		{"1KB,cache", 1 << 10, false, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			h, key := newMissHandler(b, up.URL+"/v1", c.keyed)
@@ -59,12 +63,21 @@ func BenchmarkMissHandler(b *testing.B) {
 			if key != "" {
 				req.Header.Set("Authorization", "Bearer "+key)
 			}
+			want := "off"
+			if c.cached {
+				req.Header.Set("Groundhog-Cache", "use")
+				want = "miss"
+			}
 			w := &discardWriter{h: http.Header{}}
 			var body []byte
 			i := 0
 			serve := func() {
 				i++
-				body = append(fmt.Appendf(body[:0], `{"safety_identifier":"bench-%d",`, i), base[1:]...)
+				vary := `{"safety_identifier":"bench-%d",`
+				if c.cached {
+					vary = `{"seed":%d,` // the safety identifier is not part of the cache key
+				}
+				body = append(fmt.Appendf(body[:0], vary, i), base[1:]...)
 				req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 				clear(w.h)
 				w.status, w.n = 0, 0
@@ -81,8 +94,8 @@ func BenchmarkMissHandler(b *testing.B) {
 				serve()
 			}
 			b.StopTimer()
-			if w.status != http.StatusOK || w.h.Get("Groundhog-Cache") != "off" {
-				b.Fatalf("status %d, Groundhog-Cache %q, want a miss with the cache off", w.status, w.h.Get("Groundhog-Cache"))
+			if w.status != http.StatusOK || w.h.Get("Groundhog-Cache") != want {
+				b.Fatalf("status %d, Groundhog-Cache %q, want %q", w.status, w.h.Get("Groundhog-Cache"), want)
 			}
 		})
 	}

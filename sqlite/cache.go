@@ -40,7 +40,7 @@ func (db *DB) GetCache(ctx context.Context, tenant, hash string, now time.Time) 
 		created, expires sql.NullInt64
 	)
 	dest := append(append([]any{&shape}, rc.dest()...), &created, &expires)
-	err := db.r.QueryRowContext(ctx, qGetCache, tenant, hash, now.UnixNano()).Scan(dest...)
+	err := db.readRow(ctx, qGetCache, tenant, hash, now.UnixNano()).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found")
 	}
@@ -68,7 +68,7 @@ func (db *DB) PutCache(ctx context.Context, e *groundhog.CacheEntry) error {
 	}
 	args := append([]any{e.Tenant, e.RequestHash, string(e.Shape)}, respArgs(&e.Response)...)
 	args = append(args, ns(e.CreatedAt), ns(e.ExpiresAt))
-	if _, err := db.w.ExecContext(ctx, qPutCache, args...); err != nil {
+	if _, err := db.writeExec(ctx, qPutCache, args...); err != nil {
 		return mapErr(fmt.Errorf("sqlite: put cache: %w", err))
 	}
 	return nil

@@ -190,7 +190,7 @@ func (db *DB) ReadEvidence(ctx context.Context, tenant, ref string, off, n int64
 	}
 	fetch := func(seq int64) ([]byte, error) {
 		var data []byte
-		if err := db.r.QueryRowContext(ctx, "SELECT data FROM evidence_chunks WHERE tenant = ? AND ref = ? AND seq = ?",
+		if err := db.readRow(ctx, "SELECT data FROM evidence_chunks WHERE tenant = ? AND ref = ? AND seq = ?",
 			tenant, ref, seq).Scan(&data); err != nil {
 			return nil, mapErr(fmt.Errorf("sqlite: read evidence chunk %d: %w", seq, err))
 		}
@@ -210,7 +210,7 @@ func (db *DB) EvidenceLines(ctx context.Context, tenant, ref string, first, last
 		return 0, 0, err
 	}
 	return evblob.Lines(info, chunk, first, last, func(k int64) (seq, before int64, data []byte, err error) {
-		err = db.r.QueryRowContext(ctx, `SELECT seq, nl_before, data FROM evidence_chunks
+		err = db.readRow(ctx, `SELECT seq, nl_before, data FROM evidence_chunks
 			WHERE tenant = ? AND ref = ? AND nl_before < ? AND nl_before + nl >= ? ORDER BY seq LIMIT 1`,
 			tenant, ref, k, k).Scan(&seq, &before, &data)
 		if err != nil {
@@ -226,7 +226,7 @@ func (db *DB) EvidenceUsage(ctx context.Context, tenant string) (int64, error) {
 		return 0, err
 	}
 	var used int64
-	if err := db.r.QueryRowContext(ctx, "SELECT coalesce(sum(bytes), 0) FROM evidence WHERE tenant = ?", tenant).Scan(&used); err != nil {
+	if err := db.readRow(ctx, "SELECT coalesce(sum(bytes), 0) FROM evidence WHERE tenant = ?", tenant).Scan(&used); err != nil {
 		return 0, mapErr(fmt.Errorf("sqlite: evidence usage: %w", err))
 	}
 	return used, nil

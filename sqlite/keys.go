@@ -49,7 +49,7 @@ func (db *DB) TenantForKey(ctx context.Context, hash string) (string, error) {
 		return "", err
 	}
 	var tenant string
-	err := db.r.QueryRowContext(ctx, "SELECT tenant FROM api_keys WHERE hash = ?", hash).Scan(&tenant)
+	err := db.readRow(ctx, "SELECT tenant FROM api_keys WHERE hash = ?", hash).Scan(&tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", groundhog.Errorf(groundhog.ENOTFOUND, "unknown key")
 	}
@@ -93,7 +93,7 @@ func (db *DB) CountKeys(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var n int
-	if err := db.r.QueryRowContext(ctx, "SELECT count(*) FROM api_keys").Scan(&n); err != nil {
+	if err := db.readRow(ctx, "SELECT count(*) FROM api_keys").Scan(&n); err != nil {
 		return 0, mapErr(fmt.Errorf("sqlite: count keys: %w", err))
 	}
 	return n, nil

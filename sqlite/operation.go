@@ -67,7 +67,7 @@ func (db *DB) Begin(ctx context.Context, p groundhog.BeginParams) (*groundhog.Op
 	// mismatched record changes only after its retention ends, and a live
 	// lease seen a moment ago linearizes this Begin just before whatever
 	// ends it.
-	if cur, err := scanOperation(db.r.QueryRowContext(ctx, qSelectOperation+"WHERE tenant = ? AND idem_key = ?", p.Tenant, p.Key)); err == nil {
+	if cur, err := scanOperation(db.readRow(ctx, qSelectOperation+"WHERE tenant = ? AND idem_key = ?", p.Tenant, p.Key)); err == nil {
 		if outcome, ok := readOnlyOutcome(cur, p); ok {
 			return cur, outcome, nil
 		}
@@ -201,7 +201,7 @@ func (db *DB) getOperation(ctx context.Context, where string, args ...any) (*gro
 	if err := db.check(); err != nil {
 		return nil, err
 	}
-	op, err := scanOperation(db.r.QueryRowContext(ctx, qSelectOperation+where, args...))
+	op, err := scanOperation(db.readRow(ctx, qSelectOperation+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "operation not found")
 	}
@@ -274,7 +274,7 @@ func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, 
 		// purged or replaced meanwhile reads as not found, which is what a
 		// write a moment later would have met.
 		var cur int64
-		err := db.r.QueryRowContext(ctx, "SELECT fencing_token FROM operations WHERE tenant = ? AND id = ?", tenant, id).Scan(&cur)
+		err := db.readRow(ctx, "SELECT fencing_token FROM operations WHERE tenant = ? AND id = ?", tenant, id).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return groundhog.Errorf(groundhog.ENOTFOUND, "operation not found")
 		}

@@ -51,7 +51,7 @@ func (db *DB) EndRentedCache(ctx context.Context, tenant, name string, end time.
 	}
 	var c groundhog.RentedCache
 	var created, expire, endAt, booked int64
-	err := db.r.QueryRowContext(ctx, `SELECT tenant, name, operation, model, tokens, created_at, expire_at, end_at, booked_until, done FROM rented_caches WHERE tenant = ? AND name = ?`, tenant, name).Scan(&c.Tenant, &c.Name, &c.Operation, &c.Model, &c.Tokens, &created, &expire, &endAt, &booked, &c.Done)
+	err := db.readRow(ctx, `SELECT tenant, name, operation, model, tokens, created_at, expire_at, end_at, booked_until, done FROM rented_caches WHERE tenant = ? AND name = ?`, tenant, name).Scan(&c.Tenant, &c.Name, &c.Operation, &c.Model, &c.Tokens, &created, &expire, &endAt, &booked, &c.Done)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, false, nil
 	}

@@ -69,6 +69,7 @@ type DB struct {
 	scan   *sql.DB // read-only pool of ledger scans (scanConns connections)
 	closed atomic.Bool
 	wstmts stmtCache     // prepared statements of the writer (stmtcache.go)
+	rstmts stmtCache     // prepared statements of the read pool
 	ledger appenderSlot  // scratch of AppendLedger (ledgerblock.go)
 	ops    opBatch       // group commit of operation writes (operation_batch.go)
 	ckpt   *checkpointer // copies the WAL into the main file (checkpoint.go)
@@ -230,7 +231,7 @@ func (db *DB) Close() error {
 		errs = append(errs, db.scan.Close())
 	}
 	if db.r != nil {
-		errs = append(errs, db.r.Close())
+		errs = append(errs, db.rstmts.close(), db.r.Close())
 	}
 	// Closing the writer last lets SQLite checkpoint the WAL into the main
 	// file when the last connection goes.

@@ -19,7 +19,7 @@ func (db *DB) GetState(ctx context.Context, tenant, session string) (*groundhog.
 	if err := db.check(); err != nil {
 		return nil, err
 	}
-	row := db.r.QueryRowContext(ctx, `SELECT version, state, ext, deleted, author, created_at FROM state_versions
+	row := db.readRow(ctx, `SELECT version, state, ext, deleted, author, created_at FROM state_versions
 		WHERE tenant = ? AND session = ? ORDER BY version DESC LIMIT 1`, tenant, session)
 	return scanState(row, tenant, session)
 }
@@ -29,7 +29,7 @@ func (db *DB) GetStateVersion(ctx context.Context, tenant, session string, versi
 	if err := db.check(); err != nil {
 		return nil, err
 	}
-	row := db.r.QueryRowContext(ctx, `SELECT version, state, ext, deleted, author, created_at FROM state_versions
+	row := db.readRow(ctx, `SELECT version, state, ext, deleted, author, created_at FROM state_versions
 		WHERE tenant = ? AND session = ? AND version = ?`, tenant, session, version)
 	return scanState(row, tenant, session)
 }
