@@ -164,7 +164,11 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 			desc += ", wake-ups LISTEN/NOTIFY"
 		}
 	}
-	cdesc := "cache memory tier + the database"
+	tier := "cache memory tier + "
+	if cfg.Cache.MemoryBytes < 0 {
+		tier = "cache without a memory tier: " // --cache-memory-bytes -1: every look-up reads the store
+	}
+	cdesc := tier + "the database"
 	if cfg.Cache.Backend != "memory" {
 		rdb, err := redis.Open(ctx, cfg.Cache.Backend, redis.Options{Prefix: cfg.Cache.RedisPrefix,
 			MaxEntryBytes: int(cfg.Cache.RedisMaxEntryBytes), StartDegraded: true, Logger: log})
@@ -175,8 +179,8 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 		st.FanOut = distfanout.New(distfanout.Options{Client: rdb.Client(), Prefix: rdb.Prefix(), Waker: rdb,
 			Degraded: rdb.Degraded, Logger: log})
 		st.closers = append(st.closers, rdb.Close)
-		cdesc = fmt.Sprintf("cache memory tier + redis %s (prefix %q, entries up to %d bytes), wake-ups pub/sub, flights and fan-out holds across replicas",
-			redact(cfg.Cache.Backend), cfg.Cache.RedisPrefix, cfg.Cache.RedisMaxEntryBytes)
+		cdesc = fmt.Sprintf("%sredis %s (prefix %q, entries up to %d bytes), wake-ups pub/sub, flights and fan-out holds across replicas",
+			tier, redact(cfg.Cache.Backend), cfg.Cache.RedisPrefix, cfg.Cache.RedisMaxEntryBytes)
 	}
 	st.Describe = desc + "; " + cdesc
 	return st, nil
