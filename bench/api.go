@@ -69,6 +69,28 @@ func (a API) appendUnique(b []byte, i int64) []byte {
 	return fmt.Appendf(b, `{"safety_identifier":"bench-%d"`, i)
 }
 
+// keyedMember is the top-level member a cached miss's body adds, numbered,
+// to change its cache key: chat's seed, Messages' top_k, and for Responses
+// (which has neither) max_output_tokens set far above any simulated
+// answer's length. Each changes what the model is asked, so the
+// fingerprint keeps it in the key.
+func (a API) keyedMember() string {
+	switch a {
+	case APIMessages:
+		return "top_k"
+	case APIResponses:
+		return "max_output_tokens"
+	}
+	return "seed"
+}
+
+func (a API) appendKeyed(b []byte, i int64) []byte {
+	if a == APIResponses {
+		i += 1 << 20
+	}
+	return fmt.Appendf(b, `"%s":%d`, a.keyedMember(), i)
+}
+
 // setHeaders sets the headers every request of the API carries.
 func (a API) setHeaders(h http.Header) {
 	h.Set("Content-Type", "application/json")

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/fingerprint"
 )
 
 // A miss's body is the generated body with the API's end-user id first:
@@ -19,7 +22,7 @@ func TestUniqueBodyPerAPI(t *testing.T) {
 			if info.Messages < 3 {
 				t.Errorf("%s %s: %d messages", api, spec, info.Messages)
 			}
-			u := uniqueBody(api, b, 7)
+			u := uniqueBody(api, b, 7, false)
 			var got, want map[string]json.RawMessage
 			if err := json.Unmarshal(u, &got); err != nil {
 				t.Fatalf("%s %s: %v", api, spec, err)
@@ -40,6 +43,42 @@ func TestUniqueBodyPerAPI(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A cached miss's body is a new cache key each time; a miss's body with
+// only the end-user id changed is the same key (the fingerprint leaves the
+// id out), which is why the cached scenario needs the keyed member.
+func TestKeyedBodyIsANewCacheKey(t *testing.T) {
+	shapes := map[API]groundhog.Shape{APIChat: groundhog.ShapeChat, APIMessages: groundhog.ShapeMessages, APIResponses: groundhog.ShapeResponses}
+	for api, shape := range shapes {
+		b, _, err := body(api, "small", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hash := func(i int64, keyed bool) string {
+			res, err := fingerprint.Compute(fingerprint.Params{Shape: shape, Tenant: "t"}, uniqueBody(api, b, i, keyed))
+			if err != nil {
+				t.Fatalf("%s: %v", api, err)
+			}
+			return res.Hash
+		}
+		if hash(7, false) != hash(8, false) {
+			t.Errorf("%s: the end-user id changed the key", api)
+		}
+		if hash(7, true) == hash(8, true) || hash(7, true) == hash(7, false) {
+			t.Errorf("%s: the keyed member did not change the key", api)
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(uniqueBody(api, b, 7, true), &got); err != nil {
+			t.Fatalf("%s: %v", api, err)
+		}
+		if _, ok := got[api.keyedMember()]; !ok {
+			t.Errorf("%s: no %s", api, api.keyedMember())
+		}
+	}
+}
+
+func TestParseAPI(t *testing.T) {
 	if _, err := ParseAPI("completions"); err == nil {
 		t.Error("ParseAPI accepted an API the bench does not send")
 	}

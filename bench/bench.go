@@ -231,6 +231,13 @@ type request struct {
 	// a body sent again, so a repeated body would measure a retry, not a
 	// miss. Every server of a miss scenario gets the same bodies.
 	unique bool
+	// keyed makes every body a new cache key as well (API.appendKeyed):
+	// the unique member alone is left out of the key, so with the cache
+	// on its bodies would all be one entry's hits.
+	keyed bool
+	// outcome, when set, is the Groundhog-Cache every answer must carry;
+	// an answer with another counts as an error.
+	outcome string
 }
 
 // uniqueSeq numbers unique bodies across the whole run (rounds and
@@ -239,8 +246,11 @@ var uniqueSeq atomic.Int64
 
 // uniqueBody returns body (a JSON object starting with '{', see body) with
 // api's unique member, numbered i, as its first member.
-func uniqueBody(api API, body []byte, i int64) []byte {
-	b := api.appendUnique(make([]byte, 0, len(body)+48), i)
+func uniqueBody(api API, body []byte, i int64, keyed bool) []byte {
+	b := api.appendUnique(make([]byte, 0, len(body)+80), i)
+	if keyed {
+		b = api.appendKeyed(append(b, ','), i)
+	}
 	rest := bytes.TrimLeft(body[1:], " \t\r\n")
 	if len(rest) > 0 && rest[0] != '}' {
 		b = append(b, ',')
@@ -251,7 +261,7 @@ func uniqueBody(api API, body []byte, i int64) []byte {
 func (req request) do(ctx context.Context, client *http.Client, url string, i int64) (*http.Response, error) {
 	body := req.body
 	if req.unique {
-		body = uniqueBody(req.api, body, uniqueSeq.Add(1))
+		body = uniqueBody(req.api, body, uniqueSeq.Add(1), req.keyed)
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url+req.api.path(), bytes.NewReader(body))
 	if err != nil {
@@ -281,7 +291,7 @@ func load(ctx context.Context, target *server, req request, conns int, d time.Du
 		}
 		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
-		return res.StatusCode == 200
+		return res.StatusCode == 200 && (req.outcome == "" || res.Header.Get("Groundhog-Cache") == req.outcome)
 	}
 	// Warm up: connections, caches, the first upstream call of a hit path.
 	for i := 0; i < conns; i++ {
@@ -390,8 +400,10 @@ func body(api API, spec string, stream bool) ([]byte, BodyInfo, error) {
 		if err := json.Unmarshal(b, &top); err != nil || len(b) == 0 || b[0] != '{' {
 			return nil, info, fmt.Errorf("--body %s: not a JSON object (a request body of the %s API is required)", spec, api.label())
 		}
-		if _, ok := top[api.uniqueMember()]; ok {
-			return nil, info, fmt.Errorf("--body %s: remove its top-level %q: the miss scenarios set it to make every body new", spec, api.uniqueMember())
+		for _, m := range []string{api.uniqueMember(), api.keyedMember()} {
+			if _, ok := top[m]; ok {
+				return nil, info, fmt.Errorf("--body %s: remove its top-level %q: the miss scenarios set it to make every body new", spec, m)
+			}
 		}
 		info.Kind, info.Label = "file", filepath.Base(spec)
 	}
@@ -609,6 +621,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			{name: "direct-sim", target: simSrv, req: request{api: api, body: b, unique: true}},
 			{name: "proxy-miss", target: proxy, req: request{api: api, body: b, unique: true}},
 			{name: "gateway-miss", target: gw, req: request{api: api, body: b, unique: true}},
+			{name: "gateway-miss-cached", target: gw, req: request{api: api, body: b, unique: true, keyed: true, outcome: "miss", header: hdr("Groundhog-Cache", "use")}},
 			{name: "gateway-hit", target: gw, req: hit},
 			{name: "gateway-hit-no-ledger", target: gwNL, req: hit},
 			{name: "gateway-hit-log-warn", target: gwWarn, req: hit},

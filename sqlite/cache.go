@@ -68,7 +68,9 @@ func (db *DB) PutCache(ctx context.Context, e *groundhog.CacheEntry) error {
 	}
 	args := append([]any{e.Tenant, e.RequestHash, string(e.Shape)}, respArgs(&e.Response)...)
 	args = append(args, ns(e.CreatedAt), ns(e.ExpiresAt))
-	if _, err := db.writeExec(ctx, qPutCache, args...); err != nil {
+	// In a group commit with the concurrent cache and operation writes
+	// (operation_batch.go): it returns once the COMMIT holding it is done.
+	if _, err := db.opExec(ctx, qPutCache, args...); err != nil {
 		return mapErr(fmt.Errorf("sqlite: put cache: %w", err))
 	}
 	return nil

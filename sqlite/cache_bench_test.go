@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,37 +60,44 @@ func BenchmarkGetCache(b *testing.B) {
 	}
 }
 
-// BenchmarkPutCache writes a 1.7 KB entry under a new key, as a cached
-// call's miss does; baseline "unprepared" sends the same statement as SQL
-// text on the writer, in the same run.
+// BenchmarkPutCache writes 1.7 KB entries under new keys from 32
+// concurrent callers, as the misses of a loaded gateway with the cache on
+// store their answers. Baselines in the same run: "alone", each write its
+// own statement and commit on the writer (prepared), and "unprepared", the
+// same sent as SQL text.
 func BenchmarkPutCache(b *testing.B) {
 	db := openTest(b)
 	now := time.Now()
 	body := make([]byte, 1700)
-	e := groundhog.CacheEntry{Tenant: "t", Shape: groundhog.ShapeChat,
-		Response:  groundhog.Response{Status: 200, ContentType: "application/json", Body: body, Model: "m"},
-		CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	i := 0
-	b.Run("prepared", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			i++
-			e.RequestHash = fmt.Sprintf("sha256:p%d", i)
-			if err := db.PutCache(ctx, &e); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("unprepared", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			i++
-			e.RequestHash = fmt.Sprintf("sha256:u%d", i)
-			args := append([]any{e.Tenant, e.RequestHash, string(e.Shape)}, respArgs(&e.Response)...)
-			args = append(args, ns(e.CreatedAt), ns(e.ExpiresAt))
-			if _, err := db.w.ExecContext(ctx, qPutCache, args...); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	var seq atomic.Int64
+	for _, mode := range []string{"group", "alone", "unprepared"} {
+		b.Run(mode, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(16) // × GOMAXPROCS callers
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					e := groundhog.CacheEntry{Tenant: "t", RequestHash: fmt.Sprintf("sha256:%d", seq.Add(1)), Shape: groundhog.ShapeChat,
+						Response:  groundhog.Response{Status: 200, ContentType: "application/json", Body: body, Model: "m"},
+						CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+					var err error
+					switch mode {
+					case "group":
+						err = db.PutCache(ctx, &e)
+					default:
+						args := append([]any{e.Tenant, e.RequestHash, string(e.Shape)}, respArgs(&e.Response)...)
+						args = append(args, ns(e.CreatedAt), ns(e.ExpiresAt))
+						if mode == "alone" {
+							_, err = db.writeExec(ctx, qPutCache, args...)
+						} else {
+							_, err = db.w.ExecContext(ctx, qPutCache, args...)
+						}
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }

@@ -8,9 +8,10 @@ import (
 	"sync/atomic"
 )
 
-// opBatch groups the single-statement operation writes (the claim of a new
-// key, and the fenced Complete, Fail, Release and Renew) of concurrent
-// callers into one transaction: each write is still one statement — its
+// opBatch groups the single-statement writes of concurrent callers — the
+// operation writes (the claim of a new key, and the fenced Complete, Fail,
+// Release and Renew) and the cache's stored answers (PutCache) — into one
+// transaction: each write is still one statement — its
 // own check and change — but a batch of them shares one BEGIN, one WAL
 // append and one COMMIT, and pages that several of them touch (the
 // table's last leaf, the expires_at index) are written once. Every caller
