@@ -271,6 +271,36 @@ func (c *Cache) Delete(ctx context.Context, tenant, hash string) error {
 	return nil
 }
 
+// A Mark is where the writes to one part of the key space stood at a
+// moment (Cache.Mark).
+type Mark struct {
+	s       *writeStripe
+	started uint64
+}
+
+// Mark notes this Cache's writes so far (Put and Delete) to the part of the
+// key space that holds (tenant, hash). Taken before a Get that finds
+// nothing, Unwritten then tells whether that answer still stands for what
+// this Cache writes: no write to that part was running when the mark was
+// taken, and none has begun since. Writes by other processes to a shared
+// store are not seen. The zero Mark, and every mark of a Cache without a
+// memory tier, is never Unwritten.
+func (c *Cache) Mark(tenant, hash string) Mark {
+	if c.mem == nil {
+		return Mark{}
+	}
+	s := c.stripe(key{tenant, hash})
+	started, quiet := s.begin()
+	if !quiet {
+		return Mark{}
+	}
+	return Mark{s: s, started: started}
+}
+
+// Unwritten reports whether no Put or Delete of this Cache has begun in m's
+// part of the key space since m was taken (see Mark).
+func (c *Cache) Unwritten(m Mark) bool { return m.s != nil && m.s.quiet(m.started) }
+
 // Stats returns the counters and the memory tier's current size.
 func (c *Cache) Stats() Stats {
 	st := Stats{

@@ -626,3 +626,59 @@ func BenchmarkGetMemoryHit(b *testing.B) {
 		})
 	})
 }
+
+// A mark taken before a Get that finds nothing stays unwritten until this
+// Cache writes to the key's part of the key space; a mark taken while a
+// write to it is running is never unwritten (that write may land after the
+// Get read the store); a Cache without a memory tier gives marks that are
+// never unwritten.
+func TestMarkSeesWritesSinceIt(t *testing.T) {
+	ctx := context.Background()
+	c, st := newTestCache(t, 0, newFakeClock())
+	m := c.Mark("t1", "sha256:a")
+	mustMiss(t, c, "t1", "sha256:a")
+	if !c.Unwritten(m) {
+		t.Fatal("a mark with no write since is not unwritten")
+	}
+	if err := c.Put(ctx, entry("t1", "sha256:a", "x", time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	if c.Unwritten(m) {
+		t.Fatal("the Put after the mark is not seen")
+	}
+	m = c.Mark("t1", "sha256:a")
+	if err := c.Delete(ctx, "t1", "sha256:a"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Unwritten(m) {
+		t.Fatal("the Delete after the mark is not seen")
+	}
+
+	// A Put still running (its store write done, its memory write not)
+	// when the mark is taken.
+	written, resume := make(chan struct{}), make(chan struct{})
+	st.afterPut = func() {
+		close(written)
+		<-resume
+	}
+	done := make(chan error)
+	go func() { done <- c.Put(ctx, entry("t1", "sha256:b", "y", time.Time{})) }()
+	<-written
+	m = c.Mark("t1", "sha256:b")
+	close(resume)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st.afterPut = nil
+	if c.Unwritten(m) {
+		t.Fatal("a mark taken during a Put is unwritten")
+	}
+	if c.Unwritten(Mark{}) {
+		t.Fatal("the zero mark is unwritten")
+	}
+
+	noMem, _ := newTestCache(t, -1, newFakeClock())
+	if m := noMem.Mark("t1", "sha256:a"); noMem.Unwritten(m) {
+		t.Fatal("a cache without a memory tier gives an unwritten mark")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/cache"
 	"github.com/groundhog-ai/groundhog/coalesce"
 	"github.com/groundhog-ai/groundhog/config"
 	"github.com/groundhog-ai/groundhog/fingerprint"
@@ -92,6 +93,7 @@ type call struct {
 	stored        storedObjects // what the answer makes that the tenant owns (stored.go); the flight's own
 	pc            pcState       // prompt-cache stage (gateway/promptcache.go)
 	hv            headerVals    // the response head's values (hdrfast.go)
+	cacheMark     cache.Mark    // the cache's writes at the call's look-up (recheckCache)
 }
 
 // provider returns the handler of one provider route.
@@ -403,6 +405,9 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call) {
 // serveFromCache answers c from the cache and reports whether it did.
 func (s *Server) serveFromCache(w http.ResponseWriter, r *http.Request, c *call) bool {
 	t0 := s.stageStart()
+	if s.opts.CacheStoreLocal {
+		c.cacheMark = s.opts.Cache.Mark(c.tenant, c.fp.Hash) // before the look-up: recheckCache
+	}
 	e, err := s.opts.Cache.Get(r.Context(), c.tenant, c.fp.Hash)
 	s.stage(c, "groundhog.cache", t0)
 	if err == nil {

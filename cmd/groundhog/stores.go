@@ -186,6 +186,14 @@ func openStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *s
 	return st, nil
 }
 
+// cacheLocal reports whether the cache's store is this process's alone:
+// SQLite, which one serve opens (its journal directory is locked; several
+// processes on one file would not coalesce their calls either).
+func (st *stores) cacheLocal() bool {
+	_, ok := st.Cache.(*sqlite.DB)
+	return ok
+}
+
 // Ready reports whether the database answers (for /readyz).
 func (st *stores) Ready(ctx context.Context) error { return st.DB.Ping(ctx) }
 

@@ -1,0 +1,41 @@
+package gateway_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// readCountingStore counts the cache store's reads.
+type readCountingStore struct {
+	groundhog.CacheStore
+	reads atomic.Int64
+}
+
+func (s *readCountingStore) GetCache(ctx context.Context, tenant, hash string, now time.Time) (*groundhog.CacheEntry, error) {
+	s.reads.Add(1)
+	return s.CacheStore.GetCache(ctx, tenant, hash, now)
+}
+
+// On a store the gateway alone writes (SQLite), a cached miss reads the
+// store once: the flight's second look before paying is skipped when the
+// gateway wrote nothing there since the first (the race that look exists
+// for is held by TestReviewRecheckHitCountedAsUpstream). The answer is
+// stored all the same: the same call is then a hit, from memory.
+func TestCachedMissReadsTheStoreOnce(t *testing.T) {
+	st := &readCountingStore{}
+	h := newHarness(t, withCacheStore(func(s groundhog.CacheStore) groundhog.CacheStore { st.CacheStore = s; return st }))
+	hdr := map[string]string{"Groundhog-Cache": "use"}
+	for i, want := range []string{"miss", "hit"} {
+		res, body := h.post("/v1/chat/completions", `{"model":"sim-small","messages":[{"role":"user","content":"look once"}]}`, hdr)
+		if res.StatusCode != 200 || res.Header.Get("Groundhog-Cache") != want {
+			t.Fatalf("call %d: status %d, Groundhog-Cache %q, want %q: %s", i+1, res.StatusCode, res.Header.Get("Groundhog-Cache"), want, body)
+		}
+	}
+	if n := st.reads.Load(); n != 1 {
+		t.Errorf("the store was read %d times for a miss and its hit, want 1", n)
+	}
+}
