@@ -554,6 +554,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer gwWarn.stop()
 	}
 
+	// The same gateway without a memory tier: every hit is read from the
+	// database, as after a restart, past the memory budget, or for an
+	// entry another replica wrote.
+	var gwStore *server
+	if o.wanted("gateway-hit-store/") {
+		if gwStore, err = o.start(ctx, "gateway-store", serveArgs(filepath.Join(o.Dir, "store.db"), simSrv.url, "--cache-memory-bytes", "-1")...); err != nil {
+			return nil, err
+		}
+		defer gwStore.stop()
+	}
+
 	hdr := func(kv ...string) func(int64) http.Header {
 		return func(int64) http.Header {
 			h := http.Header{}
@@ -582,8 +593,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if _, err := capture(ctx, gwNL, hit); err != nil {
 			return nil, err
 		}
-		if gwWarn != nil {
-			if _, err := capture(ctx, gwWarn, hit); err != nil {
+		for _, g := range []*server{gwWarn, gwStore} {
+			if g == nil {
+				continue
+			}
+			if _, err := capture(ctx, g, hit); err != nil {
 				return nil, err
 			}
 		}
@@ -625,6 +639,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			{name: "gateway-hit", target: gw, req: hit},
 			{name: "gateway-hit-no-ledger", target: gwNL, req: hit},
 			{name: "gateway-hit-log-warn", target: gwWarn, req: hit},
+			{name: "gateway-hit-store", target: gwStore, req: request{api: api, body: b, header: hit.header, outcome: "hit"}},
 			{name: "nginx-hit", target: ngxBody, req: request{api: api, body: b}},
 			{name: "gateway-idempotent-new-keys", target: gw, req: request{api: api, body: b, unique: true, header: func(int64) http.Header {
 				// A counter of the whole run: keys stay new across rounds.

@@ -7,7 +7,7 @@ import (
 )
 
 // scenarios is the order of the raw table.
-var scenarios = []string{"floor", "floor-timeouts", "direct-sim", "proxy-miss", "gateway-miss", "gateway-miss-cached", "gateway-hit", "gateway-hit-no-ledger", "gateway-hit-log-warn", "nginx-hit", "gateway-idempotent-new-keys", "gateway-idempotent-replay"}
+var scenarios = []string{"floor", "floor-timeouts", "direct-sim", "proxy-miss", "gateway-miss", "gateway-miss-cached", "gateway-hit", "gateway-hit-no-ledger", "gateway-hit-log-warn", "gateway-hit-store", "nginx-hit", "gateway-idempotent-new-keys", "gateway-idempotent-replay"}
 
 // WriteMarkdown writes the report: the raw figures of every scenario, then
 // the benchmark table — each figure a ratio against its baseline of the same
@@ -52,6 +52,10 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		if wr, ok := r.Results["gateway-hit-log-warn/"+l]; ok {
 			fmt.Fprintf(w, "| hit CPU/request access log on ÷ --log-level warn, %s | %s | %.1f ÷ %.1f µs (req/s %.0f ÷ %.0f) | |\n", l,
 				ratio(float64(hit.CPUPerReq), float64(wr.CPUPerReq)), us(hit.CPUPerReq), us(wr.CPUPerReq), hit.RPS(), wr.RPS())
+		}
+		if hs, ok := r.Results["gateway-hit-store/"+l]; ok {
+			fmt.Fprintf(w, "| hit CPU/request from the database ÷ from memory, %s | %s | %.1f ÷ %.1f µs (req/s %.0f ÷ %.0f) | |\n", l,
+				ratio(float64(hs.CPUPerReq), float64(hit.CPUPerReq)), us(hs.CPUPerReq), us(hit.CPUPerReq), hs.RPS(), hit.RPS())
 		}
 		if ng, ok := r.Results["nginx-hit/"+l]; ok {
 			fmt.Fprintf(w, "| hit throughput ÷ nginx proxy_cache keyed on the body, %s | %s | %.0f ÷ %.0f req/s (CPU %.1f ÷ %.1f µs) | %s |\n", l,
