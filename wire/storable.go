@@ -31,9 +31,15 @@ func Storable(shape groundhog.Shape, body []byte) bool {
 	if shape == groundhog.ShapeGemini {
 		return gemini.Storable(body)
 	}
-	if shape != groundhog.ShapeEmbeddings && jsonwalk.Valid(body) && !mayRefuse(body) {
+	if shape != groundhog.ShapeEmbeddings && jsonwalk.Valid(body) && isObjectText(body) && !mayRefuse(body) {
 		return true // the common case, without parsing: no refusal marker at all
 	}
+	return storableParsed(shape, body)
+}
+
+// storableParsed is Storable for a body that may hold a refusal: it parses
+// the body and reads each signal where it is.
+func storableParsed(shape groundhog.Shape, body []byte) bool {
 	o, err := parseObject(body)
 	if err != nil {
 		return false
@@ -99,8 +105,58 @@ func StorableEvents(shape groundhog.Shape, events []groundhog.Event) bool {
 // contains ("content_filter", or "refusal" as a key, a value or in an event
 // type); without either, b cannot be a refusal and need not be parsed.
 // Providers do not \u-escape ASCII in these names.
+//
+// A "refusal" key whose value is null is no signal: every message of an
+// OpenAI chat answer carries one ("refusal":null), so without this every
+// chat answer stored was parsed in full.
 func mayRefuse(b []byte) bool {
-	return bytes.Contains(b, []byte("content_filter")) || bytes.Contains(b, []byte("refusal"))
+	if bytes.Contains(b, []byte("content_filter")) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.Index(b[i:], refusalName)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if !nullRefusalAt(b, i) {
+			return true
+		}
+		i += len(refusalName)
+	}
+}
+
+var refusalName = []byte("refusal")
+
+// isObjectText reports whether valid JSON b is an object (not a string,
+// number, array or literal, which storableParsed refuses).
+func isObjectText(b []byte) bool {
+	k := skipJSONSpace(b, 0)
+	return k < len(b) && b[k] == '{'
+}
+
+// nullRefusalAt reports whether the "refusal" at b[i:] is the key "refusal"
+// with the value null. Inside a JSON string a quote is escaped, so quotes
+// on both sides of the word and a colon after them are a key's; anything
+// else (a value "refusal", an event type, the word in a text) is not.
+func nullRefusalAt(b []byte, i int) bool {
+	k := i + len(refusalName)
+	if i == 0 || b[i-1] != '"' || k >= len(b) || b[k] != '"' {
+		return false
+	}
+	k = skipJSONSpace(b, k+1)
+	if k >= len(b) || b[k] != ':' {
+		return false
+	}
+	k = skipJSONSpace(b, k+1)
+	return bytes.HasPrefix(b[k:], []byte("null"))
+}
+
+func skipJSONSpace(b []byte, k int) int {
+	for k < len(b) && (b[k] == ' ' || b[k] == '\t' || b[k] == '\n' || b[k] == '\r') {
+		k++
+	}
+	return k
 }
 
 func isDone(b []byte) bool { return string(b) == "[DONE]" }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"testing"
 
 	groundhog "github.com/groundhog-ai/groundhog"
@@ -59,4 +60,81 @@ func TestStorableRefusals(t *testing.T) {
 			t.Errorf("%s: StorableEvents = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// A "refusal" key with the value null (every OpenAI chat message carries
+// one) is no refusal: such an answer is storable without being parsed, and
+// every other use of the word still is parsed.
+func TestNullRefusalIsNoSignal(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		may  bool
+	}{
+		{`{"choices":[{"message":{"content":"hi","refusal":null},"finish_reason":"stop"}]}`, false},
+		{`{"choices":[{"message":{"content":"hi","refusal" : null},"finish_reason":"stop"}]}`, false},
+		{"{\"choices\":[{\"message\":{\"refusal\":\n\tnull},\"finish_reason\":\"stop\"}]}", false},
+		{`{"choices":[{"message":{"refusal":null},"finish_reason":"stop"},{"message":{"refusal":"no"}}]}`, true},
+		{`{"choices":[{"message":{"refusal":"null"},"finish_reason":"stop"}]}`, true},
+		{`{"choices":[{"message":{"content":"a refusal","refusal":null}}]}`, true},
+		{`{"choices":[{"message":{"content":"\"refusal\":null"}}]}`, true},
+		{`{"choices":[{"message":{"no_refusal":null}}]}`, true},
+		{`{"stop_reason":"refusal"}`, true},
+		{`{"choices":[{"message":{"refusal":null},"finish_reason":"content_filter"}]}`, true},
+	} {
+		if got := mayRefuse([]byte(tc.body)); got != tc.may {
+			t.Errorf("mayRefuse(%s) = %v, want %v", tc.body, got, tc.may)
+		}
+		for _, shape := range []groundhog.Shape{groundhog.ShapeChat, groundhog.ShapeResponses, groundhog.ShapeMessages} {
+			if got, want := Storable(shape, []byte(tc.body)), storableParsed(shape, []byte(tc.body)); got != want {
+				t.Errorf("%s %s: Storable = %v, parsed in full %v", shape, tc.body, got, want)
+			}
+		}
+	}
+}
+
+// FuzzStorable holds the unparsed answer to the parsed one: Storable says
+// what reading every signal where it is says, on any valid JSON object.
+func FuzzStorable(f *testing.F) {
+	for _, s := range []string{
+		`{"choices":[{"message":{"content":"hi","refusal":null},"finish_reason":"stop"}]}`,
+		`{"choices":[{"message":{"content":null,"refusal":"I can't"},"finish_reason":"stop"}]}`,
+		`{"choices":[{"message":{"content":"x"},"finish_reason":"content_filter"}]}`,
+		`{"status":"completed","output":[{"type":"message","content":[{"type":"refusal","refusal":"no"}]}]}`,
+		`{"type":"message","content":[],"stop_reason":"refusal"}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) {
+			return
+		}
+		for _, shape := range []groundhog.Shape{groundhog.ShapeChat, groundhog.ShapeResponses, groundhog.ShapeMessages} {
+			if got, want := Storable(shape, []byte(body)), storableParsed(shape, []byte(body)); got != want {
+				t.Fatalf("%s %q: Storable = %v, parsed in full %v", shape, body, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkStorable is the check a stored chat answer takes (every OpenAI
+// chat message carries "refusal":null); baseline "parsed": the same answer
+// read signal by signal, as every such answer was before, in the same run.
+func BenchmarkStorable(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"The bug is on line 42: the loop reads one element past the end of the slice.","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":20,"total_tokens":1020},"system_fingerprint":"fp_1"}`)
+	b.Run("storable", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !Storable(groundhog.ShapeChat, body) {
+				b.Fatal("not storable")
+			}
+		}
+	})
+	b.Run("parsed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !storableParsed(groundhog.ShapeChat, body) {
+				b.Fatal("not storable")
+			}
+		}
+	})
 }
