@@ -33,6 +33,14 @@ type Options struct {
 	MaxBytes int64
 	// Clock decides expiry in both tiers. nil means groundhog.SystemClock.
 	Clock groundhog.Clock
+	// OwnStore says Store is written through this Cache alone: SQLite, which
+	// one serve opens. The Cache then knows what the store can hold. A
+	// look-up of a key it never wrote, nor found in the store when it
+	// opened, does not read the store (a Store that is a KeyLister: see
+	// keyFilter), and Mark and Unwritten tell a caller whether an entry can
+	// have appeared since its look-up. Another process writing the store
+	// would go unseen: a look-up would miss its entries.
+	OwnStore bool
 }
 
 // Stats are the cache's counters since New, for metrics. The counters only
@@ -75,6 +83,8 @@ type Cache struct {
 
 	// writes guards promotions against concurrent writes; see promote.
 	writes [writeStripes]writeStripe
+	own    bool       // Options.OwnStore
+	keys   *keyFilter // the keys the store may hold, with OwnStore and a KeyLister (keys.go)
 	seed   maphash.Seed
 
 	memoryHits, storeHits, misses, storeErrors atomic.Uint64
@@ -86,7 +96,11 @@ func New(o Options) (*Cache, error) {
 	if o.Store == nil {
 		return nil, groundhog.Errorf(groundhog.EINVALID, "cache: Options.Store is required")
 	}
-	c := &Cache{store: o.Store, clock: o.Clock, max: o.MaxBytes, seed: maphash.MakeSeed()}
+	c := &Cache{store: o.Store, clock: o.Clock, max: o.MaxBytes, seed: maphash.MakeSeed(), own: o.OwnStore}
+	if l, ok := o.Store.(KeyLister); ok && o.OwnStore {
+		c.keys = newKeyFilter()
+		go c.keys.fill(context.Background(), l)
+	}
 	_, system := c.clock.(groundhog.SystemClock)
 	if c.clock == nil || system {
 		c.clock, system = &monoClock{}, true // clock.go
@@ -163,6 +177,10 @@ func (c *Cache) Get(ctx context.Context, tenant, hash string) (*groundhog.CacheE
 		}
 	}
 
+	if c.keys != nil && c.keys.absent(k) {
+		c.misses.Add(1)
+		return nil, errAbsent // never written: the store cannot hold it
+	}
 	var s *writeStripe
 	var started uint64
 	promotable := false
@@ -227,6 +245,9 @@ func (c *Cache) Put(ctx context.Context, e *groundhog.CacheEntry) error {
 		alone = s.finished.Load() == ticket-1 // every writer before this one is done
 		defer s.finished.Add(1)
 	}
+	if c.keys != nil {
+		c.keys.add(k) // before the store can hold it
+	}
 	if err := c.store.PutCache(ctx, e); err != nil {
 		c.storeErrors.Add(1)
 		return fmt.Errorf("cache: put %s: %w", e.RequestHash, err)
@@ -280,13 +301,13 @@ type Mark struct {
 
 // Mark notes this Cache's writes so far (Put and Delete) to the part of the
 // key space that holds (tenant, hash). Taken before a Get that finds
-// nothing, Unwritten then tells whether that answer still stands for what
-// this Cache writes: no write to that part was running when the mark was
-// taken, and none has begun since. Writes by other processes to a shared
-// store are not seen. The zero Mark, and every mark of a Cache without a
+// nothing, Unwritten then tells whether that answer still stands: no write
+// to that part was running when the mark was taken, and none has begun
+// since. Only a Cache whose store no one else writes (Options.OwnStore) can
+// tell: the zero Mark, and every mark of another Cache or of one without a
 // memory tier, is never Unwritten.
 func (c *Cache) Mark(tenant, hash string) Mark {
-	if c.mem == nil {
+	if c.mem == nil || !c.own {
 		return Mark{}
 	}
 	s := c.stripe(key{tenant, hash})

@@ -94,6 +94,27 @@ func newTestCache(t testing.TB, maxBytes int64, clock groundhog.Clock) (*Cache, 
 	return c, st
 }
 
+// CacheKeys makes the spy a KeyLister when the store under it is one.
+func (s *spyStore) CacheKeys(ctx context.Context, fn func(tenant, hash string) error) error {
+	return s.CacheStore.(KeyLister).CacheKeys(ctx, fn)
+}
+
+var _ KeyLister = (*sqlite.DB)(nil)
+
+// newOwnCache is a Cache over st with Options.OwnStore, returned once its
+// key filter is filled from st.
+func newOwnCache(t testing.TB, st *spyStore, maxBytes int64) *Cache {
+	t.Helper()
+	c, err := New(Options{Store: st, MaxBytes: maxBytes, Clock: newFakeClock(), OwnStore: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !c.keys.ready.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	return c
+}
+
 func entry(tenant, hash string, body string, expires time.Time) *groundhog.CacheEntry {
 	return &groundhog.CacheEntry{
 		Tenant:      tenant,
@@ -634,7 +655,8 @@ func BenchmarkGetMemoryHit(b *testing.B) {
 // never unwritten.
 func TestMarkSeesWritesSinceIt(t *testing.T) {
 	ctx := context.Background()
-	c, st := newTestCache(t, 0, newFakeClock())
+	st := newTestStore(t)
+	c := newOwnCache(t, st, 0)
 	m := c.Mark("t1", "sha256:a")
 	mustMiss(t, c, "t1", "sha256:a")
 	if !c.Unwritten(m) {
@@ -677,8 +699,58 @@ func TestMarkSeesWritesSinceIt(t *testing.T) {
 		t.Fatal("the zero mark is unwritten")
 	}
 
-	noMem, _ := newTestCache(t, -1, newFakeClock())
+	noMem := newOwnCache(t, newTestStore(t), -1)
 	if m := noMem.Mark("t1", "sha256:a"); noMem.Unwritten(m) {
 		t.Fatal("a cache without a memory tier gives an unwritten mark")
+	}
+	shared, _ := newTestCache(t, 0, newFakeClock())
+	if m := shared.Mark("t1", "sha256:a"); shared.Unwritten(m) {
+		t.Fatal("a cache whose store others may write gives an unwritten mark")
+	}
+}
+
+// A Cache that owns its store reads it only for keys it may hold: those it
+// found there when it opened (written by an earlier process) and those it
+// wrote since. A key never stored is a miss without a store read; one
+// stored then deleted is read as before.
+func TestOwnStoreReadsOnlyKeysItMayHold(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	if err := st.PutCache(ctx, entry("t1", "sha256:before", "from an earlier process", time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	c := newOwnCache(t, st, -1) // no memory tier: every look-up that may find something reads the store
+	reads := func() int64 { return st.gets.Load() }
+
+	mustMiss(t, c, "t1", "sha256:never")
+	mustMiss(t, c, "t2", "sha256:before") // another tenant's key
+	if n := reads(); n != 0 {
+		t.Fatalf("keys never stored read the store %d times", n)
+	}
+	mustGet(t, c, "t1", "sha256:before", "from an earlier process")
+	if err := c.Put(ctx, entry("t1", "sha256:new", "written here", time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, c, "t1", "sha256:new", "written here")
+	if err := c.Delete(ctx, "t1", "sha256:new"); err != nil {
+		t.Fatal(err)
+	}
+	mustMiss(t, c, "t1", "sha256:new")
+	if n := reads(); n != 3 {
+		t.Fatalf("the store was read %d times for three keys it may hold, want 3", n)
+	}
+	if st := c.Stats(); st.Misses != 3 || st.StoreHits != 2 {
+		t.Errorf("stats %+v, want 3 misses and 2 store hits", st)
+	}
+
+	// A cache whose store others may write reads the store for every key.
+	shared, err := New(Options{Store: st, MaxBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := reads()
+	mustMiss(t, shared, "t1", "sha256:never")
+	if reads() != before+1 {
+		t.Error("a cache without OwnStore skipped the store")
 	}
 }

@@ -159,7 +159,8 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	if st.wrapStore != nil {
 		store = st.wrapStore(db)
 	}
-	c, err := cache.New(cache.Options{Store: store, MaxBytes: cfg.Cache.MemoryBytes})
+	// As serve runs on SQLite: the store is this gateway's alone.
+	c, err := cache.New(cache.Options{Store: store, MaxBytes: cfg.Cache.MemoryBytes, OwnStore: st.flights == nil})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,9 +224,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		resources = st.resources(db)
 	}
 	gwOpts := gateway.Options{Config: &cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Resources: resources,
-		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Gemini: geminiUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut,
-		// As serve runs on SQLite: the store is this gateway's alone.
-		CacheStoreLocal: st.flights == nil}
+		OpenAI: openaiUp, Anthropic: up, Bedrock: bedrockUp, Gemini: geminiUp, Logger: log, Ready: db.Ping, Keyless: true, Flights: st.flights, Clock: st.clock, FanOut: st.fanOut}
 	gw := gateway.New(gwOpts)
 	running := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

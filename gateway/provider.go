@@ -405,9 +405,7 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call) {
 // serveFromCache answers c from the cache and reports whether it did.
 func (s *Server) serveFromCache(w http.ResponseWriter, r *http.Request, c *call) bool {
 	t0 := s.stageStart()
-	if s.opts.CacheStoreLocal {
-		c.cacheMark = s.opts.Cache.Mark(c.tenant, c.fp.Hash) // before the look-up: recheckCache
-	}
+	c.cacheMark = s.opts.Cache.Mark(c.tenant, c.fp.Hash) // before the look-up: recheckCache
 	e, err := s.opts.Cache.Get(r.Context(), c.tenant, c.fp.Hash)
 	s.stage(c, "groundhog.cache", t0)
 	if err == nil {

@@ -84,12 +84,7 @@ type Options struct {
 	Config *config.Config
 	Keys   groundhog.KeyStore
 	Cache  *cache.Cache
-	// CacheStoreLocal says Cache's store is written by this process alone
-	// (SQLite). A flight then looks in the cache a second time before
-	// paying only when this process wrote to the key's part of the cache
-	// since the call's first look: an entry can only have come from there.
-	CacheStoreLocal bool
-	Ledger          Recorder
+	Ledger Recorder
 	// Flights coalesces cacheable calls across replicas; nil = this
 	// process only.
 	Flights Flights

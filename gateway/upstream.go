@@ -195,13 +195,12 @@ func (x *exchange) answerKind() int {
 // ended filled it between this call's lookup and its becoming leader: look
 // once more before paying. It returns nil when the cache has no entry.
 //
-// With a store this process alone writes (Options.CacheStoreLocal), such an
+// With a store this process alone writes (cache.Options.OwnStore), such an
 // entry can only come from this process's own writes: when none began in
 // the key's part of the cache since the first look (cache.Mark), there is
-// nothing to find and the store is not read again. A cached miss then
-// reads the store once instead of twice.
+// nothing to find and the cache is not looked in again.
 func (s *Server) recheckCache(ctx context.Context, c *call, pub *coalesce.Publisher) *groundhog.Response {
-	if s.opts.CacheStoreLocal && s.opts.Cache.Unwritten(c.cacheMark) {
+	if s.opts.Cache.Unwritten(c.cacheMark) {
 		return nil
 	}
 	e, err := s.opts.Cache.Get(ctx, c.tenant, c.fp.Hash)

@@ -95,7 +95,7 @@ func Start(ctx context.Context, dir string, o Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	closers = append(closers, db.Close)
-	c, err := cache.New(cache.Options{Store: db, MaxBytes: cfg.Cache.MemoryBytes})
+	c, err := cache.New(cache.Options{Store: db, MaxBytes: cfg.Cache.MemoryBytes, OwnStore: true})
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func Start(ctx context.Context, dir string, o Options) (g *Gateway, err error) {
 	self := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })
 	comp := &compaction.Compactor{Gateway: self, States: db, Evidence: db, Config: cfg.Compaction, Prices: cfg.PriceTable, MaxStateBytes: cfg.State.MaxBytes}
 	gw = gateway.New(gateway.Options{
-		Config: &cfg, Keys: db, Cache: c, CacheStoreLocal: true, Ledger: lw, Idem: idem, OpenAI: openai, Anthropic: anthropic, Gemini: gemini,
+		Config: &cfg, Keys: db, Cache: c, Ledger: lw, Idem: idem, OpenAI: openai, Anthropic: anthropic, Gemini: gemini,
 		Logger: log, Ready: db.Ping, Keyless: true, // loopback, started without keys, as serve would
 		Extra: func(mux *http.ServeMux, auth func(*http.Request) (string, error)) {
 			d := dashboard.New(dashboard.Options{Store: db, Auth: auth, Logger: log})

@@ -61,6 +61,33 @@ func (db *DB) GetCache(ctx context.Context, tenant, hash string, now time.Time) 
 	}, nil
 }
 
+// CacheKeys calls fn with the key of every entry stored, live or expired,
+// and stops at fn's first error, returning it (cache.KeyLister). It reads
+// the primary key's index alone, from one read transaction on the scan pool.
+func (db *DB) CacheKeys(ctx context.Context, fn func(tenant, hash string) error) error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	rows, err := db.scan.QueryContext(ctx, "SELECT tenant, request_hash FROM cache")
+	if err != nil {
+		return mapErr(fmt.Errorf("sqlite: cache keys: %w", err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tenant, hash string
+		if err := rows.Scan(&tenant, &hash); err != nil {
+			return mapErr(fmt.Errorf("sqlite: cache keys: %w", err))
+		}
+		if err := fn(tenant, hash); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return mapErr(fmt.Errorf("sqlite: cache keys: %w", err))
+	}
+	return nil
+}
+
 // PutCache inserts or replaces the entry for (e.Tenant, e.RequestHash).
 func (db *DB) PutCache(ctx context.Context, e *groundhog.CacheEntry) error {
 	if err := db.check(); err != nil {

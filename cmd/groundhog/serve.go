@@ -160,7 +160,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		fmt.Fprintf(out, "groundhog: warning: no Anthropic provider key (set ANTHROPIC_API_KEY or anthropic_api_key): calls to %s go without one\n", redact(cfg.AnthropicUpstream))
 	}
 
-	c, err := cache.New(cache.Options{Store: st.Cache, MaxBytes: cfg.Cache.MemoryBytes})
+	c, err := cache.New(cache.Options{Store: st.Cache, MaxBytes: cfg.Cache.MemoryBytes, OwnStore: st.cacheLocal()})
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	pct := openPromptCache(cfg, journal, log) // restored from the snapshot beside the database or the journal
 	gw = gateway.New(gateway.Options{
-		Config: cfg, Keys: db, Cache: c, CacheStoreLocal: st.cacheLocal(), Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(), OpenAI: openai, Anthropic: anthropic, Bedrock: bedrockUp, Gemini: geminiUp,
+		Config: cfg, Keys: db, Cache: c, Ledger: rec, Idem: idem, Flights: st.flights(cfg, log), FanOutShared: st.fanOut(), OpenAI: openai, Anthropic: anthropic, Bedrock: bedrockUp, Gemini: geminiUp,
 		Logger: log, Ready: st.Ready, Degraded: st.degraded, PromptCache: pct,
 		Extra: withContextRoutes(withStateRoutes(withMCPRoutes(extraRoutes(lw.Fresh(db), idem, m, cfg.MetricsToken, log), mcpGW), db, cfg, log), db, cfg, log,
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gw.ServeHTTP(w, r) })),
