@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -84,5 +86,36 @@ func TestParseAPI(t *testing.T) {
 	}
 	if a, err := ParseAPI(""); err != nil || a != APIChat {
 		t.Errorf(`ParseAPI(""): %q, %v; want chat`, a, err)
+	}
+}
+
+// A request file of the user's own may set the member the cached-miss
+// scenario numbers (a Responses request's max_output_tokens, say): it is
+// accepted, and only that scenario is left out. The member every miss
+// scenario sets is refused with a clear error.
+func TestBodyFileWithTheKeyedMember(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		api     API
+		body    string
+		refused bool
+		keyed   bool
+	}{
+		{APIResponses, `{"model":"m","input":"hi","max_output_tokens":512}`, false, true},
+		{APIChat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"seed":1}`, false, true},
+		{APIChat, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, false, false},
+		{APIChat, `{"model":"m","messages":[],"safety_identifier":"u"}`, true, false},
+	} {
+		f := filepath.Join(dir, "body.json")
+		if err := os.WriteFile(f, []byte(tc.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, info, err := body(tc.api, f, false)
+		if (err != nil) != tc.refused {
+			t.Errorf("%s %s: error %v, want refused %v", tc.api, tc.body, err, tc.refused)
+		}
+		if err == nil && info.keyed != tc.keyed {
+			t.Errorf("%s %s: keyed %v, want %v", tc.api, tc.body, info.keyed, tc.keyed)
+		}
 	}
 }

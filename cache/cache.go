@@ -37,8 +37,8 @@ type Options struct {
 	// one serve opens. The Cache then knows what the store can hold. A
 	// look-up of a key it never wrote, nor found in the store when it
 	// opened, does not read the store (a Store that is a KeyLister: see
-	// keyFilter), and Mark and Unwritten tell a caller whether an entry can
-	// have appeared since its look-up. Another process writing the store
+	// keyFilter), and GetMarked and Unwritten tell a caller whether an
+	// entry can have appeared since its look-up. Another process writing the store
 	// would go unseen: a look-up would miss its entries.
 	OwnStore bool
 }
@@ -163,12 +163,22 @@ func runInline(fn func()) { fn() }
 //
 // The returned entry is shared: the caller must not modify it.
 func (c *Cache) Get(ctx context.Context, tenant, hash string) (*groundhog.CacheEntry, error) {
+	e, _, err := c.GetMarked(ctx, tenant, hash)
+	return e, err
+}
+
+// GetMarked is Get that also returns, when the memory tier does not hold
+// the entry, the mark of its look-up: where this Cache's writes to the
+// key's part of the key space stood before it looked in the store. When the
+// look-up finds nothing, Unwritten then tells whether that answer still
+// stands. A memory hit returns the zero Mark, which is never Unwritten.
+func (c *Cache) GetMarked(ctx context.Context, tenant, hash string) (*groundhog.CacheEntry, Mark, error) {
 	k := key{tenant, hash}
 	if c.mem != nil {
 		if e, ok := c.mem.GetIfPresent(k); ok {
 			if !e.Expired(c.clock.Now()) {
 				c.memoryHits.Add(1)
-				return e, nil
+				return e, Mark{}, nil
 			}
 			// The tier's own expiry normally hides it; this is the exact
 			// check on our clock. Drop this entry only: a concurrent Put may
@@ -177,10 +187,6 @@ func (c *Cache) Get(ctx context.Context, tenant, hash string) (*groundhog.CacheE
 		}
 	}
 
-	if c.keys != nil && c.keys.absent(k) {
-		c.misses.Add(1)
-		return nil, errAbsent // never written: the store cannot hold it
-	}
 	var s *writeStripe
 	var started uint64
 	promotable := false
@@ -188,25 +194,35 @@ func (c *Cache) Get(ctx context.Context, tenant, hash string) (*groundhog.CacheE
 		s = c.stripe(k)
 		started, promotable = s.begin()
 	}
+	var m Mark
+	if promotable && c.own {
+		// No writer of this stripe is running: one that finished wrote
+		// the store (and the key filter) before this look.
+		m = Mark{s: s, started: started}
+	}
+	if c.keys != nil && c.keys.absent(k) {
+		c.misses.Add(1)
+		return nil, m, errAbsent // never written: the store cannot hold it
+	}
 	e, err := c.store.GetCache(ctx, tenant, hash, c.clock.Now())
 	if err != nil {
 		if groundhog.IsNotFound(err) {
 			c.misses.Add(1)
-			return nil, err
+			return nil, m, err
 		}
 		c.storeErrors.Add(1)
-		return nil, fmt.Errorf("cache: get %s: %w", hash, err)
+		return nil, Mark{}, fmt.Errorf("cache: get %s: %w", hash, err)
 	}
 	if e == nil || e.Tenant != tenant || e.RequestHash != hash {
 		// A store that answers for another key is broken; never serve it.
 		c.storeErrors.Add(1)
-		return nil, groundhog.Errorf(groundhog.EINTERNAL, "cache: store returned an entry for another key")
+		return nil, Mark{}, groundhog.Errorf(groundhog.EINTERNAL, "cache: store returned an entry for another key")
 	}
 	c.storeHits.Add(1)
 	if promotable {
 		c.promote(k, e, s, started)
 	}
-	return e, nil
+	return e, m, nil
 }
 
 // Put stores e in the store and then in the memory tier (write-through),
@@ -292,34 +308,20 @@ func (c *Cache) Delete(ctx context.Context, tenant, hash string) error {
 	return nil
 }
 
-// A Mark is where the writes to one part of the key space stood at a
-// moment (Cache.Mark).
+// A Mark is where this Cache's writes (Put and Delete) to one part of the
+// key space stood before a look-up read the store (GetMarked). Only a Cache
+// whose store no one else writes (Options.OwnStore) gives one: the zero
+// Mark, that of any other Cache, of one without a memory tier, or of a
+// look-up that began while a write to that part was running, is never
+// Unwritten.
 type Mark struct {
 	s       *writeStripe
 	started uint64
 }
 
-// Mark notes this Cache's writes so far (Put and Delete) to the part of the
-// key space that holds (tenant, hash). Taken before a Get that finds
-// nothing, Unwritten then tells whether that answer still stands: no write
-// to that part was running when the mark was taken, and none has begun
-// since. Only a Cache whose store no one else writes (Options.OwnStore) can
-// tell: the zero Mark, and every mark of another Cache or of one without a
-// memory tier, is never Unwritten.
-func (c *Cache) Mark(tenant, hash string) Mark {
-	if c.mem == nil || !c.own {
-		return Mark{}
-	}
-	s := c.stripe(key{tenant, hash})
-	started, quiet := s.begin()
-	if !quiet {
-		return Mark{}
-	}
-	return Mark{s: s, started: started}
-}
-
 // Unwritten reports whether no Put or Delete of this Cache has begun in m's
-// part of the key space since m was taken (see Mark).
+// part of the key space since m was taken: a look-up that found nothing
+// would still find nothing.
 func (c *Cache) Unwritten(m Mark) bool { return m.s != nil && m.s.quiet(m.started) }
 
 // Stats returns the counters and the memory tier's current size.

@@ -648,17 +648,25 @@ func BenchmarkGetMemoryHit(b *testing.B) {
 	})
 }
 
-// A mark taken before a Get that finds nothing stays unwritten until this
-// Cache writes to the key's part of the key space; a mark taken while a
-// write to it is running is never unwritten (that write may land after the
-// Get read the store); a Cache without a memory tier gives marks that are
-// never unwritten.
+// The mark of a look-up that finds nothing stays unwritten until this Cache
+// writes to the key's part of the key space; a look-up that begins while a
+// write to that part is running gives a mark that is never unwritten (that
+// write may land after the look-up read the store); a memory hit, a cache
+// without a memory tier and a cache whose store others may write give marks
+// that are never unwritten.
 func TestMarkSeesWritesSinceIt(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
 	c := newOwnCache(t, st, 0)
-	m := c.Mark("t1", "sha256:a")
-	mustMiss(t, c, "t1", "sha256:a")
+	missMark := func(c *Cache, hash string) Mark {
+		t.Helper()
+		e, m, err := c.GetMarked(ctx, "t1", hash)
+		if !groundhog.IsNotFound(err) {
+			t.Fatalf("GetMarked(%s) = %v, %v; want ENOTFOUND", hash, e, err)
+		}
+		return m
+	}
+	m := missMark(c, "sha256:a")
 	if !c.Unwritten(m) {
 		t.Fatal("a mark with no write since is not unwritten")
 	}
@@ -668,7 +676,13 @@ func TestMarkSeesWritesSinceIt(t *testing.T) {
 	if c.Unwritten(m) {
 		t.Fatal("the Put after the mark is not seen")
 	}
-	m = c.Mark("t1", "sha256:a")
+	if _, hit, err := c.GetMarked(ctx, "t1", "sha256:a"); err != nil || c.Unwritten(hit) {
+		t.Fatalf("a memory hit: %v, unwritten %v", err, c.Unwritten(hit))
+	}
+	if err := c.Delete(ctx, "t1", "sha256:a"); err != nil {
+		t.Fatal(err)
+	}
+	m = missMark(c, "sha256:a")
 	if err := c.Delete(ctx, "t1", "sha256:a"); err != nil {
 		t.Fatal(err)
 	}
@@ -676,8 +690,14 @@ func TestMarkSeesWritesSinceIt(t *testing.T) {
 		t.Fatal("the Delete after the mark is not seen")
 	}
 
-	// A Put still running (its store write done, its memory write not)
-	// when the mark is taken.
+	// A look-up of a key in the stripe of a Put still running (its store
+	// write done, its memory write not).
+	other := ""
+	for i := 0; other == ""; i++ {
+		if h := fmt.Sprintf("sha256:c%d", i); c.stripe(key{"t1", h}) == c.stripe(key{"t1", "sha256:b"}) {
+			other = h
+		}
+	}
 	written, resume := make(chan struct{}), make(chan struct{})
 	st.afterPut = func() {
 		close(written)
@@ -686,25 +706,25 @@ func TestMarkSeesWritesSinceIt(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- c.Put(ctx, entry("t1", "sha256:b", "y", time.Time{})) }()
 	<-written
-	m = c.Mark("t1", "sha256:b")
+	m = missMark(c, other)
 	close(resume)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	st.afterPut = nil
 	if c.Unwritten(m) {
-		t.Fatal("a mark taken during a Put is unwritten")
+		t.Fatal("a look-up during a Put of its stripe gave an unwritten mark")
 	}
 	if c.Unwritten(Mark{}) {
 		t.Fatal("the zero mark is unwritten")
 	}
 
 	noMem := newOwnCache(t, newTestStore(t), -1)
-	if m := noMem.Mark("t1", "sha256:a"); noMem.Unwritten(m) {
+	if m := missMark(noMem, "sha256:a"); noMem.Unwritten(m) {
 		t.Fatal("a cache without a memory tier gives an unwritten mark")
 	}
 	shared, _ := newTestCache(t, 0, newFakeClock())
-	if m := shared.Mark("t1", "sha256:a"); shared.Unwritten(m) {
+	if m := missMark(shared, "sha256:a"); shared.Unwritten(m) {
 		t.Fatal("a cache whose store others may write gives an unwritten mark")
 	}
 }

@@ -93,7 +93,7 @@ type call struct {
 	stored        storedObjects // what the answer makes that the tenant owns (stored.go); the flight's own
 	pc            pcState       // prompt-cache stage (gateway/promptcache.go)
 	hv            headerVals    // the response head's values (hdrfast.go)
-	cacheMark     cache.Mark    // the cache's writes at the call's look-up (recheckCache)
+	cacheMark     cache.Mark    // the cache's writes as the call's look-up read the store (recheckCache)
 }
 
 // provider returns the handler of one provider route.
@@ -405,8 +405,8 @@ func (s *Server) serveCached(w http.ResponseWriter, r *http.Request, c *call) {
 // serveFromCache answers c from the cache and reports whether it did.
 func (s *Server) serveFromCache(w http.ResponseWriter, r *http.Request, c *call) bool {
 	t0 := s.stageStart()
-	c.cacheMark = s.opts.Cache.Mark(c.tenant, c.fp.Hash) // before the look-up: recheckCache
-	e, err := s.opts.Cache.Get(r.Context(), c.tenant, c.fp.Hash)
+	e, mark, err := s.opts.Cache.GetMarked(r.Context(), c.tenant, c.fp.Hash)
+	c.cacheMark = mark // recheckCache
 	s.stage(c, "groundhog.cache", t0)
 	if err == nil {
 		s.serveHit(w, r, c, e)

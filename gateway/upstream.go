@@ -197,7 +197,7 @@ func (x *exchange) answerKind() int {
 //
 // With a store this process alone writes (cache.Options.OwnStore), such an
 // entry can only come from this process's own writes: when none began in
-// the key's part of the cache since the first look (cache.Mark), there is
+// the key's part of the cache since the first look (cache.GetMarked), there is
 // nothing to find and the cache is not looked in again.
 func (s *Server) recheckCache(ctx context.Context, c *call, pub *coalesce.Publisher) *groundhog.Response {
 	if s.opts.Cache.Unwritten(c.cacheMark) {

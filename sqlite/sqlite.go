@@ -71,7 +71,7 @@ type DB struct {
 	wstmts stmtCache     // prepared statements of the writer (stmtcache.go)
 	rstmts stmtCache     // prepared statements of the read pool
 	ledger appenderSlot  // scratch of AppendLedger (ledgerblock.go)
-	ops    opBatch       // group commit of operation writes (operation_batch.go)
+	ops    opBatch       // group commit of operation and cache writes (operation_batch.go)
 	ckpt   *checkpointer // copies the WAL into the main file (checkpoint.go)
 }
 

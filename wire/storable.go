@@ -131,7 +131,7 @@ var refusalName = []byte("refusal")
 // isObjectText reports whether valid JSON b is an object (not a string,
 // number, array or literal, which storableParsed refuses).
 func isObjectText(b []byte) bool {
-	k := skipJSONSpace(b, 0)
+	k := SkipSpace(b, 0)
 	return k < len(b) && b[k] == '{'
 }
 
@@ -144,19 +144,12 @@ func nullRefusalAt(b []byte, i int) bool {
 	if i == 0 || b[i-1] != '"' || k >= len(b) || b[k] != '"' {
 		return false
 	}
-	k = skipJSONSpace(b, k+1)
+	k = SkipSpace(b, k+1)
 	if k >= len(b) || b[k] != ':' {
 		return false
 	}
-	k = skipJSONSpace(b, k+1)
+	k = SkipSpace(b, k+1)
 	return bytes.HasPrefix(b[k:], []byte("null"))
-}
-
-func skipJSONSpace(b []byte, k int) int {
-	for k < len(b) && (b[k] == ' ' || b[k] == '\t' || b[k] == '\n' || b[k] == '\r') {
-		k++
-	}
-	return k
 }
 
 func isDone(b []byte) bool { return string(b) == "[DONE]" }
