@@ -31,6 +31,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// blockedWorkers returns how many workers are blocked waiting for their
+// next function, read from every goroutine's stack.
+func blockedWorkers() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		header, _, _ := bytes.Cut(g, []byte("\n"))
+		if bytes.Contains(header, []byte("[select")) && bytes.Contains(g, []byte("workers.worker(")) {
+			count++
+		}
+	}
+	return count
+}
+
 // limits sets the pool's limits for a test, restored after it; workers the
 // test starts wait at most d.
 func limits(t *testing.T, d time.Duration, most int64) {
@@ -46,13 +68,15 @@ func limits(t *testing.T, d time.Duration, most int64) {
 func TestSequentialFunctionsShareAGoroutine(t *testing.T) {
 	limits(t, 2*time.Second, MaxIdle)
 	waitFor(t, "workers of earlier tests gone", func() bool { return idleWorkers() == 0 })
-	before := idleWorkers()
 	ids := map[int64]bool{}
 	for range 100 {
 		done := make(chan int64)
 		Go(func() { done <- goid() })
 		ids[<-done] = true
-		waitFor(t, "the worker waiting again", func() bool { return idleWorkers() > before })
+		// Counted idle is not yet waiting: the worker counts itself
+		// before it reaches its select, and Go's send succeeds only into
+		// a worker blocked there.
+		waitFor(t, "the worker waiting again", func() bool { return blockedWorkers() == 1 })
 	}
 	if len(ids) != 1 {
 		t.Fatalf("100 functions run one at a time ran on %d goroutines, want 1", len(ids))
