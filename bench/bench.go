@@ -62,6 +62,12 @@ type Options struct {
 	// Rounds splits each scenario's Duration into this many slices, the
 	// scenarios taking turns (default 3; 1 with Profile).
 	Rounds int
+	// Database, a postgres:// URL, puts every gateway on PostgreSQL, each in
+	// a schema of its own, dropped at the end (default: a SQLite file each).
+	Database string
+	// Redis, a redis:// URL, gives every gateway's cache a Redis tier, each
+	// under a key prefix of its own, deleted at the end (serve --cache).
+	Redis string
 }
 
 // Result is one measured scenario.
@@ -93,6 +99,7 @@ type Report struct {
 	Stream      bool
 	API         API
 	Profile     string
+	Stores      string // the gateways' stores
 }
 
 // BodyInfo describes one measured request body.
@@ -124,11 +131,23 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// serveArgs are the arguments of a gateway process on the database db with
-// the simulated provider at sim as its OpenAI and its Anthropic upstream,
-// then extra.
-func serveArgs(db, sim string, extra ...string) []string {
-	return append([]string{"serve", "--db", db, "--upstream", sim + "/v1", "--anthropic-upstream", sim + "/v1"}, extra...)
+// serveArgs are the arguments of a gateway process on the stores of
+// storeArgs (--db, and --cache when it has one) with the simulated provider
+// at sim as its OpenAI and its Anthropic upstream, then extra.
+func serveArgs(storeArgs []string, sim string, extra ...string) []string {
+	args := append([]string{"serve"}, storeArgs...)
+	args = append(args, "--upstream", sim+"/v1", "--anthropic-upstream", sim+"/v1")
+	return append(args, extra...)
+}
+
+// gateway starts the gateway process called name on stores of its own
+// (stores.go).
+func (o *Options) gateway(ctx context.Context, st *stores, name, sim string, extra ...string) (*server, error) {
+	sa, err := st.args(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return o.start(ctx, name, serveArgs(sa, sim, extra...)...)
 }
 
 func (o *Options) start(ctx context.Context, name string, args ...string) (*server, error) {
@@ -507,6 +526,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Analyze = a
 	}
 
+	dbs, err := newStores(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	defer dbs.close()
+	rep.Stores = dbs.label()
 	simSrv, err := o.start(ctx, "sim", "sim")
 	if err != nil {
 		return nil, err
@@ -517,7 +542,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer proxy.stop()
-	gw, err := o.start(ctx, "gateway", serveArgs(filepath.Join(o.Dir, "on.db"), simSrv.url)...)
+	gw, err := o.gateway(ctx, dbs, "gateway", simSrv.url)
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +551,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := os.WriteFile(noLedger, []byte("ledger:\n  disabled: true\n"), 0o600); err != nil {
 		return nil, err
 	}
-	gwNL, err := o.start(ctx, "gateway-no-ledger", serveArgs(filepath.Join(o.Dir, "off.db"), simSrv.url, "--config", noLedger)...)
+	gwNL, err := o.gateway(ctx, dbs, "gateway-no-ledger", simSrv.url, "--config", noLedger)
 	if err != nil {
 		return nil, err
 	}
@@ -548,7 +573,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// line's cost is the difference between the two hits.
 	var gwWarn *server
 	if o.wanted("gateway-hit-log-warn/") {
-		if gwWarn, err = o.start(ctx, "gateway-log-warn", serveArgs(filepath.Join(o.Dir, "warn.db"), simSrv.url, "--log-level", "warn")...); err != nil {
+		if gwWarn, err = o.gateway(ctx, dbs, "gateway-log-warn", simSrv.url, "--log-level", "warn"); err != nil {
 			return nil, err
 		}
 		defer gwWarn.stop()
@@ -559,7 +584,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// entry another replica wrote.
 	var gwStore *server
 	if o.wanted("gateway-hit-store/") {
-		if gwStore, err = o.start(ctx, "gateway-store", serveArgs(filepath.Join(o.Dir, "store.db"), simSrv.url, "--cache-memory-bytes", "-1")...); err != nil {
+		if gwStore, err = o.gateway(ctx, dbs, "gateway-store", simSrv.url, "--cache-memory-bytes", "-1"); err != nil {
 			return nil, err
 		}
 		defer gwStore.stop()

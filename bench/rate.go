@@ -196,7 +196,7 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 		return nil, err
 	}
 	defer proxy.stop()
-	gw, err := ro.start(ctx, "gateway", serveArgs(filepath.Join(ro.Dir, "rate.db"), simSrv.url)...)
+	gw, err := ro.start(ctx, "gateway", serveArgs([]string{"--db", filepath.Join(ro.Dir, "rate.db")}, simSrv.url)...)
 	if err != nil {
 		return nil, err
 	}

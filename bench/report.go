@@ -18,6 +18,9 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		mode = "streaming (SSE)"
 	}
 	fmt.Fprintf(w, "## HTTP, %s, %d connections, %s per scenario, %s, zero-latency sim, each server its own process\n\n", r.API.label(), r.Conns, r.Duration, mode)
+	if r.Stores != "" {
+		fmt.Fprintf(w, "Gateways' stores: %s.\n\n", r.Stores)
+	}
 	fmt.Fprintf(w, "| scenario | body | requests/s | errors | server CPU / request |\n|---|---|---:|---:|---:|\n")
 	for _, b := range r.Bodies {
 		for _, sc := range scenarios {

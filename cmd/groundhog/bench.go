@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -39,13 +40,19 @@ were answered, and each request's latency counted from its scheduled start (a
 stall is charged to every request due during it). It prints p50 and p99 of a
 miss, a hit, an idempotent miss and a miss with prompt-cache diagnosis and
 breakpoint injection, and what each adds over the simulated provider called
-directly at the same rate (measured just before it), for the first --body.`,
+directly at the same rate (measured just before it), for the first --body.
+
+The gateways run on a SQLite file each unless --db names a PostgreSQL
+database and --cache a Redis, as replicas in production do.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Log = cmd.ErrOrStderr()
 			var err error
 			if o.API, err = bench.ParseAPI(api); err != nil {
 				return err
+			}
+			if rate > 0 && (o.Database != "" || o.Redis != "") {
+				return fmt.Errorf("--db and --cache apply to the throughput run, not to --rate")
 			}
 			if rate > 0 {
 				// The load generator's own collections would hold back requests
@@ -84,6 +91,8 @@ directly at the same rate (measured just before it), for the first --body.`,
 	fs.BoolVar(&o.Micro, "micro", true, "measure the in-process figures (fingerprint ÷ sha256, analyze ÷ line reading and ÷ its own floor: line reading + one fingerprint per line)")
 	fs.IntVar(&rate, "rate", 0, "open-loop load at this many requests a second (latency from each request's scheduled start) instead of the closed-loop throughput run; see above")
 	fs.IntVar(&o.AnalyzeLines, "analyze-lines", 200_000, "lines of the request log of the analyze figure")
+	fs.StringVar(&o.Database, "db", "", "run every gateway on this PostgreSQL database (a postgres:// URL), each in a schema of its own, dropped at the end (default: a SQLite file each)")
+	fs.StringVar(&o.Redis, "cache", "", "give every gateway's cache this Redis tier (a redis:// URL), each under a key prefix of its own, deleted at the end")
 	rootCmd.AddCommand(cmd)
 
 	// bench-proxy is the baseline: a bare reverse proxy, nothing else.
