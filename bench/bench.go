@@ -78,6 +78,17 @@ type Result struct {
 	Seconds   float64
 	CPU       time.Duration // CPU time of the server under test over the measured interval
 	CPUPerReq time.Duration // CPU / Requests
+	// StoreCPU is the CPU time of the local PostgreSQL and Redis servers
+	// over the measured interval, when the gateway runs on them (stores.cpu).
+	StoreCPU time.Duration
+}
+
+// StorePerReq is StoreCPU / Requests.
+func (r Result) StorePerReq() time.Duration {
+	if r.Requests == 0 {
+		return 0
+	}
+	return r.StoreCPU / time.Duration(r.Requests)
 }
 
 // RPS is requests per second.
@@ -100,6 +111,9 @@ type Report struct {
 	API         API
 	Profile     string
 	Stores      string // the gateways' stores
+	// StoresMeasured: the gateways' PostgreSQL or Redis run on this
+	// machine, and the report shows their CPU a request.
+	StoresMeasured bool
 }
 
 // BodyInfo describes one measured request body.
@@ -120,6 +134,9 @@ type server struct {
 	// children: the server's work is done by child processes (nginx's
 	// workers), whose CPU counts too.
 	children bool
+	// storeCPU, when set, reads the CPU time of the database and cache
+	// servers this server uses (stores.cpu), measured beside its own.
+	storeCPU func() time.Duration
 }
 
 func freeAddr() (string, error) {
@@ -147,7 +164,11 @@ func (o *Options) gateway(ctx context.Context, st *stores, name, sim string, ext
 	if err != nil {
 		return nil, err
 	}
-	return o.start(ctx, name, serveArgs(sa, sim, extra...)...)
+	s, err := o.start(ctx, name, serveArgs(sa, sim, extra...)...)
+	if err == nil && st.measured() {
+		s.storeCPU = st.cpu
+	}
+	return s, err
 }
 
 func (o *Options) start(ctx context.Context, name string, args ...string) (*server, error) {
@@ -335,6 +356,10 @@ func load(ctx context.Context, target *server, req request, conns int, d time.Du
 			}()
 		}
 	}
+	var store0 time.Duration
+	if target.storeCPU != nil {
+		store0 = target.storeCPU()
+	}
 	cpu0, err := target.cpu()
 	if err != nil {
 		return Result{}, err
@@ -361,11 +386,14 @@ func load(ctx context.Context, target *server, req request, conns int, d time.Du
 	if err != nil {
 		return Result{}, err
 	}
+	r := Result{Requests: n.Load(), Errors: errs.Load(), Seconds: elapsed, CPU: cpu1 - cpu0}
+	if target.storeCPU != nil {
+		r.StoreCPU = target.storeCPU() - store0
+	}
 	profWG.Wait()
 	if profErr != nil {
 		return Result{}, fmt.Errorf("profile: %w", profErr)
 	}
-	r := Result{Requests: n.Load(), Errors: errs.Load(), Seconds: elapsed, CPU: cpu1 - cpu0}
 	if r.Requests > 0 {
 		r.CPUPerReq = (cpu1 - cpu0) / time.Duration(r.Requests)
 	}
@@ -531,7 +559,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer dbs.close()
-	rep.Stores = dbs.label()
+	rep.Stores, rep.StoresMeasured = dbs.label(), dbs.measured()
 	simSrv, err := o.start(ctx, "sim", "sim")
 	if err != nil {
 		return nil, err
@@ -708,6 +736,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			acc.Errors += r.Errors
 			acc.Seconds += r.Seconds
 			acc.CPU += r.CPU
+			acc.StoreCPU += r.StoreCPU
 			if acc.Requests > 0 {
 				acc.CPUPerReq = acc.CPU / time.Duration(acc.Requests)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 )
 
 // scenarios is the order of the raw table.
@@ -21,15 +22,30 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	if r.Stores != "" {
 		fmt.Fprintf(w, "Gateways' stores: %s.\n\n", r.Stores)
 	}
-	fmt.Fprintf(w, "| scenario | body | requests/s | errors | server CPU / request |\n|---|---|---:|---:|---:|\n")
+	if r.StoresMeasured {
+		fmt.Fprintf(w, "| scenario | body | requests/s | errors | server CPU / request | its stores' CPU / request |\n|---|---|---:|---:|---:|---:|\n")
+	} else {
+		fmt.Fprintf(w, "| scenario | body | requests/s | errors | server CPU / request |\n|---|---|---:|---:|---:|\n")
+	}
 	for _, b := range r.Bodies {
 		for _, sc := range scenarios {
 			res, ok := r.Results[sc+"/"+b.Label]
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %s (%d B, %d msgs) | %.0f | %d | %.1f µs |\n", sc, b.Label, b.Bytes, b.Messages, res.RPS(), res.Errors, float64(res.CPUPerReq)/1e3)
+			fmt.Fprintf(w, "| %s | %s (%d B, %d msgs) | %.0f | %d | %.1f µs |", sc, b.Label, b.Bytes, b.Messages, res.RPS(), res.Errors, float64(res.CPUPerReq)/1e3)
+			switch {
+			case !r.StoresMeasured:
+			case strings.HasPrefix(sc, "gateway-"):
+				fmt.Fprintf(w, " %.1f µs |", float64(res.StorePerReq())/1e3)
+			default:
+				fmt.Fprintf(w, " — |")
+			}
+			fmt.Fprintln(w)
 		}
+	}
+	if r.StoresMeasured {
+		fmt.Fprintf(w, "\nThe stores' CPU is that of every local PostgreSQL and Redis server process over the scenario, whatever else they served meanwhile.\n")
 	}
 
 	fmt.Fprintf(w, "\n## Figures (same-run ratios)\n\n| figure | measured | raw | goal |\n|---|---:|---|---|\n")

@@ -76,3 +76,31 @@ func TestReportFloorAgainstNginx(t *testing.T) {
 		}
 	}
 }
+
+// When the gateways run on local PostgreSQL or Redis servers, the raw table
+// shows those servers' CPU a request beside each gateway's, and a dash for
+// the baselines, which use no store.
+func TestReportStoresCPU(t *testing.T) {
+	body := BodyInfo{Label: "1KB", Kind: "small", Bytes: 1775, Messages: 5}
+	r := &Report{Bodies: []BodyInfo{body}, Results: map[string]Result{
+		"proxy-miss/1KB":        {Requests: 1000, Seconds: 1, CPU: 200 * time.Millisecond, CPUPerReq: 200 * time.Microsecond},
+		"gateway-hit-store/1KB": {Requests: 1000, Seconds: 1, CPU: 90 * time.Millisecond, CPUPerReq: 90 * time.Microsecond, StoreCPU: 45 * time.Millisecond},
+	}, Stores: "PostgreSQL (a schema per gateway)"}
+	var b strings.Builder
+	r.WriteMarkdown(&b)
+	if strings.Contains(b.String(), "stores' CPU") {
+		t.Errorf("a stores' CPU column for stores not measured:\n%s", b.String())
+	}
+	r.StoresMeasured = true
+	b.Reset()
+	r.WriteMarkdown(&b)
+	for _, want := range []string{
+		"Gateways' stores: PostgreSQL (a schema per gateway).",
+		"| gateway-hit-store | 1KB (1775 B, 5 msgs) | 1000 | 0 | 90.0 µs | 45.0 µs |",
+		"| proxy-miss | 1KB (1775 B, 5 msgs) | 1000 | 0 | 200.0 µs | — |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks\n%s\n---\n%s", want, b.String())
+		}
+	}
+}

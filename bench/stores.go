@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,6 +96,51 @@ func (st *stores) args(ctx context.Context, name string) ([]string, error) {
 		args = append(args, "--cache", st.o.Redis, "--redis-prefix", p)
 	}
 	return args, nil
+}
+
+// storeProcs are the command names of the local servers whose CPU counts
+// as the stores' (procCPU), by what the run uses.
+func (st *stores) storeProcs() []string {
+	var names []string
+	if st.pg != nil {
+		names = append(names, "postgres")
+	}
+	if st.rdb != nil {
+		names = append(names, "redis-server")
+	}
+	return names
+}
+
+// measured reports whether the run uses PostgreSQL or Redis servers that
+// run on this machine, whose CPU the report can then show.
+func (st *stores) measured() bool {
+	return len(st.storeProcs()) > 0 && st.cpu() > 0
+}
+
+// cpu returns the CPU time of every local process of the stores in use:
+// the PostgreSQL server's backends and its own workers, Redis. Other work
+// those servers do meanwhile counts too.
+func (st *stores) cpu() time.Duration {
+	want := st.storeProcs()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil || !slices.Contains(want, strings.TrimSpace(string(comm))) {
+			continue
+		}
+		if d, err := procCPU(pid); err == nil {
+			total += d
+		}
+	}
+	return total
 }
 
 // close drops the schemas and deletes the keys the run made.
