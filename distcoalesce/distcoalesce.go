@@ -165,6 +165,9 @@ func (g *Group) claimKey(tenant, hash string) string {
 // Lead coordinates the call (tenant, hash) with the other replicas.
 //
 // lookup reads the shared cache for the call's result (nil when absent).
+// Lead returns a nil entry only after lookup missed: once the call holds
+// the claim, or, when Lead cannot coordinate (Redis degraded or failing),
+// just before it returns. The caller need not look again.
 // Lead returns either a non-nil entry — another replica's flight stored it
 // or streamed it whole: serve it and do not call upstream — or a nil entry
 // and lead: run the call, store its result in the shared cache, then call
@@ -198,7 +201,7 @@ func (g *Group) claimKey(tenant, hash string) string {
 // before: a cache hit).
 func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(context.Context) *groundhog.CacheEntry, relay coalesce.Tap, lost func(token string, claimed time.Time)) (e *groundhog.CacheEntry, followed bool, lead coalesce.Sink, err error) {
 	if g.o.Degraded != nil && g.o.Degraded() {
-		return nil, false, nopSink{}, nil
+		return g.lookThenRun(ctx, lookup, false)
 	}
 	key := g.claimKey(tenant, hash)
 	topic := wake.Topic("f", tenant, hash)
@@ -224,7 +227,7 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 		ok, err := g.o.Client.SetNX(ctx, key, token, g.o.Lease).Result()
 		if err != nil {
 			g.uncoordinated(ctx, err)
-			return run()
+			return g.lookThenRun(ctx, lookup, lv.started)
 		}
 		if ok {
 			if seen != "" {
@@ -265,7 +268,7 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			return nil
 		}); err != nil && !errors.Is(err, goredis.Nil) {
 			g.uncoordinated(ctx, err)
-			return run()
+			return g.lookThenRun(ctx, lookup, lv.started)
 		}
 		if h := holder.Val(); h != "" {
 			seen = h
@@ -306,6 +309,20 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			return e, true, nopSink{}, nil
 		}
 	}
+}
+
+// lookThenRun is Lead's answer when it cannot coordinate the call: the
+// entry if lookup finds one now, else run the call (or ErrLeaderLost once
+// part of another replica's stream was relayed). The caller does not look
+// again (gateway.Flights): this is its second look.
+func (g *Group) lookThenRun(ctx context.Context, lookup func(context.Context) *groundhog.CacheEntry, relayed bool) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
+	if e := lookup(ctx); e != nil {
+		return e, false, nopSink{}, nil
+	}
+	if relayed {
+		return nil, false, nopSink{}, ErrLeaderLost
+	}
+	return nil, false, nopSink{}, nil
 }
 
 // reportLost reports the claim token, seen held before this call claimed

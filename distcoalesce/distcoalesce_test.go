@@ -11,6 +11,7 @@ import (
 	"github.com/groundhog-ai/groundhog/distcoalesce"
 	"github.com/groundhog-ai/groundhog/redis"
 	"github.com/groundhog-ai/groundhog/storetest"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 var ctx = context.Background()
@@ -299,5 +300,37 @@ func TestReleasedClaimIsNotReportedLost(t *testing.T) {
 	}
 	if len(l.tokens) != 0 || b.g.Stats().TookOver != 1 {
 		t.Errorf("lost reports %v, took over %d; want none after a release, and the takeover", l.tokens, b.g.Stats().TookOver)
+	}
+}
+
+// Lead makes the call's second look before paying even where it cannot
+// coordinate it: with Redis marked degraded, and with Redis unreachable.
+// An entry found then is served; none found, the call runs uncoordinated.
+func TestUncoordinatedLeadStillLooks(t *testing.T) {
+	rs := replicas(t, 1, distcoalesce.Options{Lease: time.Minute})
+	down := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer down.Close()
+	for _, tc := range []struct {
+		name string
+		o    distcoalesce.Options
+	}{
+		{"degraded", distcoalesce.Options{Client: rs[0].db.Client(), Waker: rs[0].db, Lease: time.Minute, Degraded: func() bool { return true }}},
+		{"unreachable", distcoalesce.Options{Client: down, Waker: rs[0].db, Lease: time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := distcoalesce.New(tc.o)
+			stored := result("acme", "sha256:u", `{"n":1}`)
+			looks := 0
+			e, _, s, err := g.Lead(ctx, "acme", "sha256:u", func(context.Context) *groundhog.CacheEntry { looks++; return stored }, nil, nil)
+			if err != nil || e != stored || looks != 1 {
+				t.Fatalf("with an entry stored: entry %v, err %v, %d looks; want the entry after one look", e, err, looks)
+			}
+			s.End(nil)
+			e, _, s, err = g.Lead(ctx, "acme", "sha256:u", func(context.Context) *groundhog.CacheEntry { looks++; return nil }, nil, nil)
+			if err != nil || e != nil || s == nil || looks != 2 {
+				t.Fatalf("with none: entry %v, lead %v, err %v, %d looks; want a lead after one more look", e, s, err, looks)
+			}
+			s.End(nil)
+		})
 	}
 }

@@ -39,3 +39,26 @@ func TestCachedMissReadsTheStoreOnce(t *testing.T) {
 		t.Errorf("the store was read %d times for a miss and its hit, want 1", n)
 	}
 }
+
+// A cached miss coordinated across replicas looks in the shared store
+// twice: once before it joins a flight, and once in Flights.Lead after the
+// flight's claim is held. The gateway's own second look before paying
+// would come between the two and find nothing the later one cannot, so it
+// is not made. A look-up Lead finds is served as a hit (Lead's second look
+// is held by TestFlightsLookupAfterTheClaimServesAHit).
+func TestCachedMissAcrossReplicasLooksTwice(t *testing.T) {
+	st := &readCountingStore{}
+	o := &otherReplicas{}
+	h := newHarness(t, withFlights(o), withCacheStore(func(s groundhog.CacheStore) groundhog.CacheStore { st.CacheStore = s; return st }))
+	o.store = func(context.Context, string, string) bool { return true }
+	hdr := map[string]string{"Groundhog-Cache": "use"}
+	for i, want := range []string{"miss", "hit"} {
+		res, body := h.post("/v1/chat/completions", `{"model":"sim-small","messages":[{"role":"user","content":"look twice"}]}`, hdr)
+		if res.StatusCode != 200 || res.Header.Get("Groundhog-Cache") != want {
+			t.Fatalf("call %d: status %d, Groundhog-Cache %q, want %q: %s", i+1, res.StatusCode, res.Header.Get("Groundhog-Cache"), want, body)
+		}
+	}
+	if n := st.reads.Load(); n != 2 {
+		t.Errorf("the shared store was read %d times for a miss across replicas and its hit from memory, want 2", n)
+	}
+}

@@ -11,8 +11,11 @@ import (
 
 // Flights coordinates identical cacheable calls across replicas; package
 // distcoalesce implements it. The gateway calls Lead from the in-process
-// leader of a cache-using call after its second cache look-up missed, just
-// before paying for the upstream call.
+// leader of a cache-using call after its first cache look-up missed, just
+// before paying for the upstream call. Lead makes the second look: a nil
+// entry with a lead means lookup missed after this call held the flight's
+// claim, or, where Lead does not coordinate (Redis unreachable), just
+// before it returns. The gateway then does not look again itself.
 //
 // Lead returns a non-nil entry when another replica's flight stored the
 // result meanwhile, or streamed it whole to relay (the call is then served
@@ -52,7 +55,7 @@ type FlightClaim interface {
 // as coalesced when it followed that flight, else as a cache hit), or nil
 // and the Sink that taps pub and receives the call's result once stored.
 func (s *Server) leadAcross(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, coalesce.Sink, error) {
-	if s.opts.Flights == nil || c.policy != policyUse || c.noStore {
+	if !s.leadsAcross(c) {
 		return nil, noSink{}, nil
 	}
 	t0 := s.clock.Now()
@@ -92,6 +95,12 @@ func (s *Server) leadAcross(ctx context.Context, c *call, pub *coalesce.Publishe
 		pub.Event(ev)
 	}
 	return &resp, noSink{}, nil
+}
+
+// leadsAcross reports whether c's flight is coordinated across replicas
+// (Flights): a cache-using call whose answer may be stored.
+func (s *Server) leadsAcross(c *call) bool {
+	return s.opts.Flights != nil && c.policy == policyUse && !c.noStore
 }
 
 // relayTap publishes another replica's stream to c's flight as it arrives:

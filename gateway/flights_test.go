@@ -38,6 +38,10 @@ func (o *otherReplicas) Lead(ctx context.Context, tenant, hash string, lookup fu
 		e.Tenant, e.RequestHash = tenant, hash
 		return &e, o.followed, endFunc(nil), nil
 	}
+	// The second look is Lead's (gateway.Flights): after the claim.
+	if e := lookup(ctx); e != nil {
+		return e, false, endFunc(nil), nil
+	}
 	return nil, false, endFunc(func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -298,5 +302,41 @@ func TestFlightsLostClaimIsBookedOnce(t *testing.T) {
 	}
 	if b := h.bill(); priced != 3 || unknown != 1 || b.Calls != 3 {
 		t.Errorf("ledger: %d priced attempts and %d at an unknown cost, the sim billed %d; want 3, 1 (the dead claim's only) and 3", priced, unknown, b.Calls)
+	}
+}
+
+// Across replicas the second look before paying is Flights.Lead's, made
+// once the call holds the flight's claim. A call whose first look was held
+// while an identical call paid and stored is served that answer by it: one
+// provider call, one upstream row, and the late call a hit at no cost.
+func TestFlightsLookupAfterTheClaimServesAHit(t *testing.T) {
+	bs := &blockingStore{entered: make(chan struct{}), release: make(chan struct{})}
+	o := &otherReplicas{}
+	h := newHarness(t, withFlights(o), withCacheStore(func(s groundhog.CacheStore) groundhog.CacheStore { bs.CacheStore = s; return bs }))
+	o.store = func(context.Context, string, string) bool { return true }
+	hdr := map[string]string{"Groundhog-Cache": "use"}
+	var wg sync.WaitGroup
+	var late *http.Response
+	wg.Add(1)
+	go func() { defer wg.Done(); late, _ = h.post("/v1/chat/completions", flightBody, hdr) }()
+	<-bs.entered
+	first, _ := h.post("/v1/chat/completions", flightBody, hdr) // leads, pays, stores
+	close(bs.release)
+	wg.Wait()
+	if first.Header.Get("Groundhog-Cache") != "miss" || late.Header.Get("Groundhog-Cache") != "hit" || late.Header.Get("Groundhog-Cost-USD") != "0.000000" {
+		t.Fatalf("first: %s; late: %s at %s; want miss, then hit at 0.000000", first.Header.Get("Groundhog-Cache"),
+			late.Header.Get("Groundhog-Cache"), late.Header.Get("Groundhog-Cost-USD"))
+	}
+	if b := h.bill(); b.Calls != 1 {
+		t.Errorf("the sim billed %d calls, want 1", b.Calls)
+	}
+	upstream := 0
+	for _, row := range h.ledgerRows() {
+		if row.Outcome == groundhog.OutcomeUpstream {
+			upstream++
+		}
+	}
+	if upstream != 1 {
+		t.Errorf("%d upstream rows, want 1", upstream)
 	}
 }

@@ -139,7 +139,7 @@ func (s *Server) upstreamEnded(c *call) {
 // both are kept small (design record 0021), and the rest of the call is done
 // by functions that return before the wait, their state in an exchange.
 func (s *Server) callUpstream(ctx context.Context, c *call, pub *coalesce.Publisher) (*groundhog.Response, error) {
-	if c.policy == policyUse {
+	if c.policy == policyUse && !s.leadsAcross(c) {
 		if resp := s.recheckCache(ctx, c, pub); resp != nil {
 			return resp, nil
 		}
@@ -193,7 +193,9 @@ func (x *exchange) answerKind() int {
 
 // recheckCache answers a flight from the cache when a flight that just
 // ended filled it between this call's lookup and its becoming leader: look
-// once more before paying. It returns nil when the cache has no entry.
+// once more before paying. It returns nil when the cache has no entry. A
+// call that leads across replicas (leadsAcross) skips it: Flights.Lead
+// looks once more after its claim, later than this look would.
 //
 // With a store this process alone writes (cache.Options.OwnStore), such an
 // entry can only come from this process's own writes: when none began in
