@@ -144,6 +144,18 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
+// releasePublishScript is releaseScript followed by the wake-up of the
+// flight's waiters: the topic ARGV[4] published on the channel ARGV[3], as
+// the Waker's Publish sends it.
+var releasePublishScript = goredis.NewScript(`
+redis.call('SET', KEYS[2], 'ended', 'PX', ARGV[2])
+local n = 0
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  n = redis.call('DEL', KEYS[1])
+end
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return n`)
+
 // endKey marks the end of the claim (claim key key, token token): "ended"
 // when its holder released it, "lost" when a waiter found it gone without
 // a release and reported it (SET NX: one waiter only).
@@ -414,8 +426,27 @@ func (g *Group) hold(key, token, topic string) func() {
 func (g *Group) release(key, token, topic string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := releaseScript.Run(ctx, g.o.Client, []string{key, g.endKey(key, token)}, token, g.endTTL().Milliseconds()).Err(); err != nil {
+	keys := []string{key, g.endKey(key, token)}
+	if w, ok := g.o.Waker.(channelWaker); ok {
+		if ch, ok := w.PublishChannel(g.o.Client); ok {
+			// The wake-up rides in the script: one round trip.
+			err := releasePublishScript.Run(ctx, g.o.Client, keys, token, g.endTTL().Milliseconds(), ch, topic).Err()
+			if err == nil {
+				return
+			}
+			g.o.Logger.Warn("distcoalesce: release claim", "err", err)
+			g.o.Waker.Publish(topic)
+			return
+		}
+	}
+	if err := releaseScript.Run(ctx, g.o.Client, keys, token, g.endTTL().Milliseconds()).Err(); err != nil {
 		g.o.Logger.Warn("distcoalesce: release claim", "err", err)
 	}
 	g.o.Waker.Publish(topic)
+}
+
+// channelWaker is a Waker that publishes its wake-ups on a channel of the
+// Group's own Redis (redis.DB): release then publishes in its script.
+type channelWaker interface {
+	PublishChannel(c *goredis.Client) (channel string, ok bool)
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/distcoalesce"
 	"github.com/groundhog-ai/groundhog/redis"
+	"github.com/groundhog-ai/groundhog/internal/wake"
 	"github.com/groundhog-ai/groundhog/storetest"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -332,5 +334,41 @@ func TestUncoordinatedLeadStillLooks(t *testing.T) {
 			}
 			s.End(nil)
 		})
+	}
+}
+
+// commandCount counts the commands a Redis client sends, each command of a
+// pipeline included.
+type commandCount struct{ n atomic.Int64 }
+
+func (c *commandCount) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (c *commandCount) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+func (c *commandCount) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+}
+
+// A flight's end releases its claim and wakes the waiters of every replica
+// in one command: the wake-up is published by the release's script, on the
+// channel the replicas listen on.
+func TestFlightEndIsOneCommand(t *testing.T) {
+	rs := replicas(t, 1, distcoalesce.Options{Lease: time.Minute})
+	a := rs[0]
+	count := &commandCount{}
+	a.db.Client().AddHook(count)
+	_, _, done := lead(a, "acme", "sha256:warm")
+	done() // loads the script
+	_, _, done = lead(a, "acme", "sha256:w")
+	woken := a.db.Wake(ctx, wake.Topic("f", "acme", "sha256:w"))
+	before := count.n.Load()
+	done()
+	if n := count.n.Load() - before; n != 1 {
+		t.Errorf("the flight's end sent %d commands, want 1", n)
+	}
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the flight's end woke no waiter")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // wakeChannel is the one pub/sub channel of every wake-up: a message is a
@@ -35,6 +37,14 @@ func (db *DB) deliver() {
 			db.hub.Deliver(m.Payload)
 		}
 	}()
+}
+
+// PublishChannel returns the channel Publish sends its topics on, for a
+// caller that publishes a topic itself in a script or transaction of its
+// own on c; ok is false when c is not this store's client, or while Redis
+// is degraded (Publish then wakes this process's waiters without Redis).
+func (db *DB) PublishChannel(c *goredis.Client) (channel string, ok bool) {
+	return db.wakeChannel(), c == db.rdb && !db.Degraded()
 }
 
 // Publish wakes the waiters of topic in every process subscribed to this
