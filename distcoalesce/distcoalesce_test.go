@@ -10,8 +10,8 @@ import (
 
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/distcoalesce"
-	"github.com/groundhog-ai/groundhog/redis"
 	"github.com/groundhog-ai/groundhog/internal/wake"
+	"github.com/groundhog-ai/groundhog/redis"
 	"github.com/groundhog-ai/groundhog/storetest"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -346,7 +346,10 @@ func (c *commandCount) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook
 	return func(ctx context.Context, cmd goredis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
 }
 func (c *commandCount) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
 }
 
 // A flight's end releases its claim and wakes the waiters of every replica
