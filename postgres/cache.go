@@ -68,7 +68,7 @@ func (db *DB) PutCache(ctx context.Context, e *groundhog.CacheEntry) error {
 	}
 	args := append([]any{e.Tenant, e.RequestHash, string(e.Shape)}, respArgs(&e.Response)...)
 	args = append(args, ns(e.CreatedAt), ns(e.ExpiresAt))
-	if _, err := db.pool.Exec(ctx, qPutCache, args...); err != nil {
+	if _, err := db.groupExec(ctx, "c\x00"+e.Tenant+"\x00"+e.RequestHash, qPutCache, args...); err != nil {
 		return mapErr(fmt.Errorf("postgres: put cache: %w", err))
 	}
 	return nil

@@ -119,11 +119,15 @@ func (db *DB) beginOnce(ctx context.Context, p groundhog.BeginParams) (op *groun
 		Status: groundhog.StatusRunning, LeaseOwner: p.Owner, LeaseExpiresAt: leaseUntil,
 		FencingToken: 1, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(p.Retention),
 	}
-	var inserted bool
-	cur, err := scanOperation(db.pool.QueryRow(ctx, qClaimOrRead,
-		fresh.ID, fresh.Tenant, fresh.Key, fresh.RequestHash, string(fresh.Status),
-		fresh.LeaseOwner, ns(fresh.LeaseExpiresAt), fresh.FencingToken, int32(fresh.Attempts), ns(now), ns(now), ns(fresh.ExpiresAt)),
-		&inserted)
+	var (
+		inserted bool
+		cur      *groundhog.Operation
+	)
+	err = db.groupQueryRow(ctx, "o\x00"+p.Tenant+"\x00"+p.Key, qClaimOrRead, func(row pgx.Row) (err error) {
+		cur, err = scanOperation(row, &inserted)
+		return err
+	}, fresh.ID, fresh.Tenant, fresh.Key, fresh.RequestHash, string(fresh.Status),
+		fresh.LeaseOwner, ns(fresh.LeaseExpiresAt), fresh.FencingToken, int32(fresh.Attempts), ns(now), ns(now), ns(fresh.ExpiresAt))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, "", errVanished
 	}
@@ -329,7 +333,7 @@ func (db *DB) fenced(ctx context.Context, what, tenant, id string, token int64, 
 		q = "WITH u AS (" + q + " RETURNING tenant, idem_key) SELECT pg_notify('" + wakeChannel +
 			"', 'i:' || octet_length(tenant) || '.' || tenant || ':' || idem_key) FROM u"
 	}
-	tag, err := db.pool.Exec(ctx, q, append(vals, tenant, id, token)...)
+	tag, err := db.groupExec(ctx, "o\x00"+tenant+"\x00"+id, q, append(vals, tenant, id, token)...)
 	if err != nil {
 		return mapErr(fmt.Errorf("postgres: %s operation: %w", what, err))
 	}

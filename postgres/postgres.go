@@ -70,6 +70,9 @@ type DB struct {
 	// notifyIdem: Complete, Fail and Release also send the operation's
 	// wake-up, in their own statement (see Waker.IdemNotifier).
 	notifyIdem atomic.Bool
+	// group commits concurrent cache and operation writes together
+	// (group.go).
+	group group
 }
 
 var (

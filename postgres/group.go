@@ -1,0 +1,204 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// group commits the single-statement writes of concurrent callers — cache
+// entries, claims of new idempotency keys, and the fenced writes of
+// operation records — in one transaction, one round trip and one commit
+// for all of them, where each would otherwise take its own. Each caller
+// still returns only once the COMMIT that holds its statement is done, so
+// a write is exactly as durable as before.
+//
+// At most one batch runs at a time. A caller that finds none running
+// yields once (runtime.Gosched: the handlers about to write get to queue
+// behind it), takes every write queued so far, its own included, and runs
+// them as one pipelined batch: PostgreSQL runs the statements of a
+// pipeline up to its Sync as one implicit transaction. If more writes
+// queued meanwhile it hands the lead to the oldest of them before
+// returning. A lone write runs alone, exactly as before.
+//
+// The statements of a batch run in the order of their rows' keys, so two
+// replicas' batches lock rows in the same order and never wait on each
+// other in a cycle. If the server refuses any statement, nothing of the
+// batch is committed and every write runs again on its own, so each caller
+// gets its own statement's answer, never a neighbour's error. A batch that
+// fails otherwise (the connection lost: its commit is unknown) gives every
+// caller that error, as its own statement would have.
+type group struct {
+	mu    sync.Mutex
+	queue []*write
+	spare []*write
+	busy  bool
+
+	writes, commits atomic.Int64 // statements run, transactions they took
+}
+
+// write is one statement waiting for its batch.
+type write struct {
+	ctx  context.Context
+	key  string // the row it writes: the batch's order
+	q    string
+	args []any
+	row  func(pgx.Row) error // set: a statement returning one row, scanned by row; else Exec
+	tag  pgconn.CommandTag
+	err  error
+	lead bool          // set before done is signalled: run the next batch
+	done chan struct{} // buffered (1): the batch committed, or lead
+}
+
+var writePool = sync.Pool{New: func() any { return &write{done: make(chan struct{}, 1)} }}
+
+// groupExec runs the write q (one statement, writing the row named key) in
+// a group commit and returns its command tag.
+func (db *DB) groupExec(ctx context.Context, key, q string, args ...any) (pgconn.CommandTag, error) {
+	w := writePool.Get().(*write)
+	w.ctx, w.key, w.q, w.args = ctx, key, q, args
+	db.group.run(db, w)
+	tag, err := w.tag, w.err
+	*w = write{done: w.done}
+	writePool.Put(w)
+	return tag, err
+}
+
+// groupQueryRow runs the write q, which returns one row, in a group commit,
+// and scans that row with scan (which must not keep it). The error is
+// scan's, or the statement's.
+func (db *DB) groupQueryRow(ctx context.Context, key, q string, scan func(pgx.Row) error, args ...any) error {
+	w := writePool.Get().(*write)
+	w.ctx, w.key, w.q, w.args, w.row = ctx, key, q, args, scan
+	db.group.run(db, w)
+	err := w.err
+	*w = write{done: w.done}
+	writePool.Put(w)
+	return err
+}
+
+// GroupStats returns how many writes went through the group commit and how
+// many transactions they took.
+func (db *DB) GroupStats() (writes, commits int64) {
+	return db.group.writes.Load(), db.group.commits.Load()
+}
+
+func (g *group) run(db *DB, w *write) {
+	g.mu.Lock()
+	g.queue = append(g.queue, w)
+	if g.busy {
+		g.mu.Unlock()
+		<-w.done
+		if !w.lead {
+			return
+		}
+		g.mu.Lock() // lead: the queue holds w and whatever came after it
+	}
+	if !g.busy {
+		g.busy = true
+		g.mu.Unlock()
+		runtime.Gosched()
+		g.mu.Lock()
+	}
+	batch := g.queue
+	g.queue = g.spare[:0]
+	g.mu.Unlock()
+
+	db.runBatch(w, batch)
+
+	g.mu.Lock()
+	clear(batch)
+	g.spare = batch
+	if len(g.queue) > 0 {
+		next := g.queue[0]
+		next.lead = true
+		next.done <- struct{}{}
+	} else {
+		g.busy = false
+	}
+	g.mu.Unlock()
+}
+
+// runBatch runs batch and signals every write in it but self, the caller.
+func (db *DB) runBatch(self *write, batch []*write) {
+	defer func() {
+		for _, w := range batch {
+			if w != self {
+				w.done <- struct{}{}
+			}
+		}
+	}()
+	db.group.writes.Add(int64(len(batch)))
+	if len(batch) == 1 || !db.runPipelined(batch) {
+		for _, w := range batch {
+			db.runAlone(w)
+		}
+		db.group.commits.Add(int64(len(batch)))
+		return
+	}
+	db.group.commits.Add(1)
+}
+
+func (db *DB) runAlone(w *write) {
+	if w.row != nil {
+		w.err = w.row(db.pool.QueryRow(w.ctx, w.q, w.args...))
+		return
+	}
+	w.tag, w.err = db.pool.Exec(w.ctx, w.q, w.args...)
+}
+
+// runPipelined runs batch as one pipeline, one implicit transaction. It
+// returns false when the server refused a statement: nothing was
+// committed, and the writes are to run again on their own. Any other
+// failure is every write's error.
+func (db *DB) runPipelined(batch []*write) bool {
+	// Not any one caller's context: a caller that gives up must not roll
+	// back its neighbours' writes. The server's statement_timeout bounds it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	slices.SortStableFunc(batch, func(a, b *write) int { return strings.Compare(a.key, b.key) })
+	var b pgx.Batch
+	for _, w := range batch {
+		q := b.Queue(w.q, w.args...)
+		if w.row != nil {
+			q.QueryRow(func(row pgx.Row) error {
+				w.err = w.row(row) // never the batch's error: the others' results still follow
+				return nil
+			})
+		} else {
+			q.Exec(func(tag pgconn.CommandTag) error {
+				w.tag = tag
+				return nil
+			})
+		}
+	}
+	err := db.pool.SendBatch(ctx, &b).Close()
+	if err == nil {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && !commitUnknown(pgErr) {
+		for _, w := range batch {
+			w.tag, w.err = pgconn.CommandTag{}, nil
+		}
+		return false
+	}
+	for _, w := range batch {
+		w.tag, w.err = pgconn.CommandTag{}, err
+	}
+	return true
+}
+
+// commitUnknown reports whether the server's error may have come after the
+// batch committed: the connection or the server went away.
+func commitUnknown(e *pgconn.PgError) bool {
+	return strings.HasPrefix(e.Code, "08") || strings.HasPrefix(e.Code, "57P") || strings.HasPrefix(e.Code, "58")
+}

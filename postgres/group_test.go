@@ -1,0 +1,166 @@
+package postgres
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/groundhog-ai/groundhog"
+)
+
+// holdGroup makes db's group commit look busy, so that writes queue up
+// behind it, and returns the function that hands the lead to the oldest
+// queued write once n writes wait: they then run as one batch.
+func holdGroup(t *testing.T, db *DB) (release func(n int)) {
+	g := &db.group
+	g.mu.Lock()
+	g.busy = true
+	g.mu.Unlock()
+	return func(n int) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			g.mu.Lock()
+			if len(g.queue) == n {
+				next := g.queue[0]
+				next.lead = true
+				next.done <- struct{}{}
+				g.mu.Unlock()
+				return
+			}
+			g.mu.Unlock()
+			if time.Now().After(deadline) {
+				t.Fatalf("%d writes queued, want %d", len(g.queue), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+func cacheEntryN(i int) *groundhog.CacheEntry {
+	now := time.Now()
+	return &groundhog.CacheEntry{Tenant: "acme", RequestHash: fmt.Sprintf("sha256:%064d", i), Shape: groundhog.ShapeChat, CreatedAt: now,
+		Response: groundhog.Response{Status: 200, ContentType: "application/json", Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}}
+}
+
+// Writes that queue together commit together: one transaction for a
+// batch of cache entries, idempotency claims and completions, each caller
+// getting its own statement's answer, and everything readable after.
+func TestGroupCommitsConcurrentWrites(t *testing.T) {
+	db := openTest(t)
+	now := time.Now()
+	// Two operations to complete in the batch, claimed beforehand.
+	var done []*groundhog.Operation
+	for i := range 2 {
+		op, outcome, err := db.Begin(ctx, groundhog.BeginParams{Tenant: "acme", Key: fmt.Sprintf("done-%d", i), RequestHash: "h", Owner: "o", Lease: time.Minute, Retention: time.Hour, Now: now})
+		if err != nil || outcome != groundhog.BeginClaimed {
+			t.Fatalf("begin: %v %v", outcome, err)
+		}
+		done = append(done, op)
+	}
+	w0, c0 := db.GroupStats()
+	release := holdGroup(t, db)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 8 {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- db.PutCache(ctx, cacheEntryN(i)) }()
+	}
+	claimed := make(chan groundhog.BeginOutcome, 2)
+	for _, key := range []string{"new", "new"} { // the same new key twice: one claims, the other finds it running
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, outcome, err := db.Begin(ctx, groundhog.BeginParams{Tenant: "acme", Key: key, RequestHash: "h", Owner: "o", Lease: time.Minute, Retention: time.Hour, Now: now})
+			errs <- err
+			claimed <- outcome
+		}()
+	}
+	for _, op := range done {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- db.Complete(ctx, "acme", op.ID, op.FencingToken, &groundhog.Response{Status: 200, Body: []byte(`{}`)}, now)
+		}()
+	}
+	release(12)
+	wg.Wait()
+	close(errs)
+	close(claimed)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	outcomes := map[groundhog.BeginOutcome]int{}
+	for o := range claimed {
+		outcomes[o]++
+	}
+	if outcomes[groundhog.BeginClaimed] != 1 || outcomes[groundhog.BeginInProgress] != 1 {
+		t.Errorf("two claims of one new key: %v, want one claimed and one in progress", outcomes)
+	}
+	if w, c := db.GroupStats(); w-w0 != 12 || c-c0 != 1 {
+		t.Errorf("%d writes in %d transactions, want 12 in 1", w-w0, c-c0)
+	}
+	for i := range 8 {
+		e, err := db.GetCache(ctx, "acme", cacheEntryN(i).RequestHash, time.Now())
+		if err != nil || string(e.Response.Body) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Fatalf("entry %d: %v %v", i, e, err)
+		}
+	}
+	for _, op := range done {
+		got, err := db.GetOperation(ctx, "acme", op.ID)
+		if err != nil || got.Status != groundhog.StatusCompleted {
+			t.Fatalf("operation %s: %v %v, want completed", op.Key, got, err)
+		}
+	}
+}
+
+// A statement the server refuses fails only its own caller: the batch is
+// rolled back and each write runs again on its own. A fenced write whose
+// token moved on is told so, not committed.
+func TestGroupRefusedStatementFailsAlone(t *testing.T) {
+	db := openTest(t)
+	w0, c0 := db.GroupStats()
+	release := holdGroup(t, db)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 6 {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- db.PutCache(ctx, cacheEntryN(i)) }()
+	}
+	var bad error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, bad = db.groupExec(ctx, "x", "INSERT INTO no_such_table VALUES (1)")
+	}()
+	var stale error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		stale = db.Complete(ctx, "acme", "no-such-operation", 1, &groundhog.Response{Status: 200}, time.Now())
+	}()
+	release(8)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a good write failed beside a refused one: %v", err)
+		}
+	}
+	if bad == nil {
+		t.Error("the refused statement reported no error")
+	}
+	if groundhog.ErrorCode(stale) != groundhog.ENOTFOUND {
+		t.Errorf("complete of a missing operation: %v, want not found", stale)
+	}
+	if w, c := db.GroupStats(); w-w0 != 8 || c-c0 != 8 {
+		t.Errorf("%d writes in %d transactions, want 8 run again alone", w-w0, c-c0)
+	}
+	for i := range 6 {
+		if _, err := db.GetCache(ctx, "acme", cacheEntryN(i).RequestHash, time.Now()); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+}
