@@ -37,8 +37,8 @@ type Options struct {
 	// one serve opens. The Cache then knows what the store can hold. A
 	// look-up of a key it never wrote, nor found in the store when it
 	// opened, does not read the store (a Store that is a KeyLister: see
-	// keyFilter), and GetMarked and Unwritten tell a caller whether an
-	// entry can have appeared since its look-up. Another process writing the store
+	// keyFilter), and Unwritten tells a caller that no entry can have
+	// appeared since its look-up. Another process writing the store
 	// would go unseen: a look-up would miss its entries.
 	OwnStore bool
 }
@@ -195,7 +195,7 @@ func (c *Cache) GetMarked(ctx context.Context, tenant, hash string) (*groundhog.
 		started, promotable = s.begin()
 	}
 	var m Mark
-	if promotable && c.own {
+	if promotable {
 		// No writer of this stripe is running: one that finished wrote
 		// the store (and the key filter) before this look.
 		m = Mark{s: s, started: started}
@@ -309,19 +309,19 @@ func (c *Cache) Delete(ctx context.Context, tenant, hash string) error {
 }
 
 // A Mark is where this Cache's writes (Put and Delete) to one part of the
-// key space stood before a look-up read the store (GetMarked). Only a Cache
-// whose store no one else writes (Options.OwnStore) gives one: the zero
-// Mark, that of any other Cache, of one without a memory tier, or of a
-// look-up that began while a write to that part was running, is never
-// Unwritten.
+// key space stood before a look-up read the store (GetMarked). The zero
+// Mark, that of a Cache without a memory tier, or of a look-up that began
+// while a write to that part was running, is never Unwritten. A Mark sees
+// only this Cache's writes: on a store other processes write too (without
+// Options.OwnStore), theirs may have landed since.
 type Mark struct {
 	s       *writeStripe
 	started uint64
 }
 
 // Unwritten reports whether no Put or Delete of this Cache has begun in m's
-// part of the key space since m was taken: a look-up that found nothing
-// would still find nothing.
+// part of the key space since m was taken: with Options.OwnStore, a
+// look-up that found nothing would still find nothing.
 func (c *Cache) Unwritten(m Mark) bool { return m.s != nil && m.s.quiet(m.started) }
 
 // Stats returns the counters and the memory tier's current size.

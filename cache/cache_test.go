@@ -651,9 +651,9 @@ func BenchmarkGetMemoryHit(b *testing.B) {
 // The mark of a look-up that finds nothing stays unwritten until this Cache
 // writes to the key's part of the key space; a look-up that begins while a
 // write to that part is running gives a mark that is never unwritten (that
-// write may land after the look-up read the store); a memory hit, a cache
-// without a memory tier and a cache whose store others may write give marks
-// that are never unwritten.
+// write may land after the look-up read the store); a memory hit and a
+// cache without a memory tier give marks that are never unwritten. A cache
+// whose store others may write gives marks that see its own writes.
 func TestMarkSeesWritesSinceIt(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
@@ -724,8 +724,15 @@ func TestMarkSeesWritesSinceIt(t *testing.T) {
 		t.Fatal("a cache without a memory tier gives an unwritten mark")
 	}
 	shared, _ := newTestCache(t, 0, newFakeClock())
-	if m := missMark(shared, "sha256:a"); shared.Unwritten(m) {
-		t.Fatal("a cache whose store others may write gives an unwritten mark")
+	m = missMark(shared, "sha256:a")
+	if !shared.Unwritten(m) {
+		t.Fatal("a cache whose store others may write gives no mark")
+	}
+	if err := shared.Put(ctx, entry("t1", "sha256:a", "x", time.Time{})); err != nil {
+		t.Fatal(err)
+	}
+	if shared.Unwritten(m) {
+		t.Fatal("a cache whose store others may write does not see its own Put after the mark")
 	}
 }
 

@@ -58,6 +58,7 @@ type setup struct {
 	apiKey    string // provider key sent upstream
 	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
 	flights   gateway.Flights
+	shared    bool // the cache's store is written by other replicas too (no cache.Options.OwnStore)
 	clock     groundhog.Clock                                       // the gateway's and the sim's (nil: wall clock)
 	fanOut    *fanout.Group                                         // nil: the gateway builds one from the config
 	tap       func(path string, body []byte)                        // sees every body the gateway sends upstream
@@ -160,7 +161,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		store = st.wrapStore(db)
 	}
 	// As serve runs on SQLite: the store is this gateway's alone.
-	c, err := cache.New(cache.Options{Store: store, MaxBytes: cfg.Cache.MemoryBytes, OwnStore: st.flights == nil})
+	c, err := cache.New(cache.Options{Store: store, MaxBytes: cfg.Cache.MemoryBytes, OwnStore: st.flights == nil && !st.shared})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -197,10 +197,15 @@ func (x *exchange) answerKind() int {
 // call that leads across replicas (leadsAcross) skips it: Flights.Lead
 // looks once more after its claim, later than this look would.
 //
-// With a store this process alone writes (cache.Options.OwnStore), such an
-// entry can only come from this process's own writes: when none began in
-// the key's part of the cache since the first look (cache.GetMarked), there is
-// nothing to find and the cache is not looked in again.
+// The flight that just ended is this process's: when no write of this
+// process began in the key's part of the cache since the first look
+// (cache.GetMarked, Cache.Unwritten), there is nothing to find and the
+// cache is not looked in again. With a store this process alone writes
+// (SQLite), nothing else can have appeared. On a store other replicas
+// write (PostgreSQL without Redis, where they do not coordinate their
+// flights), an identical call of another replica is not this call's to
+// share: it pays its own upstream call whether its answer lands just
+// before this look or just after.
 func (s *Server) recheckCache(ctx context.Context, c *call, pub *coalesce.Publisher) *groundhog.Response {
 	if s.opts.Cache.Unwritten(c.cacheMark) {
 		return nil
