@@ -58,7 +58,7 @@ type setup struct {
 	apiKey    string // provider key sent upstream
 	wrapStore func(groundhog.CacheStore) groundhog.CacheStore
 	flights   gateway.Flights
-	shared    bool // the cache's store is written by other replicas too (no cache.Options.OwnStore)
+	shared    bool                                                  // the cache's store is written by other replicas too (no cache.Options.OwnStore)
 	clock     groundhog.Clock                                       // the gateway's and the sim's (nil: wall clock)
 	fanOut    *fanout.Group                                         // nil: the gateway builds one from the config
 	tap       func(path string, body []byte)                        // sees every body the gateway sends upstream
