@@ -71,6 +71,12 @@ type Options struct {
 	// trip or a log line per call.
 	Degraded func() bool
 	Logger   *slog.Logger
+	// ClaimLook, when set, takes a flight's claim (key, token, lease) and
+	// reads the call's shared cache entry in one round trip, returning
+	// whether it took the claim and the context under which the look-up
+	// after the claim answers from what it read (redis.DB.ClaimLook).
+	// Without it, the claim is a SET NX and the look-up reads on its own.
+	ClaimLook func(ctx context.Context, key, token string, lease time.Duration, tenant, hash string) (claimed bool, lookCtx context.Context, err error)
 	// Live configures the live relay of streamed answers to the other
 	// replicas' waiters (live.go).
 	Live LiveOptions
@@ -236,7 +242,7 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 		return nil, false, nopSink{}, nil
 	}
 	for {
-		ok, err := g.o.Client.SetNX(ctx, key, token, g.o.Lease).Result()
+		ok, lookCtx, err := g.claim(ctx, key, token, tenant, hash)
 		if err != nil {
 			g.uncoordinated(ctx, err)
 			return g.lookThenRun(ctx, lookup, lv.started)
@@ -247,8 +253,9 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			}
 			// A flight may have stored its result and ended its claim
 			// between the caller's last cache look-up and this claim:
-			// look once more before paying (one GET per miss).
-			if e := lookup(ctx); e != nil {
+			// look once more before paying (read with the claim when
+			// ClaimLook is set, else one GET per miss).
+			if e := lookup(lookCtx); e != nil {
 				g.release(key, token, topic)
 				g.waited.Add(1)
 				return e, waited, nopSink{}, nil
@@ -321,6 +328,16 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 			return e, true, nopSink{}, nil
 		}
 	}
+}
+
+// claim tries to take the flight's claim: with ClaimLook, reading the
+// call's cache entry in the same round trip (lookCtx carries it).
+func (g *Group) claim(ctx context.Context, key, token, tenant, hash string) (ok bool, lookCtx context.Context, err error) {
+	if g.o.ClaimLook != nil {
+		return g.o.ClaimLook(ctx, key, token, g.o.Lease, tenant, hash)
+	}
+	ok, err = g.o.Client.SetNX(ctx, key, token, g.o.Lease).Result()
+	return ok, ctx, err
 }
 
 // lookThenRun is Lead's answer when it cannot coordinate the call: the

@@ -36,7 +36,7 @@ func replicas(t *testing.T, n int, o distcoalesce.Options) []replica {
 			t.Fatal(err)
 		}
 		o := o
-		o.Client, o.Prefix, o.Waker = db.Client(), prefix, db
+		o.Client, o.Prefix, o.Waker, o.ClaimLook = db.Client(), prefix, db, db.ClaimLook // as serve sets them
 		rs = append(rs, replica{db: db, g: distcoalesce.New(o)})
 	}
 	t.Cleanup(func() {
@@ -373,5 +373,35 @@ func TestFlightEndIsOneCommand(t *testing.T) {
 	case <-woken:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the flight's end woke no waiter")
+	}
+}
+
+// Taking a flight's claim and the look-up after it are one command: the
+// claim's script reads the call's entry (redis.DB.ClaimLook), and the
+// look-up answers from it.
+func TestClaimAndItsLookAreOneCommand(t *testing.T) {
+	rs := replicas(t, 1, distcoalesce.Options{Lease: time.Minute})
+	a := rs[0]
+	count := &commandCount{}
+	a.db.Client().AddHook(count)
+	_, _, done := lead(a, "acme", "sha256:warm") // loads the scripts
+	done()
+	before := count.n.Load()
+	e, _, done := lead(a, "acme", "sha256:c")
+	if n := count.n.Load() - before; e != nil || n != 1 {
+		t.Errorf("leading a flight with nothing stored: entry %v after %d commands, want none after 1", e, n)
+	}
+	done()
+	if err := a.db.PutCache(ctx, result("acme", "sha256:c", `{"n":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	before = count.n.Load()
+	e, _, done = lead(a, "acme", "sha256:c")
+	done()
+	if e == nil || string(e.Response.Body) != `{"n":2}` {
+		t.Fatalf("entry %v, want the stored one", e)
+	}
+	if n := count.n.Load() - before; n != 2 { // the claim with its look, and its release
+		t.Errorf("a claim whose look found the entry took %d commands, want 2", n)
 	}
 }

@@ -107,7 +107,16 @@ func (db *DB) GetCache(ctx context.Context, tenant, hash string, now time.Time) 
 		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found (redis unavailable)")
 	}
 	k := db.cacheKey(tenant, hash)
-	b, err := db.rdb.Get(ctx, k).Bytes()
+	var b []byte
+	var err error
+	if p, ok := ctx.Value(prefetchKey{}).(*prefetched); ok && p.key == k {
+		// Read by ClaimLook, in the flight claim's round trip.
+		if b = p.b; b == nil {
+			err = goredis.Nil
+		}
+	} else {
+		b, err = db.rdb.Get(ctx, k).Bytes()
+	}
 	if errors.Is(err, goredis.Nil) {
 		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found")
 	}
