@@ -34,6 +34,12 @@ type opBatch struct {
 	writes, commits atomic.Int64 // statements run, transactions they took
 }
 
+// GroupStats returns how many operation and cache writes went through the
+// group commit and how many transactions they took.
+func (db *DB) GroupStats() (writes, commits int64) {
+	return db.ops.writes.Load(), db.ops.commits.Load()
+}
+
 // opWrite is one statement waiting for its batch.
 type opWrite struct {
 	ctx  context.Context

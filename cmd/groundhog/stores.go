@@ -36,6 +36,10 @@ type database interface {
 	groundhog.ResourceStore // the gateway's record of Gemini explicit caches per tenant
 	Ping(ctx context.Context) error
 	Close() error
+	// GroupStats counts the writes of operation records and cache entries
+	// that went through the database's group commit, and the transactions
+	// they took.
+	GroupStats() (writes, commits int64)
 }
 
 var (
@@ -268,6 +272,10 @@ func (st *stores) degraded() []string {
 
 // register adds the stores' gauges to the metrics.
 func (st *stores) register(m *metrics.Metrics) {
+	m.CounterFunc("groundhog_store_group_writes_total", "Writes of idempotency records and cache entries that went through the database's group commit (concurrent writes committed together).",
+		func() float64 { w, _ := st.DB.GroupStats(); return float64(w) })
+	m.CounterFunc("groundhog_store_group_commits_total", "Transactions the group commit's writes took: writes ÷ commits is its mean batch.",
+		func() float64 { _, c := st.DB.GroupStats(); return float64(c) })
 	if st.Redis == nil {
 		return
 	}
