@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/groundhog-ai/groundhog/internal/groupcommit"
 )
 
 // group commits the single-statement writes of concurrent callers — cache
@@ -21,13 +22,10 @@ import (
 // still returns only once the COMMIT that holds its statement is done, so
 // a write is exactly as durable as before.
 //
-// At most one batch runs at a time. A caller that finds none running
-// yields once (runtime.Gosched: the handlers about to write get to queue
-// behind it), takes every write queued so far, its own included, and runs
-// them as one pipelined batch: PostgreSQL runs the statements of a
-// pipeline up to its Sync as one implicit transaction. If more writes
-// queued meanwhile it hands the lead to the oldest of them before
-// returning. A lone write runs alone, exactly as before.
+// At most one batch runs at a time (groupcommit): the first caller to
+// find none running leads, and a lone write runs alone, exactly as before.
+// PostgreSQL runs the statements of a pipeline up to its Sync as one
+// implicit transaction.
 //
 // The statements of a batch run in the order of their rows' keys, so two
 // replicas' batches lock rows in the same order and never wait on each
@@ -37,10 +35,7 @@ import (
 // fails otherwise (the connection lost: its commit is unknown) gives every
 // caller that error, as its own statement would have.
 type group struct {
-	mu    sync.Mutex
-	queue []*write
-	spare []*write
-	busy  bool
+	q groupcommit.Queue[*write]
 
 	writes, commits atomic.Int64 // statements run, transactions they took
 }
@@ -54,21 +49,27 @@ type write struct {
 	row  func(pgx.Row) error // set: a statement returning one row, scanned by row; else Exec
 	tag  pgconn.CommandTag
 	err  error
-	lead bool          // set before done is signalled: run the next batch
-	done chan struct{} // buffered (1): the batch committed, or lead
+	groupcommit.Waiter
 }
 
-var writePool = sync.Pool{New: func() any { return &write{done: make(chan struct{}, 1)} }}
+var writePool = sync.Pool{New: func() any { return &write{Waiter: groupcommit.NewWaiter()} }}
+
+// release gives w back to the pool.
+func (w *write) release() {
+	wt := w.Waiter
+	wt.Reset()
+	*w = write{Waiter: wt}
+	writePool.Put(w)
+}
 
 // groupExec runs the write q (one statement, writing the row named key) in
 // a group commit and returns its command tag.
 func (db *DB) groupExec(ctx context.Context, key, q string, args ...any) (pgconn.CommandTag, error) {
 	w := writePool.Get().(*write)
 	w.ctx, w.key, w.q, w.args = ctx, key, q, args
-	db.group.run(db, w)
+	db.group.q.Run(w, db.runBatch)
 	tag, err := w.tag, w.err
-	*w = write{done: w.done}
-	writePool.Put(w)
+	w.release()
 	return tag, err
 }
 
@@ -78,10 +79,9 @@ func (db *DB) groupExec(ctx context.Context, key, q string, args ...any) (pgconn
 func (db *DB) groupQueryRow(ctx context.Context, key, q string, scan func(pgx.Row) error, args ...any) error {
 	w := writePool.Get().(*write)
 	w.ctx, w.key, w.q, w.args, w.row = ctx, key, q, args, scan
-	db.group.run(db, w)
+	db.group.q.Run(w, db.runBatch)
 	err := w.err
-	*w = write{done: w.done}
-	writePool.Put(w)
+	w.release()
 	return err
 }
 
@@ -91,51 +91,8 @@ func (db *DB) GroupStats() (writes, commits int64) {
 	return db.group.writes.Load(), db.group.commits.Load()
 }
 
-func (g *group) run(db *DB, w *write) {
-	g.mu.Lock()
-	g.queue = append(g.queue, w)
-	if g.busy {
-		g.mu.Unlock()
-		<-w.done
-		if !w.lead {
-			return
-		}
-		g.mu.Lock() // lead: the queue holds w and whatever came after it
-	}
-	if !g.busy {
-		g.busy = true
-		g.mu.Unlock()
-		runtime.Gosched()
-		g.mu.Lock()
-	}
-	batch := g.queue
-	g.queue = g.spare[:0]
-	g.mu.Unlock()
-
-	db.runBatch(w, batch)
-
-	g.mu.Lock()
-	clear(batch)
-	g.spare = batch
-	if len(g.queue) > 0 {
-		next := g.queue[0]
-		next.lead = true
-		next.done <- struct{}{}
-	} else {
-		g.busy = false
-	}
-	g.mu.Unlock()
-}
-
-// runBatch runs batch and signals every write in it but self, the caller.
-func (db *DB) runBatch(self *write, batch []*write) {
-	defer func() {
-		for _, w := range batch {
-			if w != self {
-				w.done <- struct{}{}
-			}
-		}
-	}()
+// runBatch runs batch (groupcommit signals its writes once it returns).
+func (db *DB) runBatch(batch []*write) {
 	db.group.writes.Add(int64(len(batch)))
 	if len(batch) == 1 || !db.runPipelined(batch) {
 		for _, w := range batch {

@@ -9,31 +9,46 @@ import (
 	"github.com/groundhog-ai/groundhog"
 )
 
-// holdGroup makes db's group commit look busy, so that writes queue up
-// behind it, and returns the function that hands the lead to the oldest
-// queued write once n writes wait: they then run as one batch.
+// holdGroup starts a batch that cannot end until release is called: a
+// cache write waiting for a row another transaction holds. Writes made
+// meanwhile queue behind it; release(n) waits until n are queued, then lets
+// the held one finish, and the n run as the next batch. The held write
+// counts one write and one commit.
 func holdGroup(t *testing.T, db *DB) (release func(n int)) {
-	g := &db.group
-	g.mu.Lock()
-	g.busy = true
-	g.mu.Unlock()
+	t.Helper()
+	held := cacheEntryN(-1)
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]any{held.Tenant, held.RequestHash, string(held.Shape)}, respArgs(&held.Response)...)
+	if _, err := tx.Exec(ctx, qPutCache, append(args, ns(held.CreatedAt), ns(held.ExpiresAt))...); err != nil {
+		t.Fatal(err)
+	}
+	w0, _ := db.GroupStats()
+	done := make(chan error, 1)
+	go func() { done <- db.PutCache(ctx, held) }()
+	waitFor(t, "the held write running", func() bool { w, _ := db.GroupStats(); return w > w0 })
 	return func(n int) {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			g.mu.Lock()
-			if len(g.queue) == n {
-				next := g.queue[0]
-				next.lead = true
-				next.done <- struct{}{}
-				g.mu.Unlock()
-				return
-			}
-			g.mu.Unlock()
-			if time.Now().After(deadline) {
-				t.Fatalf("%d writes queued, want %d", len(g.queue), n)
-			}
-			time.Sleep(time.Millisecond)
+		waitFor(t, fmt.Sprintf("%d writes queued", n), func() bool { return db.group.q.Queued() == n })
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
 		}
+		if err := <-done; err != nil {
+			t.Fatalf("the held write: %v", err)
+		}
+	}
+}
+
+// waitFor polls cond until it holds, failing after ten seconds (a bound
+// against hanging, not a timing figure).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 10s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -99,8 +114,8 @@ func TestGroupCommitsConcurrentWrites(t *testing.T) {
 	if outcomes[groundhog.BeginClaimed] != 1 || outcomes[groundhog.BeginInProgress] != 1 {
 		t.Errorf("two claims of one new key: %v, want one claimed and one in progress", outcomes)
 	}
-	if w, c := db.GroupStats(); w-w0 != 12 || c-c0 != 1 {
-		t.Errorf("%d writes in %d transactions, want 12 in 1", w-w0, c-c0)
+	if w, c := db.GroupStats(); w-w0 != 1+12 || c-c0 != 1+1 {
+		t.Errorf("%d writes in %d transactions besides the held one, want 12 in 1", w-w0-1, c-c0-1)
 	}
 	for i := range 8 {
 		e, err := db.GetCache(ctx, "acme", cacheEntryN(i).RequestHash, time.Now())
@@ -155,8 +170,8 @@ func TestGroupRefusedStatementFailsAlone(t *testing.T) {
 	if groundhog.ErrorCode(stale) != groundhog.ENOTFOUND {
 		t.Errorf("complete of a missing operation: %v, want not found", stale)
 	}
-	if w, c := db.GroupStats(); w-w0 != 8 || c-c0 != 8 {
-		t.Errorf("%d writes in %d transactions, want 8 run again alone", w-w0, c-c0)
+	if w, c := db.GroupStats(); w-w0 != 1+8 || c-c0 != 1+8 {
+		t.Errorf("%d writes in %d transactions besides the held one, want 8 run again alone", w-w0-1, c-c0-1)
 	}
 	for i := range 6 {
 		if _, err := db.GetCache(ctx, "acme", cacheEntryN(i).RequestHash, time.Now()); err != nil {

@@ -3,9 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/groundhog-ai/groundhog/internal/groupcommit"
 )
 
 // opBatch groups the single-statement writes of concurrent callers — the
@@ -18,18 +19,10 @@ import (
 // returns only after the COMMIT that holds its statement: a claim or a
 // stored result is as durable as with a write of its own.
 //
-// There is no goroutine: the first caller to find the writer idle leads.
-// It yields once (runtime.Gosched: the handlers about to write get to
-// queue behind it — on an idle process this costs well under a
-// microsecond), takes every write queued so far (its own included), runs
-// them as one batch, and if more writes queued meanwhile, hands the lead to the oldest
-// of them before returning; the others wait for their batch's COMMIT. A
-// lone write runs in autocommit, exactly as before.
+// The batching is groupcommit's: the first caller to find the writer idle
+// leads, and a lone write runs in autocommit, exactly as before.
 type opBatch struct {
-	mu    sync.Mutex
-	queue []*opWrite
-	spare []*opWrite // the previous batch's slice, reused
-	busy  bool       // a leader is running a batch
+	q groupcommit.Queue[*opWrite]
 
 	writes, commits atomic.Int64 // statements run, transactions they took
 }
@@ -47,78 +40,37 @@ type opWrite struct {
 	args []any
 	n    int64 // rows affected
 	err  error
-	lead bool          // set before done is signalled: run the next batch
-	done chan struct{} // buffered (1): the batch committed, or lead
+	groupcommit.Waiter
 }
 
-var opWritePool = sync.Pool{New: func() any { return &opWrite{done: make(chan struct{}, 1)} }}
+var opWritePool = sync.Pool{New: func() any { return &opWrite{Waiter: groupcommit.NewWaiter()} }}
 
 // opExec runs q (a constant single-statement write) in a group commit with
 // the concurrent operation writes and returns the rows it affected.
 func (db *DB) opExec(ctx context.Context, q string, args ...any) (int64, error) {
 	w := opWritePool.Get().(*opWrite)
 	w.ctx, w.q, w.args = ctx, q, args
-	b := &db.ops
-	b.mu.Lock()
-	b.queue = append(b.queue, w)
-	if b.busy {
-		b.mu.Unlock()
-		<-w.done
-		if !w.lead {
-			return w.release()
-		}
-		b.mu.Lock() // lead: the queue holds w and whatever came after it
-	}
-	if !b.busy {
-		// Let the callers that are about to write join this batch.
-		b.busy = true
-		b.mu.Unlock()
-		runtime.Gosched()
-		b.mu.Lock()
-	}
-	batch := b.queue
-	b.queue = b.spare[:0]
-	b.mu.Unlock()
-
-	db.runOps(batch)
-
-	b.mu.Lock()
-	for i := range batch {
-		batch[i] = nil
-	}
-	b.spare = batch
-	if len(b.queue) > 0 {
-		next := b.queue[0]
-		next.lead = true
-		next.done <- struct{}{}
-	} else {
-		b.busy = false
-	}
-	b.mu.Unlock()
+	db.ops.q.Run(w, db.runOps)
 	return w.release()
 }
 
 // release returns w's result and gives w back to the pool.
 func (w *opWrite) release() (int64, error) {
 	n, err := w.n, w.err
-	*w = opWrite{done: w.done}
+	wt := w.Waiter
+	wt.Reset()
+	*w = opWrite{Waiter: wt}
 	opWritePool.Put(w)
 	return n, err
 }
 
-// runOps runs batch and signals every write in it but the leader's own
-// (the last one to be signalled would otherwise be the caller itself).
+// runOps runs batch (groupcommit signals its writes once it returns).
 // Statements are prepared before the transaction starts: with the single
 // writer connection inside a transaction, preparing would wait for it.
 // If any statement fails, the transaction is rolled back and every write
 // of the batch runs again on its own, so each caller gets its own
 // statement's answer, never a neighbour's error.
 func (db *DB) runOps(batch []*opWrite) {
-	defer func() {
-		for _, w := range batch[1:] {
-			w.done <- struct{}{}
-		}
-	}()
 	db.ops.writes.Add(int64(len(batch)))
 	if len(batch) == 1 {
 		db.runOpAlone(batch[0])

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/internal/groupcommit"
 )
 
 // waitQueued blocks until n operation writes have been made since db's
@@ -18,9 +19,7 @@ func waitQueued(t *testing.T, db *DB, w0 int64, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second) // a bound against hanging, not a timing figure
 	for {
-		db.ops.mu.Lock()
-		got := int(db.ops.writes.Load()-w0) + len(db.ops.queue)
-		db.ops.mu.Unlock()
+		got := int(db.ops.writes.Load()-w0) + db.ops.q.Queued()
 		if got >= n {
 			return
 		}
@@ -158,15 +157,12 @@ func TestOperationWritesBatchErrorIsolated(t *testing.T) {
 	db := openTest(t)
 	now := time.Now()
 	insert := func(id, key, status string) *opWrite {
-		return &opWrite{ctx: ctx, q: qClaimNew, done: make(chan struct{}, 1), args: []any{id, "t", key, "sha256:00", status,
+		return &opWrite{ctx: ctx, q: qClaimNew, Waiter: groupcommit.NewWaiter(), args: []any{id, "t", key, "sha256:00", status,
 			"o", ns(now.Add(time.Minute)), int64(1), 1, ns(now), ns(now), ns(now.Add(time.Hour))}}
 	}
 	// The middle one breaks the status CHECK constraint.
 	batch := []*opWrite{insert("id-a", "a", "running"), insert("id-b", "b", "bogus"), insert("id-c", "c", "running")}
 	db.runOps(batch)
-	for _, w := range batch[1:] {
-		<-w.done
-	}
 	if batch[0].err != nil || batch[0].n != 1 || batch[2].err != nil || batch[2].n != 1 {
 		t.Fatalf("neighbours: %v/%d, %v/%d", batch[0].err, batch[0].n, batch[2].err, batch[2].n)
 	}

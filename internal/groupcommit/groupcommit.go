@@ -1,0 +1,99 @@
+// Package groupcommit groups the writes of concurrent callers into
+// batches, one batch at a time, without a goroutine of its own: the
+// database stores commit each batch in one transaction (sqlite's operation
+// writes, postgres's group commit).
+//
+// The first caller to find no batch running leads. It yields once
+// (runtime.Gosched: the callers about to write get to queue behind it; on
+// an idle process this costs well under a microsecond), takes every write
+// queued so far, its own included, runs them as one batch, and if more
+// writes queued meanwhile, hands the lead to the oldest of them before
+// returning. The others wait until their batch has run.
+package groupcommit
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Waiter is what a write carries for its queue; a write type embeds it
+// and makes it with NewWaiter.
+type Waiter struct {
+	lead bool          // set before done is signalled: run the next batch
+	done chan struct{} // buffered (1): the batch ran, or lead
+}
+
+// NewWaiter returns a Waiter ready for use; Reset readies it again.
+func NewWaiter() Waiter { return Waiter{done: make(chan struct{}, 1)} }
+
+// Reset readies w for another write, keeping its channel.
+func (w *Waiter) Reset() { w.lead = false }
+
+func (w *Waiter) waiter() *Waiter { return w }
+
+// Write is a pointer to a write type that embeds a Waiter.
+type Write interface{ waiter() *Waiter }
+
+// Queue groups writes of type W.
+type Queue[W Write] struct {
+	mu    sync.Mutex
+	queue []W
+	spare []W // the previous batch's slice, reused
+	busy  bool
+}
+
+// Run queues w and returns once the batch holding it has run. The caller
+// that leads a batch calls run with every write of it, w first; run may
+// reorder the slice. When Run returns, run has set w's results.
+func (q *Queue[W]) Run(w W, run func(batch []W)) {
+	q.mu.Lock()
+	q.queue = append(q.queue, w)
+	if q.busy {
+		q.mu.Unlock()
+		<-w.waiter().done
+		if !w.waiter().lead {
+			return
+		}
+		q.mu.Lock() // lead: the queue holds w and whatever came after it
+	}
+	if !q.busy {
+		q.busy = true
+		q.mu.Unlock()
+		runtime.Gosched()
+		q.mu.Lock()
+	}
+	batch := q.queue
+	q.queue = q.spare[:0]
+	q.mu.Unlock()
+
+	func() {
+		defer func() {
+			for _, o := range batch {
+				if o.waiter() != w.waiter() {
+					o.waiter().done <- struct{}{}
+				}
+			}
+		}()
+		run(batch)
+	}()
+
+	q.mu.Lock()
+	clear(batch)
+	q.spare = batch
+	if len(q.queue) > 0 {
+		next := q.queue[0].waiter()
+		next.lead = true
+		next.done <- struct{}{}
+	} else {
+		q.busy = false
+	}
+	q.mu.Unlock()
+}
+
+// Queued returns how many writes wait for a batch (not those of the
+// batch running).
+func (q *Queue[W]) Queued() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queue)
+}
