@@ -4,7 +4,6 @@ import (
 	"context"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -337,36 +336,21 @@ func TestUncoordinatedLeadStillLooks(t *testing.T) {
 	}
 }
 
-// commandCount counts the commands a Redis client sends, each command of a
-// pipeline included.
-type commandCount struct{ n atomic.Int64 }
-
-func (c *commandCount) DialHook(next goredis.DialHook) goredis.DialHook { return next }
-func (c *commandCount) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
-	return func(ctx context.Context, cmd goredis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
-}
-func (c *commandCount) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // A flight's end releases its claim and wakes the waiters of every replica
 // in one command: the wake-up is published by the release's script, on the
 // channel the replicas listen on.
 func TestFlightEndIsOneCommand(t *testing.T) {
 	rs := replicas(t, 1, distcoalesce.Options{Lease: time.Minute})
 	a := rs[0]
-	count := &commandCount{}
+	count := &storetest.RedisCommands{}
 	a.db.Client().AddHook(count)
 	_, _, done := lead(a, "acme", "sha256:warm")
 	done() // loads the script
 	_, _, done = lead(a, "acme", "sha256:w")
 	woken := a.db.Wake(ctx, wake.Topic("f", "acme", "sha256:w"))
-	before := count.n.Load()
+	before := count.Count()
 	done()
-	if n := count.n.Load() - before; n != 1 {
+	if n := count.Count() - before; n != 1 {
 		t.Errorf("the flight's end sent %d commands, want 1", n)
 	}
 	select {
@@ -382,26 +366,26 @@ func TestFlightEndIsOneCommand(t *testing.T) {
 func TestClaimAndItsLookAreOneCommand(t *testing.T) {
 	rs := replicas(t, 1, distcoalesce.Options{Lease: time.Minute})
 	a := rs[0]
-	count := &commandCount{}
+	count := &storetest.RedisCommands{}
 	a.db.Client().AddHook(count)
 	_, _, done := lead(a, "acme", "sha256:warm") // loads the scripts
 	done()
-	before := count.n.Load()
+	before := count.Count()
 	e, _, done := lead(a, "acme", "sha256:c")
-	if n := count.n.Load() - before; e != nil || n != 1 {
+	if n := count.Count() - before; e != nil || n != 1 {
 		t.Errorf("leading a flight with nothing stored: entry %v after %d commands, want none after 1", e, n)
 	}
 	done()
 	if err := a.db.PutCache(ctx, result("acme", "sha256:c", `{"n":2}`)); err != nil {
 		t.Fatal(err)
 	}
-	before = count.n.Load()
+	before = count.Count()
 	e, _, done = lead(a, "acme", "sha256:c")
 	done()
 	if e == nil || string(e.Response.Body) != `{"n":2}` {
 		t.Fatalf("entry %v, want the stored one", e)
 	}
-	if n := count.n.Load() - before; n != 2 { // the claim with its look, and its release
+	if n := count.Count() - before; n != 2 { // the claim with its look, and its release
 		t.Errorf("a claim whose look found the entry took %d commands, want 2", n)
 	}
 }

@@ -2,29 +2,13 @@ package redis_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/redis"
+	"github.com/groundhog-ai/groundhog/storetest"
 )
-
-// commands counts the commands a Redis client sends.
-type commands struct{ n atomic.Int64 }
-
-func (c *commands) DialHook(next goredis.DialHook) goredis.DialHook { return next }
-func (c *commands) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
-	return func(ctx context.Context, cmd goredis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
-}
-func (c *commands) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
 
 // ClaimLook takes a free claim and reads the call's cache entry in one
 // command; the look-up after the claim then answers from what it read,
@@ -33,7 +17,7 @@ func (c *commands) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 func TestClaimLookReadsTheEntryWithTheClaim(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, redis.Options{})
-	count := &commands{}
+	count := &storetest.RedisCommands{}
 	db.Client().AddHook(count)
 	now := time.Now()
 	if err := db.PutCache(ctx, entry("acme", "sha256:stored", "stored", now, time.Hour)); err != nil {
@@ -47,13 +31,13 @@ func TestClaimLookReadsTheEntryWithTheClaim(t *testing.T) {
 		hash  string
 		found bool
 	}{{"sha256:stored", true}, {"sha256:absent", false}} {
-		before := count.n.Load()
+		before := count.Count()
 		ok, lookCtx, err := db.ClaimLook(ctx, claim+tc.hash, "token", time.Minute, "acme", tc.hash)
 		if err != nil || !ok {
 			t.Fatalf("%s: claimed %v, %v; want the free claim", tc.hash, ok, err)
 		}
 		e, err := db.GetCache(lookCtx, "acme", tc.hash, now)
-		if n := count.n.Load() - before; n != 1 {
+		if n := count.Count() - before; n != 1 {
 			t.Errorf("%s: the claim and its look took %d commands, want 1", tc.hash, n)
 		}
 		if tc.found && (err != nil || string(e.Response.Body) != "stored") {
@@ -63,9 +47,9 @@ func TestClaimLookReadsTheEntryWithTheClaim(t *testing.T) {
 			t.Errorf("%s: %v, %v; want not found", tc.hash, e, err)
 		}
 		// Another key under the same context is read as ever.
-		before = count.n.Load()
-		if _, err := db.GetCache(lookCtx, "acme", "sha256:other", now); !groundhog.IsNotFound(err) || count.n.Load()-before != 1 {
-			t.Errorf("%s: another key under the claim's context: %v after %d commands, want a read of its own", tc.hash, err, count.n.Load()-before)
+		before = count.Count()
+		if _, err := db.GetCache(lookCtx, "acme", "sha256:other", now); !groundhog.IsNotFound(err) || count.Count()-before != 1 {
+			t.Errorf("%s: another key under the claim's context: %v after %d commands, want a read of its own", tc.hash, err, count.Count()-before)
 		}
 		if v, err := db.Client().Get(ctx, claim+tc.hash).Result(); err != nil || v != "token" {
 			t.Errorf("%s: the claim holds %q, %v; want token", tc.hash, v, err)

@@ -1,0 +1,32 @@
+package storetest
+
+import (
+	"context"
+	"sync/atomic"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// RedisCommands is a go-redis hook that counts the commands a client
+// sends, each command of a pipeline or transaction included (a script's
+// first run is two: EVALSHA, then EVAL). Add it with Client.AddHook.
+type RedisCommands struct{ n atomic.Int64 }
+
+// Count returns the commands sent since the hook was added.
+func (c *RedisCommands) Count() int64 { return c.n.Load() }
+
+func (c *RedisCommands) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (c *RedisCommands) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *RedisCommands) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
