@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +24,8 @@ type RateOptions struct {
 	Log      io.Writer     // progress lines (default: discard)
 	Body     string        // "small" (about 1 KB, the default), "large" or a file holding a request of API
 	API      API           // the provider API of every request (default chat)
+	Database string        // a postgres:// URL: the gateway runs there, in a schema of its own (Options.Database)
+	Redis    string        // a redis:// URL: the gateway's cache tier, under a key prefix of its own (Options.Redis)
 }
 
 // schedule is an open-loop schedule: request i is due at start + i×interval,
@@ -95,6 +96,7 @@ type RateReport struct {
 	API      API
 	Body     BodyInfo
 	Results  []RateResult
+	Stores   string // the gateway's stores
 }
 
 // openLoop sends req to url at o.Rate for d, each request on its own
@@ -196,7 +198,13 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 		return nil, err
 	}
 	defer proxy.stop()
-	gw, err := ro.start(ctx, "gateway", serveArgs([]string{"--db", filepath.Join(ro.Dir, "rate.db")}, simSrv.url)...)
+	ro.Database, ro.Redis = o.Database, o.Redis
+	dbs, err := newStores(ctx, &ro)
+	if err != nil {
+		return nil, err
+	}
+	defer dbs.close()
+	gw, err := ro.gateway(ctx, dbs, "gateway", simSrv.url)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +241,7 @@ func Rate(ctx context.Context, o RateOptions) (*RateReport, error) {
 	openLoop(ctx, client, simSrv.url, direct, o.Rate, time.Second/2)
 	openLoop(ctx, client, proxy.url, scenarios[0].req, o.Rate, time.Second/2)
 	openLoop(ctx, client, gw.url, scenarios[1].req, o.Rate, time.Second/2)
-	rep := &RateReport{Rate: o.Rate, Duration: o.Duration, API: o.API, Body: info}
+	rep := &RateReport{Rate: o.Rate, Duration: o.Duration, API: o.API, Body: info, Stores: dbs.label()}
 	for _, sc := range scenarios {
 		// The baseline is measured right before each scenario, so both see
 		// the same machine.
@@ -314,6 +322,9 @@ func parseGCStats(b []byte) (GCStats, error) {
 // upstream alone, and the gateway's collections and allocation during it.
 func (r *RateReport) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "Open loop: %d requests/s for %s per scenario, %s body of %s (%d bytes); latency from each request's scheduled start.\n\n", r.Rate, r.Duration, r.Body.Label, r.API.label(), r.Body.Bytes)
+	if r.Stores != "" {
+		fmt.Fprintf(w, "Gateway's stores: %s.\n\n", r.Stores)
+	}
 	fmt.Fprintf(w, "| scenario | p50 | p99 | upstream alone p50 | p99 | added p50 | added p99 | sent late p99 | errors | gateway GCs | KB allocated per request |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Results {
 		gcs, kb := "–", "–"

@@ -20,7 +20,8 @@ import (
 // on PostgreSQL and Redis, as replicas in production run: every scenario
 // answers without an error (the cached miss must say miss, the hit from
 // the shared tier hit), no gateway writes a SQLite file, and the schemas
-// and keys it made are gone when it ends.
+// and keys it made are gone when it ends. The open loop (--rate) runs its
+// gateway on them too.
 func TestBenchOnPostgresAndRedis(t *testing.T) {
 	pg := storetest.PostgresURL(t)
 	rurl := storetest.RedisURL(t)
@@ -54,13 +55,42 @@ func TestBenchOnPostgresAndRedis(t *testing.T) {
 			t.Errorf("no row for %s:\n%s", sc, report)
 		}
 	}
+	// The open loop runs its gateway on them too.
+	rate := exec.Command(binary, "bench", "--rate", "200", "--duration", "300ms", "--db", pg, "--cache", rurl)
+	rate.Dir = dir
+	rout, err := rate.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench --rate: %v\n%s", err, rout)
+	}
+	if !strings.Contains(string(rout), "Gateway's stores: PostgreSQL (a schema per gateway), Redis cache tier") {
+		t.Fatalf("the open loop's report does not name the stores:\n%s", rout)
+	}
+	rateRow := regexp.MustCompile(`(?m)^\| (miss|hit|idempotent-miss) \|.*\| (\d+) \| [^|]+ \| [^|]+ \|$`)
+	if rows := rateRow.FindAllStringSubmatch(string(rout), -1); len(rows) != 3 {
+		t.Errorf("the open loop printed %d gateway rows of miss, hit and idempotent-miss, want 3:\n%s", len(rows), rout)
+	} else {
+		for _, m := range rows {
+			if m[2] != "0" {
+				t.Errorf("open loop %s: %s errors", m[1], m[2])
+			}
+		}
+	}
+
 	files, _ := filepath.Glob(filepath.Join(dir, "*.db"))
 	if len(files) > 0 {
 		t.Errorf("a gateway wrote SQLite files %v", files)
 	}
 
-	// The run's schemas and keys carry the bench process's id.
-	run := strconv.Itoa(cmd.Process.Pid) + "_"
+	// The runs' schemas and keys carry the bench process's id.
+	for _, run := range []string{strconv.Itoa(cmd.Process.Pid) + "_", strconv.Itoa(rate.Process.Pid) + "_"} {
+		leftovers(t, pg, rurl, run)
+	}
+}
+
+// leftovers fails t if a bench run (its schemas and keys named with run)
+// left any in PostgreSQL or Redis.
+func leftovers(t *testing.T, pg, rurl, run string) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, pg)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -51,16 +50,13 @@ database and --cache a Redis, as replicas in production do.`,
 			if o.API, err = bench.ParseAPI(api); err != nil {
 				return err
 			}
-			if rate > 0 && (o.Database != "" || o.Redis != "") {
-				return fmt.Errorf("--db and --cache apply to the throughput run, not to --rate")
-			}
 			if rate > 0 {
 				// The load generator's own collections would hold back requests
 				// due meanwhile, and the open loop charges that to the server
 				// measured: at a few MB of live heap and GOGC 100 it collected
 				// four times a second.
 				defer gctune.MinHeap(loadGenHeapFloor)()
-				ro := bench.RateOptions{Rate: rate, Duration: o.Duration, Log: o.Log, API: o.API}
+				ro := bench.RateOptions{Rate: rate, Duration: o.Duration, Log: o.Log, API: o.API, Database: o.Database, Redis: o.Redis}
 				if cmd.Flags().Changed("body") && len(o.Bodies) > 0 {
 					ro.Body = o.Bodies[0]
 				}
