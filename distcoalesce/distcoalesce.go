@@ -235,12 +235,7 @@ func (g *Group) Lead(ctx context.Context, tenant, hash string, lookup func(conte
 	var lv liveFollow // what this call relayed of another replica's stream
 	// run is the answer when this call must not wait any longer: run the
 	// call itself — unless it already relayed part of another's stream.
-	run := func() (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
-		if lv.started {
-			return nil, false, nopSink{}, ErrLeaderLost
-		}
-		return nil, false, nopSink{}, nil
-	}
+	run := func() (*groundhog.CacheEntry, bool, coalesce.Sink, error) { return runSelf(lv.started) }
 	for {
 		ok, lookCtx, err := g.claim(ctx, key, token, tenant, hash)
 		if err != nil {
@@ -348,6 +343,12 @@ func (g *Group) lookThenRun(ctx context.Context, lookup func(context.Context) *g
 	if e := lookup(ctx); e != nil {
 		return e, false, nopSink{}, nil
 	}
+	return runSelf(relayed)
+}
+
+// runSelf is Lead's answer when the call must run itself: run it upstream,
+// unless part of another replica's stream was relayed to it (ErrLeaderLost).
+func runSelf(relayed bool) (*groundhog.CacheEntry, bool, coalesce.Sink, error) {
 	if relayed {
 		return nil, false, nopSink{}, ErrLeaderLost
 	}

@@ -29,10 +29,10 @@ import (
 //
 // The statements of a batch run in the order of their rows' keys, so two
 // replicas' batches lock rows in the same order and never wait on each
-// other in a cycle. If the server refuses any statement, nothing of the
-// batch is committed and every write runs again on its own, so each caller
-// gets its own statement's answer, never a neighbour's error. A batch that
-// fails otherwise (the connection lost: its commit is unknown) gives every
+// other in a cycle. If the server refuses any statement, or pgx cannot
+// send one, nothing of the batch is committed and every write runs again
+// on its own, so each caller gets its own statement's answer, never a
+// neighbour's error. A batch that fails otherwise (the connection lost: its commit is unknown) gives every
 // caller that error, as its own statement would have.
 type group struct {
 	q groupcommit.Queue[*write]
@@ -56,9 +56,7 @@ var writePool = sync.Pool{New: func() any { return &write{Waiter: groupcommit.Ne
 
 // release gives w back to the pool.
 func (w *write) release() {
-	wt := w.Waiter
-	wt.Reset()
-	*w = write{Waiter: wt}
+	*w = write{Waiter: w.Waiter}
 	writePool.Put(w)
 }
 
@@ -113,9 +111,10 @@ func (db *DB) runAlone(w *write) {
 }
 
 // runPipelined runs batch as one pipeline, one implicit transaction. It
-// returns false when the server refused a statement: nothing was
-// committed, and the writes are to run again on their own. Any other
-// failure is every write's error.
+// returns false when nothing of it was committed for certain — the server
+// refused a statement, or the batch failed before it was sent — and the
+// writes are to run again on their own. Any other failure (its commit
+// unknown) is every write's error.
 func (db *DB) runPipelined(batch []*write) bool {
 	// Not any one caller's context: a caller that gives up must not roll
 	// back its neighbours' writes. The server's statement_timeout bounds it.
@@ -141,8 +140,7 @@ func (db *DB) runPipelined(batch []*write) bool {
 	if err == nil {
 		return true
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && !commitUnknown(pgErr) {
+	if notCommitted(err) {
 		for _, w := range batch {
 			w.tag, w.err = pgconn.CommandTag{}, nil
 		}
@@ -154,8 +152,15 @@ func (db *DB) runPipelined(batch []*write) bool {
 	return true
 }
 
-// commitUnknown reports whether the server's error may have come after the
-// batch committed: the connection or the server went away.
-func commitUnknown(e *pgconn.PgError) bool {
-	return strings.HasPrefix(e.Code, "08") || strings.HasPrefix(e.Code, "57P") || strings.HasPrefix(e.Code, "58")
+// notCommitted reports whether a batch that failed with err committed
+// nothing for certain: pgx failed to prepare or encode it before sending
+// it, or the server refused a statement — unless the connection or the
+// server went away, when the commit may have happened.
+func notCommitted(err error) bool {
+	if pgconn.SafeToRetry(err) || errors.As(err, new(pgx.ErrPreprocessingBatch)) {
+		return true // nothing of the batch was run
+	}
+	var e *pgconn.PgError
+	return errors.As(err, &e) &&
+		!strings.HasPrefix(e.Code, "08") && !strings.HasPrefix(e.Code, "57P") && !strings.HasPrefix(e.Code, "58")
 }

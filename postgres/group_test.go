@@ -131,51 +131,58 @@ func TestGroupCommitsConcurrentWrites(t *testing.T) {
 	}
 }
 
-// A statement the server refuses fails only its own caller: the batch is
-// rolled back and each write runs again on its own. A fenced write whose
-// token moved on is told so, not committed.
+// A statement the server refuses, or one pgx cannot send, fails only its
+// own caller: nothing of the batch is committed and each write runs again
+// on its own. A fenced write whose token moved on is told so, not
+// committed.
 func TestGroupRefusedStatementFailsAlone(t *testing.T) {
-	db := openTest(t)
-	w0, c0 := db.GroupStats()
-	release := holdGroup(t, db)
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 6 {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- db.PutCache(ctx, cacheEntryN(i)) }()
-	}
-	var bad error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_, bad = db.groupExec(ctx, "x", "INSERT INTO no_such_table VALUES (1)")
-	}()
-	var stale error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		stale = db.Complete(ctx, "acme", "no-such-operation", 1, &groundhog.Response{Status: 200}, time.Now())
-	}()
-	release(8)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("a good write failed beside a refused one: %v", err)
-		}
-	}
-	if bad == nil {
-		t.Error("the refused statement reported no error")
-	}
-	if groundhog.ErrorCode(stale) != groundhog.ENOTFOUND {
-		t.Errorf("complete of a missing operation: %v, want not found", stale)
-	}
-	if w, c := db.GroupStats(); w-w0 != 1+8 || c-c0 != 1+8 {
-		t.Errorf("%d writes in %d transactions besides the held one, want 8 run again alone", w-w0-1, c-c0-1)
-	}
-	for i := range 6 {
-		if _, err := db.GetCache(ctx, "acme", cacheEntryN(i).RequestHash, time.Now()); err != nil {
-			t.Fatalf("entry %d: %v", i, err)
-		}
+	for _, bad := range []struct {
+		name string
+		q    string
+		args []any
+	}{
+		{"refused by the server", "INSERT INTO no_such_table VALUES (1)", nil},
+		{"that pgx cannot send", "SELECT $1::int", []any{make(chan int)}}, // fails before the batch is sent
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			db := openTest(t)
+			w0, c0 := db.GroupStats()
+			release := holdGroup(t, db)
+			var wg sync.WaitGroup
+			errs := make(chan error, 6)
+			for i := range 6 {
+				wg.Add(1)
+				go func() { defer wg.Done(); errs <- db.PutCache(ctx, cacheEntryN(i)) }()
+			}
+			var badErr, stale error
+			wg.Add(2)
+			go func() { defer wg.Done(); _, badErr = db.groupExec(ctx, "x", bad.q, bad.args...) }()
+			go func() {
+				defer wg.Done()
+				stale = db.Complete(ctx, "acme", "no-such-operation", 1, &groundhog.Response{Status: 200}, time.Now())
+			}()
+			release(8)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatalf("a good write failed beside a bad one: %v", err)
+				}
+			}
+			if badErr == nil {
+				t.Error("the bad statement reported no error")
+			}
+			if groundhog.ErrorCode(stale) != groundhog.ENOTFOUND {
+				t.Errorf("complete of a missing operation: %v, want not found", stale)
+			}
+			if w, c := db.GroupStats(); w-w0 != 1+8 || c-c0 != 1+8 {
+				t.Errorf("%d writes in %d transactions besides the held one, want 8 run again alone", w-w0-1, c-c0-1)
+			}
+			for i := range 6 {
+				if _, err := db.GetCache(ctx, "acme", cacheEntryN(i).RequestHash, time.Now()); err != nil {
+					t.Fatalf("entry %d: %v", i, err)
+				}
+			}
+		})
 	}
 }

@@ -57,9 +57,7 @@ func (db *DB) opExec(ctx context.Context, q string, args ...any) (int64, error) 
 // release returns w's result and gives w back to the pool.
 func (w *opWrite) release() (int64, error) {
 	n, err := w.n, w.err
-	wt := w.Waiter
-	wt.Reset()
-	*w = opWrite{Waiter: wt}
+	*w = opWrite{Waiter: w.Waiter}
 	opWritePool.Put(w)
 	return n, err
 }

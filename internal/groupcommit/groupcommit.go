@@ -17,17 +17,15 @@ import (
 )
 
 // Waiter is what a write carries for its queue; a write type embeds it
-// and makes it with NewWaiter.
+// and makes it with NewWaiter. It is ready for another write as soon as
+// Run returns.
 type Waiter struct {
 	lead bool          // set before done is signalled: run the next batch
 	done chan struct{} // buffered (1): the batch ran, or lead
 }
 
-// NewWaiter returns a Waiter ready for use; Reset readies it again.
+// NewWaiter returns a Waiter ready for use.
 func NewWaiter() Waiter { return Waiter{done: make(chan struct{}, 1)} }
-
-// Reset readies w for another write, keeping its channel.
-func (w *Waiter) Reset() { w.lead = false }
 
 func (w *Waiter) waiter() *Waiter { return w }
 
@@ -54,6 +52,7 @@ func (q *Queue[W]) Run(w W, run func(batch []W)) {
 		if !w.waiter().lead {
 			return
 		}
+		w.waiter().lead = false
 		q.mu.Lock() // lead: the queue holds w and whatever came after it
 	}
 	if !q.busy {
