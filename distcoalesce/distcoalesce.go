@@ -77,6 +77,13 @@ type Options struct {
 	// after the claim answers from what it read (redis.DB.ClaimLook).
 	// Without it, the claim is a SET NX and the look-up reads on its own.
 	ClaimLook func(ctx context.Context, key, token string, lease time.Duration, tenant, hash string) (claimed bool, lookCtx context.Context, err error)
+	// RideWithPut, when set, returns ctx under which the cache write of
+	// (tenant, hash) also sends the commands cmds queues, in its round
+	// trip, and sent, reporting whether they were sent and succeeded
+	// (redis.DB.RideWithPut): a flight's release rides with the write of
+	// its result (a lead's RideStore). Without it the release is a round
+	// trip of its own.
+	RideWithPut func(ctx context.Context, tenant, hash string, cmds func(ctx context.Context, p goredis.Pipeliner) []goredis.Cmder) (rideCtx context.Context, sent func() bool)
 	// Live configures the live relay of streamed answers to the other
 	// replicas' waiters (live.go).
 	Live LiveOptions
@@ -407,8 +414,9 @@ func (g *Group) uncoordinated(ctx context.Context, err error) {
 }
 
 // hold renews the claim until the returned function is called, which
-// releases it and wakes the waiters.
-func (g *Group) hold(key, token, topic string) func() {
+// stops the renewal and, unless released says its release was sent already
+// (RideStore), releases the claim and wakes the waiters.
+func (g *Group) hold(key, token, topic string) func(released bool) {
 	stop := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -431,20 +439,28 @@ func (g *Group) hold(key, token, topic string) func() {
 		}
 	}()
 	var once atomic.Bool
-	return func() {
+	return func(released bool) {
 		if once.Swap(true) {
 			return
 		}
 		close(stop)
 		<-stopped
-		g.release(key, token, topic)
+		if !released {
+			g.release(key, token, topic)
+		}
 	}
+}
+
+// releaseKeys are the keys of the release scripts: the claim and its end
+// mark.
+func (g *Group) releaseKeys(key, token string) []string {
+	return []string{key, g.endKey(key, token)}
 }
 
 func (g *Group) release(key, token, topic string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	keys := []string{key, g.endKey(key, token)}
+	keys := g.releaseKeys(key, token)
 	if w, ok := g.o.Waker.(channelWaker); ok {
 		if ch, ok := w.PublishChannel(g.o.Client); ok {
 			// The wake-up rides in the script: one round trip.

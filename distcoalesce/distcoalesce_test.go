@@ -35,7 +35,7 @@ func replicas(t *testing.T, n int, o distcoalesce.Options) []replica {
 			t.Fatal(err)
 		}
 		o := o
-		o.Client, o.Prefix, o.Waker, o.ClaimLook = db.Client(), prefix, db, db.ClaimLook // as serve sets them
+		o.Client, o.Prefix, o.Waker, o.ClaimLook, o.RideWithPut = db.Client(), prefix, db, db.ClaimLook, db.RideWithPut // as serve sets them
 		rs = append(rs, replica{db: db, g: distcoalesce.New(o)})
 	}
 	t.Cleanup(func() {
@@ -387,5 +387,81 @@ func TestClaimAndItsLookAreOneCommand(t *testing.T) {
 	}
 	if n := count.Count() - before; n != 2 { // the claim with its look, and its release
 		t.Errorf("a claim whose look found the entry took %d commands, want 2", n)
+	}
+}
+
+// storeRider is the lead's side of gateway.StoreRider.
+type storeRider interface {
+	RideStore(ctx context.Context) context.Context
+}
+
+// A flight's release and wake-up ride with the cache write of its result:
+// the write and the flight's end take one round trip together, and a
+// waiter on another replica, woken by it, is served that result. When the
+// write does not carry them (it wrote another key, or none), End sends
+// them itself, and the waiter is woken all the same.
+func TestFlightEndRidesWithItsStoredResult(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		put    string // the hash written under the ride's context ("": none)
+		trips  int64  // of the write and End together
+		served bool   // the waiter gets the flight's result
+	}{
+		{name: "ridden", put: "sha256:r", trips: 1, served: true},
+		{name: "another key written", put: "sha256:elsewhere", trips: 2},
+		{name: "nothing written", trips: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := replicas(t, 2, distcoalesce.Options{Lease: time.Minute})
+			a, b := rs[0], rs[1]
+			count := &storetest.RedisCommands{}
+			a.db.Client().AddHook(count)
+			warm := func(hash string) { // loads the scripts and opens the connections
+				_, _, s, err := a.g.Lead(ctx, "acme", hash, a.lookup("acme", hash), nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rctx := s.(storeRider).RideStore(ctx)
+				if err := a.db.PutCache(rctx, result("acme", hash, `{}`)); err != nil {
+					t.Fatal(err)
+				}
+				s.End(nil)
+			}
+			warm("sha256:warm1")
+			warm("sha256:warm2")
+			e, _, s, err := a.g.Lead(ctx, "acme", "sha256:r", a.lookup("acme", "sha256:r"), nil, nil)
+			if err != nil || e != nil {
+				t.Fatalf("Lead: %v, %v; want the claim", e, err)
+			}
+			waiter := leadAsync(b, ctx, "acme", "sha256:r")
+			b.waitingOn()
+			before := count.RoundTrips()
+			rctx := s.(storeRider).RideStore(ctx)
+			if tc.put != "" {
+				if err := a.db.PutCache(rctx, result("acme", tc.put, `{"n":1}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.End(nil)
+			if n := count.RoundTrips() - before; n != tc.trips {
+				t.Errorf("the write and the flight's end took %d round trips, want %d", n, tc.trips)
+			}
+			var w led
+			select {
+			case w = <-waiter:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter on the other replica was not woken")
+			}
+			if tc.served {
+				if w.err != nil || w.e == nil || string(w.e.Response.Body) != `{"n":1}` || !w.followed {
+					t.Errorf("the waiter got %v (followed %v, %v); want the flight's result, followed", w.e, w.followed, w.err)
+				}
+				return
+			}
+			if w.err != nil || w.e != nil {
+				t.Errorf("the waiter got %v, %v; want the claim, nothing being stored", w.e, w.err)
+			}
+			w.done()
+		})
 	}
 }

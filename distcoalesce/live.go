@@ -137,8 +137,12 @@ type leaderSink struct {
 	g       *Group
 	token   string // the claim's
 	skey    string
-	release func() // stops renewing the claim, releases it, wakes the waiters
-	live    bool   // the caller's waiters may relay a stream: write one if the answer streams
+	release func(released bool) // stops renewing the claim, releases it (unless released), wakes the waiters
+	live    bool                // the caller's waiters may relay a stream: write one if the answer streams
+
+	// The flight's claim key, wake-up topic and call, for RideStore.
+	key, topic, tenant, hash string
+	rode                     func() bool // set by RideStore: whether the release rode with the cache write
 
 	// Used only from the flight's goroutine.
 	started bool
@@ -152,7 +156,36 @@ type leaderSink struct {
 }
 
 func (g *Group) leaderSink(tenant, hash, key, token, topic string, relay bool) *leaderSink {
-	return &leaderSink{g: g, token: token, skey: g.streamKey(tenant, hash, token), release: g.hold(key, token, topic), live: relay && g.live != nil}
+	return &leaderSink{g: g, token: token, skey: g.streamKey(tenant, hash, token), release: g.hold(key, token, topic), live: relay && g.live != nil,
+		key: key, topic: topic, tenant: tenant, hash: hash}
+}
+
+// RideStore returns ctx under which the cache write of the flight's result,
+// made just before End, also releases the flight's claim and wakes its
+// waiters, in that write's round trip and after it (Options.RideWithPut):
+// a cached miss saves a round trip, and a woken waiter finds the entry.
+// End releases the claim itself when that write did not. It returns ctx
+// unchanged when the release cannot ride: no RideWithPut, a Waker that
+// does not publish on the Group's Redis, or a flight that went live (its
+// end marker must be written before the release).
+func (s *leaderSink) RideStore(ctx context.Context) context.Context {
+	ride := s.g.o.RideWithPut
+	if ride == nil || s.started || s.ended || s.rode != nil {
+		return ctx
+	}
+	w, ok := s.g.o.Waker.(channelWaker)
+	if !ok {
+		return ctx
+	}
+	ch, ok := w.PublishChannel(s.g.o.Client)
+	if !ok {
+		return ctx
+	}
+	keys := s.g.releaseKeys(s.key, s.token)
+	ctx, s.rode = ride(ctx, s.tenant, s.hash, func(ctx context.Context, p goredis.Pipeliner) []goredis.Cmder {
+		return []goredis.Cmder{releasePublishScript.EvalSha(ctx, p, keys, s.token, s.g.endTTL().Milliseconds(), ch, s.topic)}
+	})
+	return ctx
 }
 
 // Claim returns the token and claim time of the flight's claim: what a
@@ -205,7 +238,7 @@ func (s *leaderSink) End(resp *groundhog.Response) {
 	}
 	s.ended = true
 	if !s.started {
-		s.release()
+		s.release(s.rode != nil && s.rode())
 		return
 	}
 	marker := []any{strconv.Itoa(s.seq + 1), fKind, kindEnd, fEnd, endError}
@@ -256,7 +289,7 @@ func (s *leaderSink) write() {
 			}
 		}
 		if end {
-			s.release()
+			s.release(false)
 			return
 		}
 	}

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/groundhog-ai/groundhog"
+	"github.com/groundhog-ai/groundhog/distcoalesce"
+	"github.com/groundhog-ai/groundhog/redis"
+	"github.com/groundhog-ai/groundhog/storetest"
 )
 
 // readCountingStore counts the cache store's reads.
@@ -67,5 +70,53 @@ func TestCachedMissAcrossReplicasLooksTwice(t *testing.T) {
 	}
 	if n := st.reads.Load(); n != 2 {
 		t.Errorf("the shared store was read %d times for a miss across replicas and its hit from memory, want 2", n)
+	}
+}
+
+// A cached miss coordinated across replicas on Redis takes three round
+// trips to Redis: the first look, the flight's claim with the look after it
+// (redis.DB.ClaimLook), and the write of the result with the flight's end
+// riding in it (redis.DB.RideWithPut). Its hit is then served from memory,
+// with none.
+func TestCachedMissOnRedisTakesThreeRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	prefix := "ghtest:" + groundhog.NewID()[:12] + ":"
+	db, err := redis.Open(ctx, storetest.RedisURL(t), redis.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if keys, _ := db.Client().Keys(ctx, prefix+"*").Result(); len(keys) > 0 {
+			db.Client().Del(ctx, keys...)
+		}
+		db.Close()
+	})
+	count := &storetest.RedisCommands{}
+	db.Client().AddHook(count)
+	flights := distcoalesce.New(distcoalesce.Options{Client: db.Client(), Prefix: prefix, Waker: db, Lease: time.Minute,
+		ClaimLook: db.ClaimLook, RideWithPut: db.RideWithPut}) // as serve sets them
+	h := newHarness(t, withFlights(flights), withCacheStore(func(groundhog.CacheStore) groundhog.CacheStore { return db }))
+	hdr := map[string]string{"Groundhog-Cache": "use"}
+	call := func(content, want string) {
+		t.Helper()
+		res, body := h.post("/v1/chat/completions", `{"model":"sim-small","messages":[{"role":"user","content":"`+content+`"}]}`, hdr)
+		if res.StatusCode != 200 || res.Header.Get("Groundhog-Cache") != want {
+			t.Fatalf("%s: status %d, Groundhog-Cache %q, want %q: %s", content, res.StatusCode, res.Header.Get("Groundhog-Cache"), want, body)
+		}
+	}
+	call("warm", "miss") // loads the scripts
+	call("warm again", "miss")
+	for _, want := range []struct {
+		cache string
+		trips int64
+	}{{"miss", 3}, {"hit", 0}} {
+		before := count.RoundTrips()
+		call("three round trips", want.cache)
+		if n := count.RoundTrips() - before; n != want.trips {
+			t.Errorf("a cached %s took %d round trips to Redis, want %d", want.cache, n, want.trips)
+		}
+	}
+	if claims, err := db.Client().Keys(ctx, prefix+"f:*").Result(); err != nil || len(claims) > 0 {
+		t.Errorf("flight claims left after the calls: %q, %v", claims, err)
 	}
 }

@@ -50,6 +50,26 @@ type FlightClaim interface {
 	Claim() (token string, claimed time.Time)
 }
 
+// StoreRider is a lead (Flights.Lead) whose end can ride with the cache
+// write of its flight's result: RideStore returns the context to make that
+// write under, which then also ends the flight in its round trip; End then
+// ends it only if that write did not (distcoalesce).
+type StoreRider interface {
+	RideStore(ctx context.Context) context.Context
+}
+
+// rideStore returns the context under which the flight's result is
+// written to the cache: with lead's end riding with the write when lead can
+// (StoreRider), else ctx.
+func rideStore(ctx context.Context, lead coalesce.Sink) context.Context {
+	if e, ok := lead.(*endOnce); ok && !e.ended {
+		if r, ok := e.Sink.(StoreRider); ok {
+			return r.RideStore(ctx)
+		}
+	}
+	return ctx
+}
+
 // leadAcross runs the cross-replica stage of c's flight. It returns the
 // response shared by another replica's flight (published to pub; c counts
 // as coalesced when it followed that flight, else as a cache hit), or nil

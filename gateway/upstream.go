@@ -556,7 +556,11 @@ func (x *exchange) settle(resp *groundhog.Response) *groundhog.Response {
 	c.spent = resp.Cost
 	s.pcAfter(x.ctx, c, resp) // prompt-cache hook: break verdict from the usage
 	if c.policy.on() && !c.noStore && !x.providerFailed && storable(c.shape, resp) {
-		s.store(x.ctx, c, resp)
+		ctx := x.ctx
+		if x.bodyRec == nil { // else the flight ends after the record (below)
+			ctx = rideStore(ctx, x.lead)
+		}
+		s.store(ctx, c, resp)
 	}
 	x.bodyRec.wait() // before any replica's client reads the answer
 	x.lead.End(resp) // after the cache write: wakes the other replicas' waiters

@@ -172,18 +172,31 @@ func (db *DB) PutCache(ctx context.Context, e *groundhog.CacheEntry) error {
 		}
 		return db.DeleteCache(ctx, e.Tenant, e.RequestHash)
 	}
+	r := riderFor(ctx, k)
+	var set, index goredis.Cmder
+	var rode []goredis.Cmder
 	_, err = db.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		if e.ExpiresAt.IsZero() {
-			p.Set(ctx, k, b, 0)
-			p.ZRem(ctx, db.expiryKey(), k)
+			set, index = p.Set(ctx, k, b, 0), p.ZRem(ctx, db.expiryKey(), k)
 		} else {
-			p.Set(ctx, k, b, ttl)
-			p.ZAdd(ctx, db.expiryKey(), goredis.Z{Score: float64(e.ExpiresAt.UnixNano()), Member: k})
+			set = p.Set(ctx, k, b, ttl)
+			index = p.ZAdd(ctx, db.expiryKey(), goredis.Z{Score: float64(e.ExpiresAt.UnixNano()), Member: k})
+		}
+		if r != nil {
+			rode = r.cmds(ctx, p)
 		}
 		return nil
 	})
+	if err != nil && r != nil {
+		// The first failed command's error: the write's own, or a
+		// rider's (the write then stands; the rider's caller resends).
+		err = errors.Join(set.Err(), index.Err())
+	}
 	if err != nil {
 		return db.tolerate(fmt.Errorf("redis: put cache: %w", err))
+	}
+	if r != nil {
+		r.settled(rode)
 	}
 	return nil
 }

@@ -250,7 +250,8 @@ func (st *stores) flights(cfg *config.Config, log *slog.Logger) gateway.Flights 
 		return nil
 	}
 	return distcoalesce.New(distcoalesce.Options{Client: st.Redis.Client(), Prefix: st.Redis.Prefix(), Waker: st.Redis,
-		Lease: cfg.Idempotency.Lease, MaxWait: cfg.UpstreamTimeout, Degraded: st.Redis.Degraded, Logger: log, ClaimLook: st.Redis.ClaimLook})
+		Lease: cfg.Idempotency.Lease, MaxWait: cfg.UpstreamTimeout, Degraded: st.Redis.Degraded, Logger: log, ClaimLook: st.Redis.ClaimLook,
+		RideWithPut: st.Redis.RideWithPut})
 }
 
 // fanOut is the cross-replica warm-then-fan-out, nil without Redis (each
