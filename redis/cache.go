@@ -1,13 +1,9 @@
 package redis
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"time"
 
@@ -16,78 +12,11 @@ import (
 	"github.com/groundhog-ai/groundhog"
 )
 
-// magic starts every stored entry; the digit is the encoding's version.
-var magic = []byte("ghc1")
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// record is the JSON form of a stored entry. Times are unix nanoseconds so
-// that they round-trip exactly (0 = zero time).
-type record struct {
-	Tenant    string             `json:"t"`
-	Hash      string             `json:"h"`
-	Shape     groundhog.Shape    `json:"s"`
-	Response  groundhog.Response `json:"r"`
-	CreatedAt int64              `json:"c"`
-	ExpiresAt int64              `json:"e"`
-}
-
 func (db *DB) cacheKey(tenant, hash string) string {
 	return db.prefix + "c:" + strconv.Itoa(len(tenant)) + "." + tenant + ":" + hash
 }
 
 func (db *DB) expiryKey() string { return db.prefix + "cache-expiry" }
-
-// encode returns the stored bytes of e: magic, big-endian payload length,
-// CRC-32C of the payload, payload.
-func encode(e *groundhog.CacheEntry) ([]byte, error) {
-	payload, err := json.Marshal(record{Tenant: e.Tenant, Hash: e.RequestHash, Shape: e.Shape, Response: e.Response,
-		CreatedAt: unixNano(e.CreatedAt), ExpiresAt: unixNano(e.ExpiresAt)})
-	if err != nil {
-		return nil, fmt.Errorf("redis: encode entry: %w", err)
-	}
-	b := make([]byte, 0, len(magic)+8+len(payload))
-	b = append(b, magic...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(payload, castagnoli))
-	return append(b, payload...), nil
-}
-
-var errCorrupt = errors.New("corrupt cache entry")
-
-// decode parses bytes written by encode; anything else is errCorrupt.
-func decode(b []byte) (*groundhog.CacheEntry, error) {
-	h := len(magic) + 8
-	if len(b) < h || !bytes.Equal(b[:len(magic)], magic) {
-		return nil, errCorrupt
-	}
-	n := binary.BigEndian.Uint32(b[len(magic):])
-	sum := binary.BigEndian.Uint32(b[len(magic)+4:])
-	payload := b[h:]
-	if uint64(len(payload)) != uint64(n) || crc32.Checksum(payload, castagnoli) != sum {
-		return nil, errCorrupt
-	}
-	var r record
-	if err := json.Unmarshal(payload, &r); err != nil {
-		return nil, errCorrupt
-	}
-	return &groundhog.CacheEntry{Tenant: r.Tenant, RequestHash: r.Hash, Shape: r.Shape, Response: r.Response,
-		CreatedAt: fromUnixNano(r.CreatedAt), ExpiresAt: fromUnixNano(r.ExpiresAt)}, nil
-}
-
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromUnixNano(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
 
 // delIfSame deletes KEYS[1] (and its expiry index member in KEYS[2]) only
 // if it still holds ARGV[1]: a concurrent PutCache that replaced a corrupt
