@@ -215,7 +215,11 @@ func TestStreamBodyReturnsAtItsFirstEvent(t *testing.T) {
 			}
 			up.mu.Lock()
 			if len(up.bodies) != 1 || !strings.Contains(up.bodies[0], `"tag":"`+tag+`"`) {
-				t.Errorf("the provider received %d bodies, want the leader's one", len(up.bodies))
+				var got []string
+				for _, b := range up.bodies {
+					got = append(got, b[:min(len(b), 160)])
+				}
+				t.Errorf("the provider received %d bodies, want the leader's one: %q", len(up.bodies), got)
 			}
 			up.mu.Unlock()
 			res, again := h.post(tc.path, body("alice"), hdr)
