@@ -101,7 +101,7 @@ func (db *DB) PutCache(ctx context.Context, e *groundhog.CacheEntry) error {
 		}
 		return db.DeleteCache(ctx, e.Tenant, e.RequestHash)
 	}
-	r := riderFor(ctx, k)
+	r := db.riderFor(ctx, k)
 	var set, index goredis.Cmder
 	var rode []goredis.Cmder
 	_, err = db.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {

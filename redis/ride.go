@@ -14,6 +14,7 @@ type riderKey struct{}
 // rider is what RideWithPut attached: the cache key whose write carries
 // cmds, and whether they were sent and all succeeded.
 type rider struct {
+	db   *DB // the Redis the commands are for: only its writes carry them
 	key  string
 	cmds func(ctx context.Context, p goredis.Pipeliner) []goredis.Cmder
 	used atomic.Bool // a rider rides once
@@ -29,14 +30,14 @@ type rider struct {
 // degraded, an entry too large to store, a write that failed) or one of
 // the commands failed, and the caller then sends them itself.
 func (db *DB) RideWithPut(ctx context.Context, tenant, hash string, cmds func(ctx context.Context, p goredis.Pipeliner) []goredis.Cmder) (rideCtx context.Context, sent func() bool) {
-	r := &rider{key: db.cacheKey(tenant, hash), cmds: cmds}
+	r := &rider{db: db, key: db.cacheKey(tenant, hash), cmds: cmds}
 	return context.WithValue(ctx, riderKey{}, r), r.ok.Load
 }
 
-// riderFor returns the rider ctx carries for the write of key k, once.
-func riderFor(ctx context.Context, k string) *rider {
+// riderFor returns the rider ctx carries for db's write of key k, once.
+func (db *DB) riderFor(ctx context.Context, k string) *rider {
 	r, ok := ctx.Value(riderKey{}).(*rider)
-	if !ok || r.key != k || r.used.Swap(true) {
+	if !ok || r.db != db || r.key != k || r.used.Swap(true) {
 		return nil
 	}
 	return r

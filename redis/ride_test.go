@@ -85,9 +85,21 @@ func TestRideWithPutSendsItsCommandsInTheWritesRoundTrip(t *testing.T) {
 		})
 	}
 
+	// Another store's write does not carry the rider, even of the same keys:
+	// its commands are for the Redis of the store that made it.
+	other := openTest(t, redis.Options{Prefix: db.Prefix()}) // the same keys, another client
+	db.Client().Del(ctx, mark)
+	rctx, sent := db.RideWithPut(ctx, "acme", "sha256:f", set("f"))
+	if err := other.PutCache(rctx, entry("acme", "sha256:f", "f", now, time.Hour)); err != nil || sent() {
+		t.Errorf("another store's write: %v, sent %v; want written, not sent", err, sent())
+	}
+	if v, _ := db.Client().Get(ctx, mark).Result(); v != "" {
+		t.Errorf("another store's write carried the rider (mark %q)", v)
+	}
+
 	// A rider rides once: a second write under the same context is plain.
 	db.Client().Del(ctx, mark)
-	rctx, sent := db.RideWithPut(ctx, "acme", "sha256:e", set("e"))
+	rctx, sent = db.RideWithPut(ctx, "acme", "sha256:e", set("e"))
 	if err := db.PutCache(rctx, entry("acme", "sha256:e", "e", now, time.Hour)); err != nil || !sent() {
 		t.Fatalf("first write: %v, sent %v", err, sent())
 	}
