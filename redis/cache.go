@@ -44,7 +44,7 @@ func (db *DB) GetCache(ctx context.Context, tenant, hash string, now time.Time) 
 			err = goredis.Nil
 		}
 	} else {
-		b, err = db.rdb.Get(ctx, k).Bytes()
+		b, err = db.get(ctx, k)
 	}
 	if errors.Is(err, goredis.Nil) {
 		return nil, groundhog.Errorf(groundhog.ENOTFOUND, "cache entry not found")

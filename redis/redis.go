@@ -49,6 +49,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/groundhog-ai/groundhog/internal/groupcommit"
+
 	"github.com/groundhog-ai/groundhog"
 	"github.com/groundhog-ai/groundhog/internal/wake"
 )
@@ -88,6 +90,9 @@ type DB struct {
 	wg     sync.WaitGroup
 	closed atomic.Bool
 	down   atomic.Bool // degraded: see health.go
+
+	reads               groupcommit.Queue[*read] // readbatch.go
+	readKeys, readTrips atomic.Uint64
 
 	corrupt atomic.Uint64 // corrupt entries found (and deleted)
 	skipped atomic.Uint64 // entries too large for Redis
@@ -179,10 +184,16 @@ func (db *DB) Client() *goredis.Client { return db.rdb }
 type Stats struct {
 	Corrupt  uint64 // entries that did not decode: deleted, served as misses
 	TooLarge uint64 // entries over MaxEntryBytes, kept out of Redis
+	// Reads are the cache entries read with a round trip of their own or
+	// in a batch (readbatch.go), ReadTrips the round trips they took:
+	// Reads ÷ ReadTrips is the mean batch.
+	Reads, ReadTrips uint64
 }
 
 // Stats returns the counters since Open.
-func (db *DB) Stats() Stats { return Stats{Corrupt: db.corrupt.Load(), TooLarge: db.skipped.Load()} }
+func (db *DB) Stats() Stats {
+	return Stats{Corrupt: db.corrupt.Load(), TooLarge: db.skipped.Load(), Reads: db.readKeys.Load(), ReadTrips: db.readTrips.Load()}
+}
 
 // mapErr gives err a groundhog code: EUNAVAILABLE for failures of Redis or
 // the way to it.

@@ -285,6 +285,10 @@ func (st *stores) register(m *metrics.Metrics) {
 			s := st.FanOut.Stats()
 			return map[string]float64{"claimed": float64(s.Claimed), "busy": float64(s.Busy), "warm": float64(s.Warm), "error": float64(s.Errors)}
 		})
+	m.CounterFunc("groundhog_cache_redis_reads_total", "Cache entries read from Redis, alone or batched with concurrent reads.",
+		func() float64 { return float64(st.Redis.Stats().Reads) })
+	m.CounterFunc("groundhog_cache_redis_read_round_trips_total", "Round trips the cache's Redis reads took: reads ÷ round trips is the mean batch.",
+		func() float64 { return float64(st.Redis.Stats().ReadTrips) })
 	m.GaugeFunc("groundhog_cache_redis_degraded", "1 while Redis is unavailable and the cache serves from each replica's memory tier.", func() float64 {
 		if st.Redis.Degraded() {
 			return 1
