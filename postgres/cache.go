@@ -34,6 +34,11 @@ func (db *DB) GetCache(ctx context.Context, tenant, hash string, now time.Time) 
 	if err := db.check(); err != nil {
 		return nil, err
 	}
+	return db.getCache(ctx, tenant, hash, now) // batched with concurrent look-ups (readbatch.go)
+}
+
+// getCacheAlone is GetCache's statement for one key.
+func (db *DB) getCacheAlone(ctx context.Context, tenant, hash string, now time.Time) (*groundhog.CacheEntry, error) {
 	var (
 		shape            string
 		rc               respCols

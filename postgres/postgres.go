@@ -73,6 +73,8 @@ type DB struct {
 	// group commits concurrent cache and operation writes together
 	// (group.go).
 	group group
+	// reads batches concurrent cache look-ups (readbatch.go).
+	reads readBatches
 }
 
 var (

@@ -277,6 +277,12 @@ func (st *stores) register(m *metrics.Metrics) {
 		func() float64 { w, _ := st.DB.GroupStats(); return float64(w) })
 	m.CounterFunc("groundhog_store_group_commits_total", "Transactions the group commit's writes took: writes ÷ commits is its mean batch.",
 		func() float64 { _, c := st.DB.GroupStats(); return float64(c) })
+	if pg, ok := st.DB.(*postgres.DB); ok {
+		m.CounterFunc("groundhog_store_cache_reads_total", "Cache entries looked up in PostgreSQL, alone or batched with concurrent look-ups.",
+			func() float64 { r, _ := pg.ReadStats(); return float64(r) })
+		m.CounterFunc("groundhog_store_cache_read_statements_total", "Statements those look-ups took: look-ups ÷ statements is the mean batch.",
+			func() float64 { _, s := pg.ReadStats(); return float64(s) })
+	}
 	if st.Redis == nil {
 		return
 	}
