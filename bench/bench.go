@@ -111,6 +111,9 @@ type Report struct {
 	API         API
 	Profile     string
 	Stores      string // the gateways' stores
+	// CacheStore names where a hit past the memory tier is read from:
+	// "Redis" with --cache, else "the database" ("" reads as the latter).
+	CacheStore string
 	// StoresMeasured: the gateways' PostgreSQL or Redis run on this
 	// machine, and the report shows their CPU a request.
 	StoresMeasured bool
@@ -559,7 +562,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer dbs.close()
-	rep.Stores, rep.StoresMeasured = dbs.label(), dbs.measured()
+	rep.Stores, rep.StoresMeasured, rep.CacheStore = dbs.label(), dbs.measured(), dbs.cacheStore()
 	simSrv, err := o.start(ctx, "sim", "sim")
 	if err != nil {
 		return nil, err

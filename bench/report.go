@@ -73,7 +73,11 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 				ratio(float64(hit.CPUPerReq), float64(wr.CPUPerReq)), us(hit.CPUPerReq), us(wr.CPUPerReq), hit.RPS(), wr.RPS())
 		}
 		if hs, ok := r.Results["gateway-hit-store/"+l]; ok {
-			fmt.Fprintf(w, "| hit CPU/request from the database ÷ from memory, %s | %s | %.1f ÷ %.1f µs (req/s %.0f ÷ %.0f) | |\n", l,
+			from := r.CacheStore
+			if from == "" {
+				from = "the database"
+			}
+			fmt.Fprintf(w, "| hit CPU/request from %s ÷ from memory, %s | %s | %.1f ÷ %.1f µs (req/s %.0f ÷ %.0f) | |\n", from, l,
 				ratio(float64(hs.CPUPerReq), float64(hit.CPUPerReq)), us(hs.CPUPerReq), us(hit.CPUPerReq), hs.RPS(), hit.RPS())
 		}
 		if ng, ok := r.Results["nginx-hit/"+l]; ok {

@@ -104,3 +104,23 @@ func TestReportStoresCPU(t *testing.T) {
 		}
 	}
 }
+
+// The hit read past the memory tier is named after where it is read from:
+// the database, or Redis when the gateways have a Redis cache tier.
+func TestReportNamesWhereAHitPastMemoryIsRead(t *testing.T) {
+	body := BodyInfo{Label: "1KB", Kind: "small", Bytes: 1775, Messages: 5}
+	for store, want := range map[string]string{
+		"":      "| hit CPU/request from the database ÷ from memory, 1KB | 2.00× | 90.0 ÷ 45.0 µs (req/s 1000 ÷ 2000) | |",
+		"Redis": "| hit CPU/request from Redis ÷ from memory, 1KB | 2.00× | 90.0 ÷ 45.0 µs (req/s 1000 ÷ 2000) | |",
+	} {
+		r := &Report{Bodies: []BodyInfo{body}, CacheStore: store, Results: map[string]Result{
+			"gateway-hit/1KB":       {Requests: 2000, Seconds: 1, CPU: 90 * time.Millisecond, CPUPerReq: 45 * time.Microsecond},
+			"gateway-hit-store/1KB": {Requests: 1000, Seconds: 1, CPU: 90 * time.Millisecond, CPUPerReq: 90 * time.Microsecond},
+		}}
+		var b strings.Builder
+		r.WriteMarkdown(&b)
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("store %q: report lacks\n%s\n---\n%s", store, want, b.String())
+		}
+	}
+}

@@ -72,6 +72,14 @@ func (st *stores) label() string {
 	return db
 }
 
+// cacheStore names where a hit past the memory tier is read from.
+func (st *stores) cacheStore() string {
+	if st.rdb != nil {
+		return "Redis"
+	}
+	return "the database"
+}
+
 // args returns serve's store arguments for the gateway called name.
 func (st *stores) args(ctx context.Context, name string) ([]string, error) {
 	id := strings.ReplaceAll(name, "-", "_")
