@@ -1,7 +1,9 @@
-// Package groupcommit groups the writes of concurrent callers into
-// batches, one batch at a time, without a goroutine of its own: the
-// database stores commit each batch in one transaction (sqlite's operation
-// writes, postgres's group commit).
+// Package groupcommit groups the work of concurrent callers into batches,
+// one batch at a time, without a goroutine of its own: the database stores
+// commit each batch of writes in one transaction (sqlite's operation
+// writes, postgres's group commit), and the cache stores send each batch
+// of look-ups in one round trip (redis's reads, postgres's cache
+// look-ups). A "write" below is any such piece of work.
 //
 // The first caller to find no batch running leads. It yields once
 // (runtime.Gosched: the callers about to write get to queue behind it; on
@@ -65,17 +67,20 @@ func (q *Queue[W]) Run(w W, run func(batch []W)) {
 	q.queue = q.spare[:0]
 	q.mu.Unlock()
 
-	func() {
-		defer func() {
-			for _, o := range batch {
-				if o.waiter() != w.waiter() {
-					o.waiter().done <- struct{}{}
-				}
-			}
-		}()
-		run(batch)
-	}()
+	defer q.finish(w.waiter(), batch)
+	run(batch)
+}
 
+// finish wakes the writes of batch (but the leader's own) and hands the
+// lead to the oldest write queued meanwhile, or leaves the queue idle. It
+// runs even when run panicked (net/http recovers a handler's panic and the
+// process goes on), so the queue never stays busy with no one to lead it.
+func (q *Queue[W]) finish(leader *Waiter, batch []W) {
+	for _, o := range batch {
+		if o.waiter() != leader {
+			o.waiter().done <- struct{}{}
+		}
+	}
 	q.mu.Lock()
 	clear(batch)
 	q.spare = batch

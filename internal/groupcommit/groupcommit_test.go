@@ -1,9 +1,11 @@
 package groupcommit
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 type testWrite struct {
@@ -54,5 +56,55 @@ func TestEveryWriteRunsOnceInOneBatchAtATime(t *testing.T) {
 	t.Logf("%d writes in %d batches", n, batches.Load())
 	if q.Queued() != 0 {
 		t.Errorf("%d writes left queued", q.Queued())
+	}
+}
+
+// A batch whose run panics (a handler's panic, which net/http recovers)
+// leaves the queue working: the writes queued behind it still run, and a
+// later write leads a batch of its own.
+func TestAPanickingBatchDoesNotStopTheQueue(t *testing.T) {
+	var q Queue[*testWrite]
+	inRun, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer func() { _ = recover() }()
+		q.Run(&testWrite{Waiter: NewWaiter()}, func([]*testWrite) {
+			close(inRun)
+			<-release
+			panic("the batch failed")
+		})
+	}()
+	<-inRun
+	queued := &testWrite{id: 1, Waiter: NewWaiter()}
+	done := make(chan struct{})
+	go func() {
+		q.Run(queued, func(batch []*testWrite) {
+			for _, w := range batch {
+				w.ran = true
+			}
+		})
+		close(done)
+	}()
+	for q.Queued() != 1 {
+		runtime.Gosched()
+	}
+	close(release)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write queued behind a panicking batch never ran")
+	}
+	if !queued.ran {
+		t.Error("the write queued behind a panicking batch returned without running")
+	}
+	later := &testWrite{id: 2, Waiter: NewWaiter()}
+	ran := make(chan struct{})
+	go func() {
+		q.Run(later, func(batch []*testWrite) { batch[0].ran = true })
+		close(ran)
+	}()
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write after a panicking batch never ran")
 	}
 }
