@@ -32,8 +32,9 @@ import (
 // other in a cycle. If the server refuses any statement, or pgx cannot
 // send one, nothing of the batch is committed and every write runs again
 // on its own, so each caller gets its own statement's answer, never a
-// neighbour's error. A batch that fails otherwise (the connection lost: its commit is unknown) gives every
-// caller that error, as its own statement would have.
+// neighbour's error. A batch that fails otherwise (the connection lost:
+// its commit is unknown) gives every caller that error, as its own
+// statement would have.
 type group struct {
 	q groupcommit.Queue[*write]
 

@@ -44,7 +44,8 @@ type cacheRead struct {
 
 var cacheReadPool = sync.Pool{New: func() any { return &cacheRead{Waiter: groupcommit.NewWaiter()} }}
 
-// readBatches counts the cache look-ups and the statements they took.
+// readBatches batches the cache look-ups (getCache) and counts them and
+// the statements they took.
 type readBatches struct {
 	q            groupcommit.Queue[*cacheRead]
 	reads, trips atomic.Uint64
